@@ -1,0 +1,74 @@
+//! The error policy, written once.
+//!
+//! - Each port has its own typed error, small enough to match on: [`StorageError`] for the
+//!   two storage ports (tenant directory, receipt store: same backing store, same failure
+//!   modes) and [`DispatchError`] for the agent bridge. Constructors return
+//!   [`ValidationError`].
+//! - Adapters translate their library's errors into these variants at the boundary (a pool
+//!   timeout becomes `StorageError::Unavailable`); the domain never sees diesel or HTTP
+//!   errors.
+//! - The app crate maps outcomes to HTTP in one place. Messages here are for operators'
+//!   logs; they never carry a secret, and clients never see them.
+
+use thiserror::Error;
+
+/// A value from outside did not meet a model invariant.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{what} {problem}")]
+pub struct ValidationError {
+    /// The field, in words ("event id").
+    pub what: &'static str,
+    /// What is wrong with it, in words ("is empty").
+    pub problem: &'static str,
+}
+
+impl ValidationError {
+    pub const fn new(what: &'static str, problem: &'static str) -> Self {
+        Self { what, problem }
+    }
+}
+
+/// The tenant directory or the receipt store could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StorageError {
+    /// The store is unreachable or overloaded (connection refused, pool timeout). Worth
+    /// retrying later: the inbound path answers 503 so the platform does.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// The store answered, but not as the adapter expected (a constraint it did not
+    /// anticipate, a row it could not read). A bug or a schema drift, not load.
+    #[error("storage error: {0}")]
+    Unexpected(String),
+}
+
+/// A dispatch to an agent did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DispatchError {
+    /// The request provably never reached the agent (connection refused, DNS or TLS failure
+    /// before sending), even after the bridge's own short retries.
+    #[error("agent unreachable: {0}")]
+    Unreachable(String),
+    /// The agent answered with a non-success status.
+    #[error("agent answered HTTP {0}")]
+    Rejected(u16),
+    /// No answer within the dispatch timeout; the agent may or may not have the event.
+    #[error("agent did not answer within {0} s")]
+    TimedOut(u64),
+    /// The request may have reached the agent but the exchange broke (reset mid-response).
+    #[error("dispatch interrupted: {0}")]
+    Interrupted(String),
+    /// The tenant's agent configuration cannot be used (a URL that does not parse).
+    #[error("agent misconfigured: {0}")]
+    Misconfigured(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_read_as_sentences_for_operators() {
+        assert_eq!(ValidationError::new("event id", "is empty").to_string(), "event id is empty");
+        assert_eq!(DispatchError::Rejected(502).to_string(), "agent answered HTTP 502");
+    }
+}

@@ -1,0 +1,202 @@
+//! Inbound events: what arrived, for which workspace, on which delivery attempt.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::text::{check_label, check_printable_ascii};
+use super::{Platform, WorkspaceRef};
+use crate::errors::ValidationError;
+
+/// The platform's own number for an event (Slack's `event_id`, e.g. `Ev0PV52K25`).
+///
+/// Non-empty, at most 255 bytes, printable ASCII. Only numbered events are retried by the
+/// platform, so only they are claimed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ExternalEventId(String);
+
+impl ExternalEventId {
+    pub fn new(id: impl Into<String>) -> Result<Self, ValidationError> {
+        let id = id.into();
+        check_printable_ascii("event id", &id)?;
+        Ok(Self(id))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ExternalEventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A short name from the platform: an event type (`app_mention`), a command (`/weather`)
+/// or an interaction type (`block_actions`). Non-empty, at most 255 bytes, no controls.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Label(String);
+
+impl Label {
+    pub fn new(what: &'static str, value: impl Into<String>) -> Result<Self, ValidationError> {
+        let value = value.into();
+        check_label(what, &value)?;
+        Ok(Self(value))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What kind of delivery this is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind {
+    /// An Events API callback, with the inner event's type.
+    Callback { event_type: Label },
+    /// A slash command, with the command (`/weather`).
+    Command { command: Label },
+    /// An interaction (button, shortcut, modal), with its type.
+    Interaction { interaction_type: Label },
+}
+
+impl EventKind {
+    /// The stable name of the kind, as sent to agents.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::Callback { .. } => "event_callback",
+            EventKind::Command { .. } => "slash_command",
+            EventKind::Interaction { .. } => "interaction",
+        }
+    }
+
+    /// The kind's own label: the event type, the command or the interaction type.
+    pub fn label(&self) -> &Label {
+        match self {
+            EventKind::Callback { event_type } => event_type,
+            EventKind::Command { command } => command,
+            EventKind::Interaction { interaction_type } => interaction_type,
+        }
+    }
+}
+
+/// Why the platform says it is re-sending. A hint from an unsigned header: it is logged
+/// and counted, never used to decide anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RetryReason {
+    HttpTimeout,
+    TooManyRedirects,
+    ConnectionFailed,
+    SslError,
+    HttpError,
+    UnknownError,
+    /// Present but not one of the documented reasons.
+    Other,
+}
+
+impl RetryReason {
+    pub const ALL: [RetryReason; 7] = [
+        RetryReason::HttpTimeout,
+        RetryReason::TooManyRedirects,
+        RetryReason::ConnectionFailed,
+        RetryReason::SslError,
+        RetryReason::HttpError,
+        RetryReason::UnknownError,
+        RetryReason::Other,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RetryReason::HttpTimeout => "http_timeout",
+            RetryReason::TooManyRedirects => "too_many_redirects",
+            RetryReason::ConnectionFailed => "connection_failed",
+            RetryReason::SslError => "ssl_error",
+            RetryReason::HttpError => "http_error",
+            RetryReason::UnknownError => "unknown_error",
+            RetryReason::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for RetryReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which attempt at delivering an event this request is, as the platform says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Delivery {
+    /// 0 for the first delivery, 1..=3 for Slack's retries.
+    pub attempt: u32,
+    pub retry_reason: Option<RetryReason>,
+}
+
+/// The platform's payload, as JSON text, forwarded to the agent untouched. The domain
+/// never looks inside; cloning is cheap because events are handed to a background task.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Payload(Arc<str>);
+
+impl Payload {
+    /// Wraps JSON text the adapter has already checked is JSON.
+    pub fn from_json_text(json: impl Into<Arc<str>>) -> Self {
+        Self(json.into())
+    }
+
+    pub fn as_json_text(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Payload {
+    // A payload is customer content; debug output shows its size, not its words.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Payload({} bytes)", self.0.len())
+    }
+}
+
+/// One inbound delivery, converted at the edge into domain terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboundEvent {
+    pub platform: Platform,
+    pub workspace: WorkspaceRef,
+    pub kind: EventKind,
+    /// Present when the platform numbers (and so retries) this event; absent for slash
+    /// commands and interactions, which arrive once.
+    pub external_id: Option<ExternalEventId>,
+    pub delivery: Delivery,
+    pub payload: Payload,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_id_is_bounded_printable_ascii() {
+        assert!(ExternalEventId::new("Ev0PV52K25").is_ok());
+        assert!(ExternalEventId::new("").is_err());
+        assert!(ExternalEventId::new("E".repeat(256)).is_err());
+        assert!(ExternalEventId::new("Év1").is_err());
+        assert!(ExternalEventId::new("Ev\n1").is_err());
+    }
+
+    #[test]
+    fn a_payload_does_not_print_its_content() {
+        let p = Payload::from_json_text(r#"{"text":"private words"}"#);
+        assert!(!format!("{p:?}").contains("private"));
+    }
+
+    #[test]
+    fn each_kind_exposes_its_label() {
+        let kind = EventKind::Command { command: Label::new("command", "/weather").unwrap() };
+        assert_eq!(kind.name(), "slash_command");
+        assert_eq!(kind.label().as_str(), "/weather");
+    }
+}

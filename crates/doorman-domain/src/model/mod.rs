@@ -1,0 +1,16 @@
+//! The domain model. Every type with an invariant has a validating constructor, so a
+//! value that exists is a value that is valid: adapters convert at the edge and the use
+//! cases never re-check.
+
+mod event;
+mod platform;
+mod receipt;
+mod tenant;
+mod text;
+mod workspace;
+
+pub use event::{Delivery, EventKind, ExternalEventId, InboundEvent, Label, Payload, RetryReason};
+pub use platform::Platform;
+pub use receipt::{Claim, Completion, Failure, NewReceipt, Receipt, ReceiptKey, Retention};
+pub use tenant::{AgentEndpoint, AgentSecret, Tenant, TenantId};
+pub use workspace::{WorkspaceId, WorkspaceRef};

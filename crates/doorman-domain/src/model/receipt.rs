@@ -1,0 +1,127 @@
+//! Receipts: the durable record that a numbered event was claimed, and what became of it.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::{ExternalEventId, Label, Platform, TenantId};
+use crate::errors::ValidationError;
+
+/// What identifies a receipt. Uniqueness is tenant-local (decision 4): the same event id
+/// under two tenants is two receipts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ReceiptKey {
+    pub tenant: TenantId,
+    pub platform: Platform,
+    pub external_id: ExternalEventId,
+}
+
+/// A claim about to be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewReceipt {
+    pub key: ReceiptKey,
+    pub event_type: Label,
+    /// The delivery attempt the claim was made on (a hint; see `Delivery`).
+    pub attempt: u32,
+    pub claimed_at: DateTime<Utc>,
+}
+
+/// The answer to a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// This delivery owns the event: it, and only it, dispatches.
+    Claimed,
+    /// Another delivery claimed the event first: do nothing.
+    Duplicate,
+}
+
+/// Why a dispatch failed, and when; stored on the receipt so it can be listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: String,
+    pub at: DateTime<Utc>,
+}
+
+/// What completing a receipt did besides marking it handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Completion {
+    /// Expired receipts of the same tenant deleted in the same transaction.
+    pub pruned: u64,
+}
+
+/// A stored receipt, as operator commands list it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    pub key: ReceiptKey,
+    pub event_type: String,
+    pub attempt: u32,
+    pub claimed_at: DateTime<Utc>,
+    /// Set once the agent accepted the dispatch. A receipt claimed long ago with neither
+    /// this nor a failure is a *stranded* event: real, acknowledged, and delivered to nobody.
+    pub handled_at: Option<DateTime<Utc>>,
+    pub failure: Option<Failure>,
+}
+
+/// How long receipts are kept, and how many expired ones one completion may delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    keep_for: Duration,
+    prune_batch: u32,
+}
+
+impl Retention {
+    /// The shortest retention allowed. Slack retries for about five minutes after the first
+    /// attempt; a receipt pruned before that would let a late retry dispatch a second time.
+    pub const MINIMUM: Duration = Duration::from_secs(10 * 60);
+
+    pub fn new(keep_for: Duration, prune_batch: u32) -> Result<Self, ValidationError> {
+        if keep_for < Self::MINIMUM {
+            return Err(ValidationError::new(
+                "receipt retention",
+                "is shorter than 10 minutes, inside Slack's retry window",
+            ));
+        }
+        if prune_batch == 0 {
+            return Err(ValidationError::new("prune batch", "is zero"));
+        }
+        Ok(Self { keep_for, prune_batch })
+    }
+
+    pub fn keep_for(&self) -> Duration {
+        self.keep_for
+    }
+
+    pub fn prune_batch(&self) -> u32 {
+        self.prune_batch
+    }
+
+    /// Receipts claimed before this instant have expired.
+    pub fn expiry_cutoff(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        // `keep_for` comes from configuration; saturate rather than panic on absurd values.
+        chrono::Duration::from_std(self.keep_for)
+            .ok()
+            .and_then(|d| now.checked_sub_signed(d))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_inside_slacks_retry_window_is_refused() {
+        assert!(Retention::new(Duration::from_secs(599), 100).is_err());
+        assert!(Retention::new(Duration::from_secs(600), 100).is_ok());
+        assert!(Retention::new(Duration::from_secs(600), 0).is_err());
+    }
+
+    #[test]
+    fn the_cutoff_is_now_minus_retention_and_saturates() {
+        let now = DateTime::from_timestamp(1_000_000, 0).unwrap();
+        let r = Retention::new(Duration::from_secs(3600), 10).unwrap();
+        assert_eq!(r.expiry_cutoff(now).timestamp(), 1_000_000 - 3600);
+        let huge = Retention::new(Duration::from_secs(u64::MAX), 10).unwrap();
+        assert_eq!(huge.expiry_cutoff(now), DateTime::<Utc>::MIN_UTC);
+    }
+}

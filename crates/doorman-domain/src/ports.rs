@@ -1,0 +1,112 @@
+//! The ports: what the use cases need from the outside world.
+//!
+//! Each method returns `impl Future + Send` so the app can run the use cases on a
+//! multi-threaded runtime and in spawned tasks. Each doc comment states the contract an
+//! adapter MUST honour; the use cases rely on exactly these words.
+//!
+//! With the `mocks` feature (and in this crate's tests) mockall generates `MockTenantDirectory`,
+//! `MockAgentBridge`, `MockReceiptStore` and `MockClock`.
+
+use std::future::Future;
+
+use chrono::{DateTime, Utc};
+
+use crate::errors::{DispatchError, StorageError};
+use crate::model::{
+    Claim, Completion, Failure, NewReceipt, Platform, ReceiptKey, Tenant, TenantId, WorkspaceRef,
+};
+use crate::usecases::Job;
+
+/// Finds the tenant a workspace belongs to.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait TenantDirectory: Send + Sync {
+    /// Resolves a workspace to its tenant and that tenant's agent settings.
+    ///
+    /// - MUST return `Ok(None)` for a workspace no tenant has linked: that is a normal
+    ///   answer (an app installed somewhere it was not set up), not an error.
+    /// - MUST try the team first and fall back to the enterprise, so a team inside an
+    ///   enterprise grid resolves either way; an org-wide install resolves by enterprise.
+    /// - MUST return `Err(StorageError::Unavailable)` when the store cannot be reached, so
+    ///   the caller answers 503 and nothing is written.
+    fn resolve(
+        &self,
+        platform: Platform,
+        workspace: &WorkspaceRef,
+    ) -> impl Future<Output = Result<Option<Tenant>, StorageError>> + Send;
+}
+
+/// Whether a tenant's agent can take work right now, as only the bridge knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BridgeHealth {
+    Healthy,
+    /// The circuit is open after repeated failures; it closes again after a cooldown.
+    CircuitOpen,
+}
+
+/// Hands events to tenants' agents.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait AgentBridge: Send + Sync {
+    /// Whether the tenant's agent has been failing (circuit open). Cheap and local: it
+    /// runs before the HTTP answer, on every delivery.
+    fn health(&self, tenant: TenantId) -> BridgeHealth;
+
+    /// Delivers one job to the tenant's agent and waits for its answer.
+    ///
+    /// - MUST return `Ok(())` only when the agent acknowledged the job (2xx).
+    /// - MAY retry internally, but only while the request provably never reached the agent;
+    ///   once it may have, a failure is returned, never a second send.
+    /// - MUST return within the configured dispatch timeout (`DispatchError::TimedOut`).
+    fn dispatch(&self, job: &Job) -> impl Future<Output = Result<(), DispatchError>> + Send;
+}
+
+/// The durable record of which numbered events have been claimed.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait ReceiptStore: Send + Sync {
+    /// Claims an event for this delivery.
+    ///
+    /// - MUST be atomic against concurrent claims of the same key, across requests and
+    ///   processes: of any number of concurrent claims exactly one gets `Claim::Claimed`.
+    /// - MUST have committed the claim when it returns `Claim::Claimed` (decision 2): a
+    ///   concurrent claim is refused at once instead of waiting on an open transaction.
+    /// - MUST return `Claim::Duplicate` when a receipt with the key exists, whatever its
+    ///   state (handled, failed or still in flight).
+    /// - MUST NOT write anything when it returns an error.
+    fn claim(&self, receipt: &NewReceipt) -> impl Future<Output = Result<Claim, StorageError>> + Send;
+
+    /// Marks a claimed receipt handled and, in the same transaction, deletes at most
+    /// `prune_batch` receipts of the same tenant claimed before `expired_before`.
+    ///
+    /// - MUST NOT touch another tenant's receipts.
+    /// - MUST leave `handled_at` unchanged if it was already set (completion is idempotent).
+    fn complete(
+        &self,
+        key: &ReceiptKey,
+        handled_at: DateTime<Utc>,
+        expired_before: DateTime<Utc>,
+        prune_batch: u32,
+    ) -> impl Future<Output = Result<Completion, StorageError>> + Send;
+
+    /// Records that the dispatch of a claimed event failed. `handled_at` stays null: the
+    /// receipt is listed as failed, and a retry of the event is still a duplicate.
+    fn record_failure(
+        &self,
+        key: &ReceiptKey,
+        failure: &Failure,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+}
+
+/// The time, as a port so tests can fix it.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait Clock: Send + Sync {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}

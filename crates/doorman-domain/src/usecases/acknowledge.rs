@@ -1,0 +1,100 @@
+//! Acknowledge: everything that must happen before the HTTP answer.
+
+use super::{Inbound, Job};
+use crate::errors::StorageError;
+use crate::model::{Claim, InboundEvent, NewReceipt, ReceiptKey, TenantId};
+use crate::ports::{AgentBridge, BridgeHealth, Clock, ReceiptStore, TenantDirectory};
+
+/// What to answer the platform, and whether there is work to do afterwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acknowledgement {
+    /// No tenant has linked this workspace. Answer 200 (a retry would not help) and do
+    /// nothing; nothing was written.
+    Ignored,
+    /// Cannot take the event now. Answer 503 so the platform retries; nothing was written,
+    /// so the retry is handled as if it were the first delivery (decision 5).
+    Unavailable(Unavailability),
+    /// Another delivery of the same event already claimed it. Answer 200, do nothing.
+    Duplicate { tenant: TenantId },
+    /// Answer 200, then run [`Inbound::handle`] on the job. A numbered event's claim is
+    /// committed by now.
+    Accepted(Job),
+}
+
+/// Why an event cannot be taken now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailability {
+    /// The tenant has no agent configured.
+    NoAgent { tenant: TenantId },
+    /// An operator paused the tenant's bridge.
+    Paused { tenant: TenantId },
+    /// The tenant's agent has been failing; its circuit is open.
+    CircuitOpen { tenant: TenantId },
+    /// The tenant directory or the receipt store could not answer.
+    Storage(StorageError),
+}
+
+impl<D, B, R, C> Inbound<D, B, R, C>
+where
+    D: TenantDirectory,
+    B: AgentBridge,
+    R: ReceiptStore,
+    C: Clock,
+{
+    /// Decides the answer to one delivery: resolve, check the bridge, claim (numbered
+    /// events only). The claim is the last step and is committed when this returns, so a
+    /// concurrent retry is refused at once (decisions 1, 2 and 5).
+    pub async fn acknowledge(&self, event: InboundEvent) -> Acknowledgement {
+        let tenant = match self.directory.resolve(event.platform, &event.workspace).await {
+            Ok(Some(tenant)) => tenant,
+            Ok(None) => return Acknowledgement::Ignored,
+            Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
+        };
+        warn_if_retried(tenant.id, &event);
+
+        let agent = match tenant.agent {
+            None => return Acknowledgement::Unavailable(Unavailability::NoAgent { tenant: tenant.id }),
+            Some(agent) if agent.paused => {
+                return Acknowledgement::Unavailable(Unavailability::Paused { tenant: tenant.id });
+            }
+            Some(agent) => agent,
+        };
+        if self.bridge.health(tenant.id) == BridgeHealth::CircuitOpen {
+            return Acknowledgement::Unavailable(Unavailability::CircuitOpen { tenant: tenant.id });
+        }
+
+        let received_at = self.clock.now();
+        // Only numbered events are retried by the platform, so only they are claimed. An
+        // unnumbered one is dispatched every time it arrives (decision 6).
+        if let Some(external_id) = event.external_id.clone() {
+            let receipt = NewReceipt {
+                key: ReceiptKey { tenant: tenant.id, platform: event.platform, external_id },
+                event_type: event.kind.label().clone(),
+                attempt: event.delivery.attempt,
+                claimed_at: received_at,
+            };
+            match self.receipts.claim(&receipt).await {
+                Ok(Claim::Claimed) => {}
+                Ok(Claim::Duplicate) => return Acknowledgement::Duplicate { tenant: tenant.id },
+                Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
+            }
+        }
+        Acknowledgement::Accepted(Job { tenant: tenant.id, agent, event, received_at })
+    }
+}
+
+/// A retry is the only signal a deployment gets that its acknowledgements arrive too late
+/// (decision 7). The header is unsigned: this logs it and decides nothing.
+fn warn_if_retried(tenant: TenantId, event: &InboundEvent) {
+    let delivery = event.delivery;
+    if delivery.attempt == 0 {
+        return;
+    }
+    tracing::warn!(
+        tenant.id = %tenant,
+        event.id = event.external_id.as_ref().map(|id| id.as_str()),
+        delivery.attempt = delivery.attempt,
+        delivery.retry_reason = delivery.retry_reason.map(|r| r.as_str()),
+        "platform re-sent an event: acknowledgements may be arriving too late"
+    );
+}

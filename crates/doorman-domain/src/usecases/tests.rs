@@ -1,0 +1,416 @@
+//! One test per ordering rule of the inbound path. The mocks are the ports; a
+//! `mockall::Sequence` pins the order wherever order is the rule.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use mockall::Sequence;
+use mockall::predicate::always;
+
+use super::{Acknowledgement, Handled, Inbound, Unavailability};
+use crate::errors::{DispatchError, StorageError};
+use crate::model::*;
+use crate::ports::{BridgeHealth, MockAgentBridge, MockClock, MockReceiptStore, MockTenantDirectory};
+
+type Fut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+fn ready<T: Send + 'static>(value: T) -> Fut<T> {
+    Box::pin(async move { value })
+}
+
+fn tenant_id() -> TenantId {
+    "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11".parse().unwrap()
+}
+
+fn agent(paused: bool) -> AgentEndpoint {
+    AgentEndpoint {
+        url: "http://127.0.0.1:9/agent".into(),
+        secret: AgentSecret::new("whsec_dGVzdA==").unwrap(),
+        paused,
+    }
+}
+
+fn tenant() -> Tenant {
+    Tenant { id: tenant_id(), agent: Some(agent(false)) }
+}
+
+fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_700_000_000, 0).unwrap()
+}
+
+fn retention() -> Retention {
+    Retention::new(Duration::from_secs(3600), 50).unwrap()
+}
+
+fn callback(event_id: Option<&str>, attempt: u32) -> InboundEvent {
+    InboundEvent {
+        platform: Platform::Slack,
+        workspace: WorkspaceRef::team(WorkspaceId::new("T0001").unwrap()),
+        kind: EventKind::Callback { event_type: Label::new("event type", "app_mention").unwrap() },
+        external_id: event_id.map(|id| ExternalEventId::new(id).unwrap()),
+        delivery: Delivery { attempt, retry_reason: (attempt > 0).then_some(RetryReason::HttpTimeout) },
+        payload: Payload::from_json_text("{}"),
+    }
+}
+
+fn numbered(attempt: u32) -> InboundEvent {
+    callback(Some("Ev0PV52K25"), attempt)
+}
+
+fn command() -> InboundEvent {
+    InboundEvent {
+        kind: EventKind::Command { command: Label::new("command", "/weather").unwrap() },
+        external_id: None,
+        ..callback(None, 0)
+    }
+}
+
+/// The four mocks, with expectations set per test, then turned into the use cases.
+#[derive(Default)]
+struct Ports {
+    directory: MockTenantDirectory,
+    bridge: MockAgentBridge,
+    receipts: MockReceiptStore,
+    clock: MockClock,
+}
+
+impl Ports {
+    fn new() -> Self {
+        let mut ports = Self::default();
+        ports.clock.expect_now().returning(now);
+        ports
+    }
+
+    /// Resolves to a healthy tenant, no order imposed.
+    fn with_healthy_tenant(mut self) -> Self {
+        self.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
+        self.bridge.expect_health().return_const(BridgeHealth::Healthy);
+        self
+    }
+
+    fn never_claims(mut self) -> Self {
+        self.receipts.expect_claim().never();
+        self
+    }
+
+    fn never_dispatches(mut self) -> Self {
+        self.bridge.expect_dispatch().never();
+        self
+    }
+
+    fn never_writes_after_dispatch(mut self) -> Self {
+        self.receipts.expect_complete().never();
+        self.receipts.expect_record_failure().never();
+        self
+    }
+
+    fn build(self) -> Inbound<MockTenantDirectory, MockAgentBridge, MockReceiptStore, MockClock> {
+        Inbound::new(self.directory, self.bridge, self.receipts, self.clock, retention())
+    }
+}
+
+fn accepted(ack: Acknowledgement) -> super::Job {
+    match ack {
+        Acknowledgement::Accepted(job) => job,
+        other => panic!("expected Accepted, got {other:?}"),
+    }
+}
+
+// --- acknowledge -------------------------------------------------------------------------
+
+#[tokio::test]
+async fn resolve_happens_before_the_bridge_check_and_the_claim() {
+    let mut ports = Ports::new();
+    let mut seq = Sequence::new();
+    ports
+        .directory
+        .expect_resolve()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| ready(Ok(Some(tenant()))));
+    ports.bridge.expect_health().times(1).in_sequence(&mut seq).return_const(BridgeHealth::Healthy);
+    ports.receipts.expect_claim().times(1).in_sequence(&mut seq).returning(|_| ready(Ok(Claim::Claimed)));
+
+    let job = accepted(ports.build().acknowledge(numbered(0)).await);
+    assert_eq!(job.tenant, tenant_id());
+}
+
+#[tokio::test]
+async fn the_claim_names_the_tenant_event_type_and_attempt() {
+    let mut ports = Ports::new();
+    ports.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
+    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+    ports
+        .receipts
+        .expect_claim()
+        .withf(|r| {
+            r.key.tenant == tenant_id()
+                && r.key.platform == Platform::Slack
+                && r.key.external_id.as_str() == "Ev0PV52K25"
+                && r.event_type.as_str() == "app_mention"
+                && r.attempt == 2
+                && r.claimed_at == now()
+        })
+        .times(1)
+        .returning(|_| ready(Ok(Claim::Claimed)));
+
+    let job = accepted(ports.build().acknowledge(numbered(2)).await);
+    assert_eq!(job.received_at, now());
+}
+
+#[tokio::test]
+async fn an_unknown_workspace_never_claims_nor_dispatches() {
+    let mut ports = Ports::new().never_claims().never_dispatches().never_writes_after_dispatch();
+    ports.directory.expect_resolve().times(1).returning(|_, _| ready(Ok(None)));
+    ports.bridge.expect_health().never();
+
+    assert_eq!(ports.build().acknowledge(numbered(0)).await, Acknowledgement::Ignored);
+}
+
+#[tokio::test]
+async fn a_paused_bridge_never_claims() {
+    let mut ports = Ports::new().never_claims().never_dispatches();
+    ports
+        .directory
+        .expect_resolve()
+        .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: Some(agent(true)) }))));
+    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+
+    let ack = ports.build().acknowledge(numbered(0)).await;
+    assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Paused { tenant: tenant_id() }));
+}
+
+#[tokio::test]
+async fn an_open_circuit_never_claims() {
+    let mut ports = Ports::new().never_claims().never_dispatches();
+    ports.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
+    ports.bridge.expect_health().with(always()).return_const(BridgeHealth::CircuitOpen);
+
+    let ack = ports.build().acknowledge(numbered(0)).await;
+    assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::CircuitOpen { tenant: tenant_id() }));
+}
+
+#[tokio::test]
+async fn a_tenant_without_an_agent_never_claims() {
+    let mut ports = Ports::new().never_claims().never_dispatches();
+    ports
+        .directory
+        .expect_resolve()
+        .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: None }))));
+    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+
+    let ack = ports.build().acknowledge(numbered(0)).await;
+    assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::NoAgent { tenant: tenant_id() }));
+}
+
+#[tokio::test]
+async fn a_directory_failure_never_claims_nor_dispatches() {
+    let mut ports = Ports::new().never_claims().never_dispatches();
+    let down = StorageError::Unavailable("pool timed out".into());
+    let returned = down.clone();
+    ports.directory.expect_resolve().returning(move |_, _| ready(Err(returned.clone())));
+    ports.bridge.expect_health().never();
+
+    let ack = ports.build().acknowledge(numbered(0)).await;
+    assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Storage(down)));
+}
+
+#[tokio::test]
+async fn a_failed_claim_is_unavailable_and_never_dispatches() {
+    let mut ports = Ports::new().with_healthy_tenant().never_dispatches();
+    ports
+        .receipts
+        .expect_claim()
+        .times(1)
+        .returning(|_| ready(Err(StorageError::Unavailable("connection refused".into()))));
+
+    let ack = ports.build().acknowledge(numbered(0)).await;
+    assert!(matches!(ack, Acknowledgement::Unavailable(Unavailability::Storage(_))), "{ack:?}");
+}
+
+#[tokio::test]
+async fn a_duplicate_never_dispatches() {
+    let mut ports = Ports::new().with_healthy_tenant().never_dispatches().never_writes_after_dispatch();
+    ports.receipts.expect_claim().times(1).returning(|_| ready(Ok(Claim::Duplicate)));
+
+    let ack = ports.build().acknowledge(numbered(1)).await;
+    assert_eq!(ack, Acknowledgement::Duplicate { tenant: tenant_id() });
+}
+
+#[tokio::test]
+async fn the_retry_attempt_does_not_change_any_outcome() {
+    for claim in [Claim::Claimed, Claim::Duplicate] {
+        let mut outcomes = Vec::new();
+        for attempt in [0, 3] {
+            let mut ports = Ports::new();
+            ports.directory.expect_resolve().times(1).returning(|_, _| ready(Ok(Some(tenant()))));
+            ports.bridge.expect_health().times(1).return_const(BridgeHealth::Healthy);
+            ports.receipts.expect_claim().times(1).returning(move |_| ready(Ok(claim)));
+            let ack = ports.build().acknowledge(numbered(attempt)).await;
+            // Compare the decision, not the job's copy of the (differing) delivery header.
+            outcomes.push(match ack {
+                Acknowledgement::Accepted(job) => format!("accepted {}", job.tenant),
+                other => format!("{other:?}"),
+            });
+        }
+        assert_eq!(outcomes[0], outcomes[1], "attempt 0 and attempt 3 must be treated alike");
+    }
+}
+
+// --- acknowledge then handle -------------------------------------------------------------
+
+#[tokio::test]
+async fn the_claim_returns_before_any_dispatch_can_start() {
+    let mut ports = Ports::new();
+    let mut seq = Sequence::new();
+    let committed = Arc::new(AtomicBool::new(false));
+
+    ports
+        .directory
+        .expect_resolve()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| ready(Ok(Some(tenant()))));
+    ports.bridge.expect_health().times(1).in_sequence(&mut seq).return_const(BridgeHealth::Healthy);
+    let on_claim = committed.clone();
+    ports.receipts.expect_claim().times(1).in_sequence(&mut seq).returning(move |_| {
+        let on_claim = on_claim.clone();
+        // The flag is set when the claim *completes*, not when it is called.
+        Box::pin(async move {
+            tokio::task::yield_now().await;
+            on_claim.store(true, Ordering::SeqCst);
+            Ok(Claim::Claimed)
+        })
+    });
+    let at_dispatch = committed.clone();
+    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(move |_| {
+        assert!(at_dispatch.load(Ordering::SeqCst), "dispatch started before the claim returned");
+        ready(Ok(()))
+    });
+    ports
+        .receipts
+        .expect_complete()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _, _, _| ready(Ok(Completion::default())));
+
+    let inbound = ports.build();
+    let job = accepted(inbound.acknowledge(numbered(0)).await);
+    assert!(committed.load(Ordering::SeqCst), "acknowledge must return only once the claim has");
+    assert_eq!(inbound.handle(job).await, Handled::Delivered { pruned: 0 });
+}
+
+#[tokio::test]
+async fn an_unnumbered_event_never_claims_and_always_dispatches() {
+    let mut ports = Ports::new().with_healthy_tenant().never_claims().never_writes_after_dispatch();
+    ports.bridge.expect_dispatch().times(2).returning(|_| ready(Ok(())));
+
+    let inbound = ports.build();
+    for _ in 0..2 {
+        let job = accepted(inbound.acknowledge(command()).await);
+        assert_eq!(job.receipt_key(), None);
+        assert_eq!(inbound.handle(job).await, Handled::Delivered { pruned: 0 });
+    }
+}
+
+// --- handle --------------------------------------------------------------------------------
+
+fn claimed_job() -> super::Job {
+    super::Job { tenant: tenant_id(), agent: agent(false), event: numbered(0), received_at: now() }
+}
+
+#[tokio::test]
+async fn complete_happens_only_after_a_successful_dispatch() {
+    let mut ports = Ports::new();
+    let mut seq = Sequence::new();
+    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(|_| ready(Ok(())));
+    let cutoff = retention().expiry_cutoff(now());
+    ports
+        .receipts
+        .expect_complete()
+        .withf(move |key, handled_at, expired_before, batch| {
+            key.tenant == tenant_id()
+                && key.external_id.as_str() == "Ev0PV52K25"
+                && *handled_at == now()
+                && *expired_before == cutoff
+                && *batch == 50
+        })
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _, _, _| ready(Ok(Completion { pruned: 3 })));
+    ports.receipts.expect_record_failure().never();
+
+    assert_eq!(ports.build().handle(claimed_job()).await, Handled::Delivered { pruned: 3 });
+}
+
+#[tokio::test]
+async fn a_failed_dispatch_records_the_failure_and_never_completes() {
+    let mut ports = Ports::new();
+    let mut seq = Sequence::new();
+    ports
+        .bridge
+        .expect_dispatch()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_| ready(Err(DispatchError::Rejected(502))));
+    ports
+        .receipts
+        .expect_record_failure()
+        .withf(|key, failure| {
+            key.external_id.as_str() == "Ev0PV52K25"
+                && failure.reason == "agent answered HTTP 502"
+                && failure.at == now()
+        })
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| ready(Ok(())));
+    ports.receipts.expect_complete().never();
+
+    let handled = ports.build().handle(claimed_job()).await;
+    assert_eq!(handled, Handled::Failed { error: DispatchError::Rejected(502), recorded: true });
+}
+
+#[tokio::test]
+async fn a_failed_unnumbered_dispatch_writes_nothing() {
+    let mut ports = Ports::new().never_writes_after_dispatch();
+    ports.bridge.expect_dispatch().times(1).returning(|_| ready(Err(DispatchError::TimedOut(60))));
+    let job = super::Job { event: command(), ..claimed_job() };
+
+    let handled = ports.build().handle(job).await;
+    assert_eq!(handled, Handled::Failed { error: DispatchError::TimedOut(60), recorded: false });
+}
+
+#[tokio::test]
+async fn a_completion_the_store_cannot_write_is_reported_not_retried() {
+    let mut ports = Ports::new();
+    ports.bridge.expect_dispatch().times(1).returning(|_| ready(Ok(())));
+    let down = StorageError::Unavailable("connection reset".into());
+    let returned = down.clone();
+    ports.receipts.expect_complete().times(1).returning(move |_, _, _, _| ready(Err(returned.clone())));
+    ports.receipts.expect_record_failure().never();
+
+    assert_eq!(ports.build().handle(claimed_job()).await, Handled::DeliveredUnrecorded(down));
+}
+
+#[tokio::test]
+async fn a_failure_the_store_cannot_write_is_reported_unrecorded() {
+    let mut ports = Ports::new();
+    ports
+        .bridge
+        .expect_dispatch()
+        .times(1)
+        .returning(|_| ready(Err(DispatchError::Unreachable("refused".into()))));
+    ports
+        .receipts
+        .expect_record_failure()
+        .times(1)
+        .returning(|_, _| ready(Err(StorageError::Unavailable("down".into()))));
+    ports.receipts.expect_complete().never();
+
+    let handled = ports.build().handle(claimed_job()).await;
+    assert!(matches!(handled, Handled::Failed { recorded: false, .. }), "{handled:?}");
+}

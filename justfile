@@ -1,0 +1,58 @@
+# Doorman's recipes. `just --list` shows them; the README says which to run when.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# The server the tests create their databases on.
+export TEST_DATABASE_URL := env("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+default:
+    @just --list
+
+# Run every test in the workspace (needs PostgreSQL: see `just postgres`).
+test: postgres
+    cargo test --workspace --all-targets --locked
+
+# Formatting and clippy, warnings as errors.
+lint:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets --locked -- -D warnings
+
+# The domain crate must stay pure: no database, HTTP, crypto or runtime crate in its tree.
+check-hexagon:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    forbidden='^(diesel|diesel-async|bb8|actix-web|ring|reqwest|tokio) '
+    tree=$(cargo tree -p doorman-domain -e normal --prefix none --locked)
+    if grep -E "$forbidden" <<<"$tree"; then
+        echo "doorman-domain depends on an I/O crate (listed above)" >&2
+        exit 1
+    fi
+    echo "doorman-domain is pure"
+
+# What CI runs: the hexagon check, lint, then the tests.
+ci: check-hexagon lint test
+
+# Make sure a local PostgreSQL is up (installs and starts it on a fresh Debian machine).
+postgres:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then exit 0; fi
+    if ! command -v pg_lsclusters >/dev/null; then
+        echo "installing PostgreSQL from Debian's packages" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+        fresh=1
+    fi
+    version=$(ls /etc/postgresql | sort -V | tail -1)
+    if [ "${fresh:-0}" = 1 ]; then
+        # Local development and CI only: trust connections from this machine.
+        hba=/etc/postgresql/$version/main/pg_hba.conf
+        printf 'local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n' > "$hba"
+    fi
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    for _ in $(seq 1 30); do
+        pg_isready -q -h 127.0.0.1 -p 5432 && exit 0
+        sleep 1
+    done
+    echo "PostgreSQL did not come up on 127.0.0.1:5432" >&2
+    exit 1
