@@ -29,6 +29,32 @@ check-hexagon:
     fi
     echo "doorman-domain is pure"
 
+# The database `just migrate` and `just run` use (override with DATABASE_URL).
+export DATABASE_URL := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/doorman")
+
+# Create the database if it does not exist, then apply pending migrations.
+migrate: postgres
+    #!/usr/bin/env bash
+    set -euo pipefail
+    name="${DATABASE_URL##*/}"; name="${name%%\?*}"
+    server="${DATABASE_URL%/*}/postgres"
+    if [ "$(psql "$server" -Atc "SELECT 1 FROM pg_database WHERE datname = '$name'")" != 1 ]; then
+        psql "$server" -qc "CREATE DATABASE \"$name\"" && echo "created database $name"
+    fi
+    cargo run --quiet --locked --bin doorman -- migrate
+
+# Regenerate schema.rs from the migrations (needs the Diesel CLI: cargo install diesel_cli
+# --no-default-features --features postgres). A test fails while schema.rs is stale.
+schema: postgres
+    #!/usr/bin/env bash
+    set -euo pipefail
+    url="${TEST_DATABASE_URL%/*}/doorman_schema_$$"
+    # `diesel database setup` also writes its own initial-setup migration; Doorman does not use it.
+    DATABASE_URL="$url" diesel database setup >/dev/null
+    DATABASE_URL="$url" diesel print-schema > crates/doorman-adapters/src/postgres/schema.rs
+    DATABASE_URL="$url" diesel database drop
+    rm -rf migrations/00000000000000_diesel_initial_setup
+
 # What CI runs: the hexagon check, lint, then the tests.
 ci: check-hexagon lint test
 

@@ -1,0 +1,5 @@
+//! Doorman's adapters: the domain's ports implemented against real systems.
+//!
+//! - [`postgres`]: tenants, workspaces, agent bridges and receipts in PostgreSQL (Diesel,
+//!   diesel-async, bb8), with row-level security doing the tenant isolation.
+pub mod postgres;

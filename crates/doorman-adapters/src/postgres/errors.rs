@@ -1,0 +1,38 @@
+//! Translation of Diesel, connection and pool errors into the domain's [`StorageError`].
+//!
+//! `Unavailable` is for what waiting can fix (no connection, a closed connection, a pool
+//! timeout, a serialization conflict); everything else is `Unexpected`. Messages come from
+//! the driver and the server, which never include the connection password.
+
+use diesel::result::{ConnectionError, DatabaseErrorKind, Error as DieselError};
+use doorman_domain::StorageError;
+
+pub(crate) fn from_diesel(error: DieselError) -> StorageError {
+    match error {
+        DieselError::DatabaseError(kind, info) => match kind {
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::SerializationFailure => {
+                StorageError::Unavailable(info.message().to_owned())
+            }
+            _ => StorageError::Unexpected(info.message().to_owned()),
+        },
+        DieselError::BrokenTransactionManager => {
+            StorageError::Unavailable("connection left in a broken transaction state".into())
+        }
+        other => StorageError::Unexpected(other.to_string()),
+    }
+}
+
+pub(crate) fn from_connection(error: ConnectionError) -> StorageError {
+    StorageError::Unavailable(format!("cannot connect to the database: {error}"))
+}
+
+pub(crate) fn from_pool(error: bb8::RunError<diesel_async::pooled_connection::PoolError>) -> StorageError {
+    match error {
+        bb8::RunError::TimedOut => {
+            StorageError::Unavailable("timed out waiting for a database connection".into())
+        }
+        bb8::RunError::User(error) => {
+            StorageError::Unavailable(format!("database connection failed: {error}"))
+        }
+    }
+}

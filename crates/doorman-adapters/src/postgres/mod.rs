@@ -1,0 +1,29 @@
+//! PostgreSQL persistence.
+//!
+//! Two kinds of connection, never mixed:
+//! - the **server pool** ([`pool::connect`]): every connection switches to the `doorman_app`
+//!   role when it opens, so row-level security applies even when the login user owns the
+//!   tables; each transaction names its tenant with `set_config('app.tenant_id', …, true)`
+//!   (see [`tenant_scope`]), which ends with the transaction and so never leaks from one
+//!   request into the next;
+//! - **owner connections** for migrations and operator commands ([`admin`]), which act
+//!   across tenants on purpose.
+//!
+//! Library errors become the domain's [`StorageError`](doorman_domain::StorageError) in
+//! [`errors`]; nothing here panics on a database failure.
+
+pub mod admin;
+pub mod directory;
+pub mod errors;
+pub mod migrations;
+pub mod pool;
+pub mod receipts;
+pub mod schema;
+pub mod security;
+mod tenant_scope;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use directory::PgTenantDirectory;
+pub use pool::{PgPool, PoolSettings};
+pub use receipts::PgReceiptStore;

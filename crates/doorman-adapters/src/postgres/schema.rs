@@ -1,0 +1,55 @@
+// @generated automatically by Diesel CLI.
+
+diesel::table! {
+    agent_bridges (tenant_id) {
+        tenant_id -> Uuid,
+        url -> Text,
+        signing_secret -> Text,
+        paused -> Bool,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    messaging_event_receipts (tenant_id, platform, external_event_id) {
+        tenant_id -> Uuid,
+        platform -> Text,
+        external_event_id -> Text,
+        event_type -> Text,
+        delivery_attempt -> Int4,
+        claimed_at -> Timestamptz,
+        handled_at -> Nullable<Timestamptz>,
+        failure_reason -> Nullable<Text>,
+        failed_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    messaging_workspaces (id) {
+        id -> Int8,
+        tenant_id -> Uuid,
+        platform -> Text,
+        team_id -> Nullable<Text>,
+        enterprise_id -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    tenants (id) {
+        id -> Uuid,
+        name -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(agent_bridges -> tenants (tenant_id));
+diesel::joinable!(messaging_event_receipts -> tenants (tenant_id));
+diesel::joinable!(messaging_workspaces -> tenants (tenant_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    agent_bridges,
+    messaging_event_receipts,
+    messaging_workspaces,
+    tenants,
+);

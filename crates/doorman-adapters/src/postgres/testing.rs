@@ -1,0 +1,215 @@
+//! Test support: one fresh database per test, cloned from a template migrated once.
+//!
+//! `TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`) names the
+//! server and a maintenance database to connect to. The template's name carries a hash of
+//! the migration files, so it is built once per change of the migrations, whichever test
+//! process gets there first (an advisory lock serialises the build across processes), and a
+//! stale template is never reused. Each [`TestDatabase`] is dropped with the test.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+
+use diesel::sql_types::{BigInt, Bool, Text};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+
+use super::migrations;
+use super::pool::{self, PgPool, PoolSettings};
+
+const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// A database of its own for one test, dropped (with `FORCE`) when this value is.
+#[derive(Debug)]
+pub struct TestDatabase {
+    name: String,
+    url: String,
+    server: String,
+}
+
+impl TestDatabase {
+    /// Creates a fresh, fully migrated database.
+    pub async fn create() -> Self {
+        let server = server_url();
+        let template = ensure_template(&server).await;
+        let name = format!("doorman_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = AsyncPgConnection::establish(&server).await.expect("connect to TEST_DATABASE_URL");
+        diesel::sql_query(format!("CREATE DATABASE \"{name}\" TEMPLATE \"{template}\""))
+            .execute(&mut admin)
+            .await
+            .expect("create a test database from the template");
+        let url = with_database(&server, &name);
+        Self { name, url, server }
+    }
+
+    /// The database's URL (login as the owner).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The server pool: connections act as `doorman_app`, under row-level security.
+    pub fn pool(&self) -> PgPool {
+        self.pool_with(&PoolSettings::default())
+    }
+
+    pub fn pool_with(&self, settings: &PoolSettings) -> PgPool {
+        pool::connect(&self.url, settings)
+    }
+
+    /// An owner connection, as operator commands use.
+    pub async fn owner(&self) -> AsyncPgConnection {
+        AsyncPgConnection::establish(&self.url).await.expect("connect to the test database")
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        // Drop may run inside a runtime; a thread of its own can block on a runtime of its own.
+        let server = self.server.clone();
+        let name = self.name.clone();
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            runtime.block_on(async {
+                let mut admin = AsyncPgConnection::establish(&server).await.ok()?;
+                diesel::sql_query(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .execute(&mut admin)
+                    .await
+                    .ok()
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Some(_))) {
+            eprintln!("warning: could not drop test database {}", self.name);
+        }
+    }
+}
+
+/// The server to create test databases on.
+pub fn server_url() -> String {
+    std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_SERVER.to_owned())
+}
+
+/// `url` with its database name replaced by `database`.
+pub fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority_start = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let base = match base[authority_start..].find('/') {
+        Some(slash) => &base[..authority_start + slash],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{base}/{database}?{query}"),
+        None => format!("{base}/{database}"),
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Exists {
+    #[diesel(sql_type = Bool)]
+    exists: bool,
+}
+
+async fn ensure_template(server: &str) -> String {
+    let hash = migrations_hash();
+    let template = format!("doorman_template_{hash:016x}");
+    let mut admin = AsyncPgConnection::establish(server).await.expect("connect to TEST_DATABASE_URL");
+    let lock_key = (hash >> 1) as i64;
+    diesel::sql_query("SELECT pg_advisory_lock($1)")
+        .bind::<BigInt, _>(lock_key)
+        .execute(&mut admin)
+        .await
+        .expect("take the template lock");
+
+    let found: Exists =
+        diesel::sql_query("SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1) AS exists")
+            .bind::<Text, _>(&template)
+            .get_result(&mut admin)
+            .await
+            .expect("look for the template");
+    if !found.exists {
+        // Build under another name and rename when complete, so a crashed build never
+        // leaves a half-migrated template behind.
+        let building = format!("{template}_building");
+        for sql in [
+            format!("DROP DATABASE IF EXISTS \"{building}\" WITH (FORCE)"),
+            format!("CREATE DATABASE \"{building}\""),
+        ] {
+            diesel::sql_query(sql).execute(&mut admin).await.expect("prepare the template");
+        }
+        migrations::run_pending(&with_database(server, &building)).await.expect("migrate the template");
+        diesel::sql_query(format!("ALTER DATABASE \"{building}\" RENAME TO \"{template}\""))
+            .execute(&mut admin)
+            .await
+            .expect("publish the template");
+        drop_superseded_templates(&mut admin, &template).await;
+    }
+    diesel::sql_query("SELECT pg_advisory_unlock($1)")
+        .bind::<BigInt, _>(lock_key)
+        .execute(&mut admin)
+        .await
+        .expect("release the template lock");
+    template
+}
+
+/// Templates built from earlier versions of the migrations are of no further use. One still
+/// in use by another run is left (DROP without FORCE refuses), to be dropped next time.
+async fn drop_superseded_templates(admin: &mut AsyncPgConnection, current: &str) {
+    #[derive(diesel::QueryableByName)]
+    struct Name {
+        #[diesel(sql_type = Text)]
+        datname: String,
+    }
+    let stale: Vec<Name> = diesel::sql_query(
+        "SELECT datname::text FROM pg_database WHERE datname LIKE 'doorman\\_template\\_%' AND datname <> $1",
+    )
+    .bind::<Text, _>(current)
+    .load(admin)
+    .await
+    .unwrap_or_default();
+    for Name { datname } in stale {
+        let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS \"{datname}\"")).execute(admin).await;
+    }
+}
+
+/// A hash of every migration file's path and content.
+fn migrations_hash() -> u64 {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let mut files = Vec::new();
+    collect_files(&root, &mut files);
+    files.sort();
+    let mut hasher = DefaultHasher::new();
+    for file in files {
+        file.strip_prefix(&root).unwrap_or(&file).hash(&mut hasher);
+        std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn the_database_name_is_replaced_and_the_query_kept() {
+        assert_eq!(with_database("postgres://u@h:5432/postgres", "x"), "postgres://u@h:5432/x");
+        assert_eq!(
+            with_database("postgres://u@h/db?sslmode=disable", "x"),
+            "postgres://u@h/x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://u@h", "x"), "postgres://u@h/x");
+    }
+}

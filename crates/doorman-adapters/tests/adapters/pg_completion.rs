@@ -1,0 +1,75 @@
+//! Completing, failing and pruning receipts.
+
+use chrono::Duration;
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use doorman_adapters::postgres::PgReceiptStore;
+use doorman_adapters::postgres::schema::messaging_event_receipts as receipts;
+use doorman_adapters::postgres::testing::TestDatabase;
+use doorman_domain::Failure;
+use doorman_domain::ports::ReceiptStore;
+
+use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team};
+
+type Row = (String, Option<chrono::DateTime<chrono::Utc>>, Option<String>);
+
+async fn rows(db: &TestDatabase) -> Vec<Row> {
+    receipts::table
+        .select((receipts::external_event_id, receipts::handled_at, receipts::failure_reason))
+        .order(receipts::external_event_id)
+        .load(&mut db.owner().await)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn complete_sets_handled_at_once() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
+    let store = PgReceiptStore::new(db.pool());
+    store.claim(&receipt(tenant, "Ev1", now())).await.unwrap();
+
+    let first = now();
+    store.complete(&key(tenant, "Ev1"), first, days_ago(7), 100).await.unwrap();
+    store.complete(&key(tenant, "Ev1"), first + Duration::seconds(30), days_ago(7), 100).await.unwrap();
+
+    assert_eq!(rows(&db).await, vec![("Ev1".into(), Some(first), None)]);
+}
+
+#[tokio::test]
+async fn a_recorded_failure_keeps_handled_at_null() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
+    let store = PgReceiptStore::new(db.pool());
+    store.claim(&receipt(tenant, "Ev1", now())).await.unwrap();
+
+    let failure = Failure { reason: "agent answered HTTP 502".into(), at: now() };
+    store.record_failure(&key(tenant, "Ev1"), &failure).await.unwrap();
+
+    assert_eq!(rows(&db).await, vec![("Ev1".into(), None, Some("agent answered HTTP 502".into()))]);
+}
+
+#[tokio::test]
+async fn prune_removes_only_that_tenants_expired_receipts_and_no_more_than_the_batch() {
+    let db = TestDatabase::create().await;
+    let mut owner = db.owner().await;
+    let a = tenant_with_team(&mut owner, "TA").await;
+    let b = tenant_with_team(&mut owner, "TB").await;
+    let store = PgReceiptStore::new(db.pool());
+    for i in 0..5 {
+        store.claim(&receipt(a, &format!("OldA{i}"), days_ago(30))).await.unwrap();
+    }
+    store.claim(&receipt(b, "OldB", days_ago(30))).await.unwrap();
+    store.claim(&receipt(a, "RecentA", days_ago(1))).await.unwrap();
+    store.claim(&receipt(a, "Current", now())).await.unwrap();
+
+    let completion = store.complete(&key(a, "Current"), now(), days_ago(7), 3).await.unwrap();
+    assert_eq!(completion.pruned, 3, "at most the batch");
+    let left: Vec<String> = rows(&db).await.into_iter().map(|r| r.0).collect();
+    assert_eq!(left.iter().filter(|id| id.starts_with("OldA")).count(), 2);
+    assert!(left.contains(&"OldB".to_string()), "another tenant's receipts are never pruned");
+    assert!(left.contains(&"RecentA".to_string()) && left.contains(&"Current".to_string()));
+
+    let again = store.complete(&key(a, "Current"), now(), days_ago(7), 3).await.unwrap();
+    assert_eq!(again.pruned, 2);
+}

@@ -1,0 +1,152 @@
+//! Row-level security as the server sees it: connections of the server pool act as
+//! `doorman_app`, and only the tenant named in the transaction is visible.
+
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use doorman_adapters::postgres::testing::TestDatabase;
+use doorman_adapters::postgres::{PgReceiptStore, PoolSettings};
+use doorman_domain::TenantId;
+use doorman_domain::ports::ReceiptStore;
+
+use crate::fixtures::{now, receipt, tenant_with_team};
+
+#[derive(diesel::QueryableByName, Debug)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+async fn count(conn: &mut AsyncPgConnection, sql: &str) -> i64 {
+    diesel::sql_query(sql).get_result::<Count>(conn).await.unwrap().n
+}
+
+async fn set_tenant(conn: &mut AsyncPgConnection, tenant: TenantId) {
+    diesel::sql_query("SELECT set_config('app.tenant_id', $1, true)")
+        .bind::<Text, _>(tenant.to_string())
+        .execute(conn)
+        .await
+        .unwrap();
+}
+
+/// Two tenants with a workspace, an agent and a receipt each.
+async fn two_tenants(db: &TestDatabase) -> (TenantId, TenantId) {
+    let mut owner = db.owner().await;
+    let a = tenant_with_team(&mut owner, "TA").await;
+    let b = tenant_with_team(&mut owner, "TB").await;
+    let store = PgReceiptStore::new(db.pool());
+    store.claim(&receipt(a, "EvA", now())).await.unwrap();
+    store.claim(&receipt(b, "EvB", now())).await.unwrap();
+    (a, b)
+}
+
+const TABLES: [&str; 3] = ["messaging_event_receipts", "messaging_workspaces", "agent_bridges"];
+
+#[tokio::test]
+async fn the_server_pool_acts_as_doorman_app() {
+    let db = TestDatabase::create().await;
+    let pool = db.pool();
+    let mut conn = pool.get().await.unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Role {
+        #[diesel(sql_type = Text)]
+        current_user: String,
+    }
+    let role: Role =
+        diesel::sql_query("SELECT current_user::text AS current_user").get_result(&mut conn).await.unwrap();
+    assert_eq!(role.current_user, "doorman_app");
+}
+
+#[tokio::test]
+async fn another_tenants_rows_are_invisible_and_unchangeable() {
+    let db = TestDatabase::create().await;
+    let (a, b) = two_tenants(&db).await;
+    let pool = db.pool();
+    let mut conn = pool.get().await.unwrap();
+
+    conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+        set_tenant(conn, a).await;
+        for table in TABLES {
+            let mine = count(conn, &format!("SELECT count(*) AS n FROM {table}")).await;
+            assert_eq!(mine, 1, "{table}: only tenant A's row is visible");
+            let theirs =
+                count(conn, &format!("SELECT count(*) AS n FROM {table} WHERE tenant_id = '{b}'")).await;
+            assert_eq!(theirs, 0, "{table}: tenant B's rows are invisible");
+
+            let updated = diesel::sql_query(format!(
+                "UPDATE {table} SET tenant_id = tenant_id WHERE tenant_id = '{b}'"
+            ))
+            .execute(conn)
+            .await?;
+            assert_eq!(updated, 0, "{table}: tenant B's rows cannot be updated");
+            let deleted = diesel::sql_query(format!("DELETE FROM {table} WHERE tenant_id = '{b}'"))
+                .execute(conn)
+                .await?;
+            assert_eq!(deleted, 0, "{table}: tenant B's rows cannot be deleted");
+        }
+        Ok(())
+    })
+    .await
+    .unwrap();
+
+    // Nothing of B's changed, seen by the owner.
+    let mut owner = db.owner().await;
+    for table in TABLES {
+        assert_eq!(
+            count(&mut owner, &format!("SELECT count(*) AS n FROM {table} WHERE tenant_id = '{b}'")).await,
+            1
+        );
+    }
+}
+
+#[tokio::test]
+async fn inserting_a_row_for_another_tenant_is_rejected() {
+    let db = TestDatabase::create().await;
+    let (a, b) = two_tenants(&db).await;
+    let pool = db.pool();
+    let mut conn = pool.get().await.unwrap();
+
+    let inserts = [
+        format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
+             VALUES ('{b}', 'slack', 'EvForged', 'message', 0, now())"
+        ),
+        format!(
+            "INSERT INTO messaging_workspaces (tenant_id, platform, team_id) VALUES ('{b}', 'slack', 'TForged')"
+        ),
+        format!("UPDATE agent_bridges SET tenant_id = '{b}' WHERE tenant_id = '{a}'"),
+    ];
+    for sql in inserts {
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                set_tenant(conn, a).await;
+                diesel::sql_query(sql.as_str()).execute(conn).await
+            })
+            .await;
+        let error = result.expect_err("writing a row for another tenant must fail");
+        assert!(error.to_string().contains("row-level security"), "{sql}: {error}");
+    }
+}
+
+#[tokio::test]
+async fn with_no_tenant_set_nothing_is_visible_even_after_a_tenant_transaction() {
+    let db = TestDatabase::create().await;
+    let (a, _) = two_tenants(&db).await;
+    // One connection, so the second query runs on the session the first transaction used.
+    let pool = db.pool_with(&PoolSettings { max_size: 1, ..Default::default() });
+    let mut conn = pool.get().await.unwrap();
+
+    for table in TABLES {
+        assert_eq!(count(&mut conn, &format!("SELECT count(*) AS n FROM {table}")).await, 0, "{table}");
+    }
+    conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+        set_tenant(conn, a).await;
+        assert_eq!(count(conn, "SELECT count(*) AS n FROM messaging_event_receipts").await, 1);
+        Ok(())
+    })
+    .await
+    .unwrap();
+    // The setting reads '' now, not NULL: the policies must still answer "nothing", not fail.
+    for table in TABLES {
+        assert_eq!(count(&mut conn, &format!("SELECT count(*) AS n FROM {table}")).await, 0, "{table}");
+    }
+}
