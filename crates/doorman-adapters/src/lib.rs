@@ -2,4 +2,8 @@
 //!
 //! - [`postgres`]: tenants, workspaces, agent bridges and receipts in PostgreSQL (Diesel,
 //!   diesel-async, bb8), with row-level security doing the tenant isolation.
+//! - [`slack`]: request signature verification (ring) and parsing of events, slash commands
+//!   and interactions into domain events.
+
 pub mod postgres;
+pub mod slack;

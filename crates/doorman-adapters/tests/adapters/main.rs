@@ -7,3 +7,6 @@ mod pg_completion;
 mod pg_directory;
 mod pg_isolation;
 mod pg_schema;
+mod slack_fixtures;
+mod slack_properties;
+mod slack_verify;

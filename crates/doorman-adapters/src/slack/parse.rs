@@ -1,0 +1,289 @@
+//! Parsing verified Slack bodies into domain events.
+//!
+//! Only the fields Doorman needs are read; the payload itself is forwarded to the agent
+//! untouched (for forms, as a JSON object of the fields). Which workspace an event is for
+//! follows `shared/slack-protocol.md`: the installing workspace from `authorizations[0]`
+//! first, then the top-level ids (which in a shared channel name the *source* organisation).
+
+use doorman_domain::{
+    Delivery, EventKind, ExternalEventId, InboundEvent, Label, Payload, Platform, WorkspaceId, WorkspaceRef,
+};
+use serde::Deserialize;
+
+use super::rejection::Rejection;
+
+/// What a verified body turned out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// An event for a tenant's agent.
+    Event(InboundEvent),
+    /// Slack checking the Request URL: answer with the challenge.
+    UrlVerification { challenge: String },
+    /// A workspace exceeded Slack's event rate limit; events are being dropped by Slack.
+    RateLimited { team_id: Option<String>, minute_rate_limited: Option<i64> },
+    /// `ssl_check=1`: Slack checking the certificate; answer 200.
+    SslCheck,
+}
+
+/// The longest challenge echoed back; Slack's are about 50 characters.
+const MAX_CHALLENGE_LEN: usize = 256;
+
+// --- Events API --------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "type")]
+    envelope_type: String,
+    team_id: Option<String>,
+    enterprise_id: Option<String>,
+    is_enterprise_install: Option<bool>,
+    event_id: Option<String>,
+    event: Option<InnerEvent>,
+    #[serde(default)]
+    authorizations: Vec<Authorization>,
+    challenge: Option<String>,
+    minute_rate_limited: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct InnerEvent {
+    #[serde(rename = "type")]
+    event_type: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Authorization {
+    team_id: Option<String>,
+    enterprise_id: Option<String>,
+    #[serde(default)]
+    is_enterprise_install: bool,
+}
+
+/// Parses an Events API body (`application/json`).
+pub fn parse_events(
+    content_type: Option<&str>,
+    body: &[u8],
+    delivery: Delivery,
+) -> Result<Parsed, Rejection> {
+    require_media_type(content_type, "application/json")?;
+    let text = utf8(body)?;
+    let envelope: Envelope = serde_json::from_str(text)
+        .map_err(|_| Rejection::Malformed("body is not a valid Events API envelope"))?;
+
+    match envelope.envelope_type.as_str() {
+        "url_verification" => {
+            let challenge =
+                envelope.challenge.ok_or(Rejection::Malformed("url_verification without a challenge"))?;
+            if challenge.is_empty() || challenge.len() > MAX_CHALLENGE_LEN {
+                return Err(Rejection::Malformed("challenge is empty or too long"));
+            }
+            Ok(Parsed::UrlVerification { challenge })
+        }
+        "app_rate_limited" => Ok(Parsed::RateLimited {
+            team_id: envelope.team_id.filter(|t| WorkspaceId::new(t.as_str()).is_ok()),
+            minute_rate_limited: envelope.minute_rate_limited,
+        }),
+        "event_callback" => {
+            let event_id = envelope
+                .event_id
+                .as_deref()
+                .ok_or(Rejection::Malformed("event_callback without event_id"))?;
+            let external_id = ExternalEventId::new(event_id)
+                .map_err(|_| Rejection::Malformed("event_id is not a valid id"))?;
+            let event_type = envelope
+                .event
+                .as_ref()
+                .and_then(|e| e.event_type.as_deref())
+                .ok_or(Rejection::Malformed("event_callback without event.type"))?;
+            let event_type = Label::new("event type", event_type)
+                .map_err(|_| Rejection::Malformed("event.type is not valid"))?;
+            let workspace = installing_workspace(&envelope)?;
+            Ok(Parsed::Event(InboundEvent {
+                platform: Platform::Slack,
+                workspace,
+                kind: EventKind::Callback { event_type },
+                external_id: Some(external_id),
+                delivery,
+                payload: Payload::from_json_text(text),
+            }))
+        }
+        _ => Err(Rejection::UnsupportedEnvelope),
+    }
+}
+
+/// `authorizations[0]` names the installation; the top-level ids are the fallback.
+fn installing_workspace(envelope: &Envelope) -> Result<WorkspaceRef, Rejection> {
+    let (team, enterprise, org_wide) = match envelope.authorizations.first() {
+        Some(auth) => (
+            auth.team_id.as_deref().or(envelope.team_id.as_deref()),
+            auth.enterprise_id.as_deref().or(envelope.enterprise_id.as_deref()),
+            auth.is_enterprise_install,
+        ),
+        None => (
+            envelope.team_id.as_deref(),
+            envelope.enterprise_id.as_deref(),
+            envelope.is_enterprise_install.unwrap_or(false),
+        ),
+    };
+    workspace(team, enterprise, org_wide)
+}
+
+// --- Slash commands ----------------------------------------------------------------------
+
+/// Parses a slash command body (`application/x-www-form-urlencoded`). `ssl_check=1` is
+/// Slack checking the certificate, not a command.
+pub fn parse_command(
+    content_type: Option<&str>,
+    body: &[u8],
+    delivery: Delivery,
+) -> Result<Parsed, Rejection> {
+    require_media_type(content_type, "application/x-www-form-urlencoded")?;
+    utf8(body)?;
+    let mut fields = serde_json::Map::new();
+    for (name, value) in form_urlencoded::parse(body) {
+        fields.insert(name.into_owned(), serde_json::Value::String(value.into_owned()));
+    }
+    let field = |name: &str| fields.get(name).and_then(|v| v.as_str()).filter(|v| !v.is_empty());
+
+    if field("ssl_check") == Some("1") {
+        return Ok(Parsed::SslCheck);
+    }
+    let command = field("command").ok_or(Rejection::Malformed("slash command without a command"))?;
+    let command = Label::new("command", command).map_err(|_| Rejection::Malformed("command is not valid"))?;
+    let workspace =
+        workspace(field("team_id"), field("enterprise_id"), field("is_enterprise_install") == Some("true"))?;
+    let payload = serde_json::Value::Object(fields.clone()).to_string();
+    Ok(Parsed::Event(InboundEvent {
+        platform: Platform::Slack,
+        workspace,
+        kind: EventKind::Command { command },
+        external_id: None,
+        delivery,
+        payload: Payload::from_json_text(payload),
+    }))
+}
+
+// --- Interactions ------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+struct Interaction {
+    #[serde(rename = "type")]
+    interaction_type: Option<String>,
+    team: Option<IdHolder>,
+    enterprise: Option<IdHolder>,
+    user: Option<User>,
+    view: Option<View>,
+    #[serde(default)]
+    is_enterprise_install: bool,
+}
+
+#[derive(Deserialize)]
+struct IdHolder {
+    id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct User {
+    team_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct View {
+    app_installed_team_id: Option<String>,
+}
+
+/// Parses an interaction body: a form with one field, `payload`, holding JSON.
+pub fn parse_interaction(
+    content_type: Option<&str>,
+    body: &[u8],
+    delivery: Delivery,
+) -> Result<Parsed, Rejection> {
+    require_media_type(content_type, "application/x-www-form-urlencoded")?;
+    utf8(body)?;
+    let payload = form_urlencoded::parse(body)
+        .find(|(name, _)| name == "payload")
+        .map(|(_, value)| value.into_owned())
+        .ok_or(Rejection::Malformed("interaction without a payload field"))?;
+    let interaction: Interaction = serde_json::from_str(&payload)
+        .map_err(|_| Rejection::Malformed("payload is not a valid interaction"))?;
+    let interaction_type =
+        interaction.interaction_type.as_deref().ok_or(Rejection::Malformed("interaction without a type"))?;
+    let interaction_type = Label::new("interaction type", interaction_type)
+        .map_err(|_| Rejection::Malformed("interaction type is not valid"))?;
+
+    // The installing team first (modals), then the team (null for org-wide installs), then
+    // the acting user's team.
+    let team = interaction
+        .view
+        .as_ref()
+        .and_then(|v| v.app_installed_team_id.as_deref())
+        .or(interaction.team.as_ref().and_then(|t| t.id.as_deref()))
+        .or(interaction.user.as_ref().and_then(|u| u.team_id.as_deref()));
+    let enterprise = interaction.enterprise.as_ref().and_then(|e| e.id.as_deref());
+    let workspace = workspace(team, enterprise, interaction.is_enterprise_install)?;
+    Ok(Parsed::Event(InboundEvent {
+        platform: Platform::Slack,
+        workspace,
+        kind: EventKind::Interaction { interaction_type },
+        external_id: None,
+        delivery,
+        payload: Payload::from_json_text(payload),
+    }))
+}
+
+// --- shared ------------------------------------------------------------------------------
+
+/// Builds the workspace reference. An org-wide install is named by its enterprise alone:
+/// the team id in such a request is where it happened, not who installed the app.
+fn workspace(
+    team: Option<&str>,
+    enterprise: Option<&str>,
+    org_wide: bool,
+) -> Result<WorkspaceRef, Rejection> {
+    let id = |raw: Option<&str>| -> Result<Option<WorkspaceId>, Rejection> {
+        raw.filter(|s| !s.is_empty())
+            .map(WorkspaceId::new)
+            .transpose()
+            .map_err(|_| Rejection::Malformed("workspace id is not valid"))
+    };
+    let enterprise = id(enterprise)?;
+    let org_wide = org_wide && enterprise.is_some();
+    let team = if org_wide { None } else { id(team)? };
+    WorkspaceRef::new(team, enterprise, org_wide)
+        .map_err(|_| Rejection::Malformed("no team or enterprise id"))
+}
+
+fn utf8(body: &[u8]) -> Result<&str, Rejection> {
+    std::str::from_utf8(body).map_err(|_| Rejection::Malformed("body is not UTF-8"))
+}
+
+/// The media type must match, case-insensitively, ignoring parameters such as `charset`.
+fn require_media_type(content_type: Option<&str>, expected: &str) -> Result<(), Rejection> {
+    let essence = content_type.and_then(|ct| ct.split(';').next()).map(str::trim);
+    match essence {
+        Some(essence) if essence.eq_ignore_ascii_case(expected) => Ok(()),
+        _ => Err(Rejection::UnsupportedMediaType),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_ignore_case_and_parameters() {
+        assert!(require_media_type(Some("Application/JSON; charset=utf-8"), "application/json").is_ok());
+        assert!(require_media_type(Some("text/plain"), "application/json").is_err());
+        assert!(require_media_type(None, "application/json").is_err());
+    }
+
+    #[test]
+    fn an_org_wide_install_drops_the_team() {
+        let ws = workspace(Some("T1"), Some("E1"), true).unwrap();
+        assert_eq!(ws.team_id(), None);
+        assert!(ws.is_enterprise_install());
+        // Claimed org-wide without an enterprise: read as a plain team.
+        let ws = workspace(Some("T1"), None, true).unwrap();
+        assert_eq!(ws.team_id().unwrap().as_str(), "T1");
+    }
+}
