@@ -43,6 +43,23 @@ migrate: postgres
     fi
     cargo run --quiet --locked --bin doorman -- migrate
 
+# Run the service locally: PostgreSQL up, database created and migrated, then `doorman serve`
+# (prints where it listens). Without SLACK_SIGNING_SECRET a development secret is generated
+# once and kept in .doorman-dev-secret (git-ignored); set the variable to your Slack app's.
+run: migrate
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ -z "${SLACK_SIGNING_SECRET:-}" ]; then
+        secret_file=.doorman-dev-secret
+        if [ ! -s "$secret_file" ]; then
+            (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$secret_file")
+        fi
+        SLACK_SIGNING_SECRET="$(cat "$secret_file")"
+        export SLACK_SIGNING_SECRET
+        echo "SLACK_SIGNING_SECRET is not set: using the development secret kept in $secret_file" >&2
+    fi
+    exec cargo run --quiet --locked --bin doorman -- serve
+
 # Regenerate schema.rs from the migrations (needs the Diesel CLI: cargo install diesel_cli
 # --no-default-features --features postgres). A test fails while schema.rs is stale.
 schema: postgres

@@ -67,6 +67,8 @@ CREATE POLICY tenant_isolation ON agent_bridges
 
 -- Full DML, so that row-level security (not a missing grant) is what keeps tenants apart.
 GRANT SELECT, INSERT, UPDATE, DELETE ON tenants, messaging_workspaces, agent_bridges TO doorman_app;
+-- /readyz checks, as the server, that every migration it embeds has been applied.
+GRANT SELECT ON __diesel_schema_migrations TO doorman_app;
 
 -- Workspace -> tenant runs before any tenant is known, so it cannot pass the policies above.
 -- This is the one SECURITY DEFINER function (the test `only_allowlisted_functions_are_security_definer`

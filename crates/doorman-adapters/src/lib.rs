@@ -4,6 +4,9 @@
 //!   diesel-async, bb8), with row-level security doing the tenant isolation.
 //! - [`slack`]: request signature verification (ring) and parsing of events, slash commands
 //!   and interactions into domain events.
+//! - [`bridge`]: the HTTP agent bridge (Standard Webhooks signed dispatches, per-tenant
+//!   circuit breaker).
 
+pub mod bridge;
 pub mod postgres;
 pub mod slack;

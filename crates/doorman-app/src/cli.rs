@@ -1,5 +1,10 @@
 //! The command line. Every setting is a flag with an environment variable behind it; the
-//! README lists them with their defaults.
+//! README lists them with their defaults. Secret values are hidden from `--help` and from
+//! `Debug`.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -26,18 +31,216 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Serve Slack's requests (POST /slack/events, /slack/commands, /slack/interactions).
+    Serve(Box<ServeArgs>),
     /// Apply pending database migrations (as the connecting user, who owns the tables).
     Migrate(DatabaseArgs),
+    /// Manage tenants.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+    /// Link Slack workspaces to tenants.
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+    /// Configure, pause and resume tenants' agents.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+    /// Inspect and prune event receipts.
+    #[command(subcommand)]
+    Receipts(ReceiptsCommand),
+}
+
+/// A value that must not be printed: `Debug` shows a placeholder.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for Secret {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim().is_empty() {
+            return Err("must not be empty".into());
+        }
+        Ok(Self(s.trim().to_owned()))
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
     /// PostgreSQL connection URL.
     #[arg(
-        long,
+        long = "database-url",
         env = "DATABASE_URL",
         default_value = "postgres://postgres@127.0.0.1:5432/doorman",
-        hide_env_values = true
+        hide_env_values = true,
+        hide_default_value = false
     )]
-    pub database_url: String,
+    pub database_url: Secret,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+
+    /// Address to listen on.
+    #[arg(long, env = "DOORMAN_BIND", default_value = "127.0.0.1:3000")]
+    pub bind: SocketAddr,
+
+    /// Slack signing secret(s), comma-separated; several at once during a rotation.
+    #[arg(
+        long,
+        env = "SLACK_SIGNING_SECRET",
+        hide_env_values = true,
+        value_delimiter = ',',
+        required = true
+    )]
+    pub slack_signing_secret: Vec<Secret>,
+
+    /// How far a request's timestamp may be from now, either way.
+    #[arg(long, env = "DOORMAN_SIGNATURE_WINDOW", default_value = "300s")]
+    pub signature_window: humantime::Duration,
+
+    /// How long receipts are kept (at least 10m: Slack retries for about 5 minutes).
+    #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value = "7d")]
+    pub receipt_retention: humantime::Duration,
+
+    /// Most expired receipts deleted by one completed dispatch.
+    #[arg(long, env = "DOORMAN_PRUNE_BATCH", default_value_t = 500)]
+    pub prune_batch: u32,
+
+    /// Largest request body accepted; larger ones get 413 without being read.
+    #[arg(long, env = "DOORMAN_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Longest a dispatch to an agent may take.
+    #[arg(long, env = "DOORMAN_DISPATCH_TIMEOUT", default_value = "60s")]
+    pub dispatch_timeout: humantime::Duration,
+
+    /// On SIGTERM/SIGINT, how long in-flight dispatches may finish before the process exits.
+    #[arg(long, env = "DOORMAN_DRAIN_TIMEOUT", default_value = "30s")]
+    pub drain_timeout: humantime::Duration,
+
+    /// Consecutive dispatch failures that open a tenant's circuit.
+    #[arg(long, env = "DOORMAN_CIRCUIT_FAILURES", default_value_t = 5)]
+    pub circuit_failures: u32,
+
+    /// How long an open circuit answers 503 before letting a dispatch through again.
+    #[arg(long, env = "DOORMAN_CIRCUIT_COOLDOWN", default_value = "30s")]
+    pub circuit_cooldown: humantime::Duration,
+
+    /// Most database connections in the pool.
+    #[arg(long, env = "DOORMAN_DB_POOL_SIZE", default_value_t = 16)]
+    pub db_pool_size: u32,
+
+    /// How long a request waits for a database connection before it is answered 503.
+    #[arg(long, env = "DOORMAN_DB_ACQUIRE_TIMEOUT", default_value = "1500ms")]
+    pub db_acquire_timeout: humantime::Duration,
+
+    /// HTTP worker threads (0: one per CPU).
+    #[arg(long, env = "DOORMAN_WORKERS", default_value_t = 0)]
+    pub workers: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant; prints its id alone on stdout.
+    Add {
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkspaceCommand {
+    /// Link a Slack team (optionally inside an enterprise), or with only --enterprise-id an
+    /// org-wide install, to a tenant.
+    Link {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        team_id: Option<String>,
+        #[arg(long)]
+        enterprise_id: Option<String>,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Set a tenant's agent URL and dispatch signing secret (`whsec_` + base64).
+    Set {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        url: String,
+        /// Prefer the environment variable: a flag is visible in the process list.
+        #[arg(long, env = "DOORMAN_AGENT_SECRET", hide_env_values = true)]
+        secret: Secret,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Pause a tenant's agent: deliveries are answered 503 and Slack retries them later.
+    Pause {
+        #[arg(long)]
+        tenant: String,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Resume a paused agent.
+    Resume {
+        #[arg(long)]
+        tenant: String,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReceiptsCommand {
+    /// Events acknowledged to Slack that reached nobody: claimed, never handled, no failure.
+    Stranded {
+        #[arg(long, default_value = "10m")]
+        older_than: humantime::Duration,
+        #[arg(long)]
+        tenant: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Events whose dispatch failed.
+    Failed {
+        #[arg(long)]
+        tenant: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Delete every tenant's receipts older than the retention, in bounded batches.
+    Prune {
+        #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value = "7d")]
+        retention: humantime::Duration,
+        #[arg(long, default_value_t = 1000)]
+        batch: u32,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
 }

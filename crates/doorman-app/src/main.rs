@@ -1,10 +1,7 @@
 //! `doorman`: the service and its operator commands.
 
-mod cli;
-mod commands;
-mod telemetry;
-
 use clap::Parser;
+use doorman_app::{cli, commands, telemetry};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

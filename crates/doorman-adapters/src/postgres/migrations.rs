@@ -3,8 +3,13 @@
 use diesel::migration::{Migration, MigrationSource};
 use diesel::pg::Pg;
 use diesel_async::AsyncPgConnection;
+use diesel_async::RunQueryDsl;
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use doorman_domain::StorageError;
+
+use super::errors::{from_diesel, from_pool};
+use super::pool::PgPool;
 
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
@@ -39,6 +44,24 @@ pub async fn pending(database_url: &str) -> Result<Vec<String>, MigrationError> 
         Ok(pending.iter().map(|m| m.name().to_string()).collect())
     })
     .await
+}
+
+/// Whether the database has applied every migration this binary embeds, asked through the
+/// server pool (for `/readyz`).
+pub async fn is_current(pool: &PgPool) -> Result<bool, StorageError> {
+    #[derive(diesel::QueryableByName)]
+    struct Applied {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        version: String,
+    }
+    let mut conn = pool.get().await.map_err(from_pool)?;
+    let applied: Vec<Applied> = diesel::sql_query("SELECT version FROM __diesel_schema_migrations")
+        .load(&mut conn)
+        .await
+        .map_err(from_diesel)?;
+    let embedded = MigrationSource::<Pg>::migrations(&MIGRATIONS)
+        .map_err(|e| StorageError::Unexpected(format!("embedded migrations: {e}")))?;
+    Ok(embedded.iter().all(|m| applied.iter().any(|a| a.version == m.name().version().to_string())))
 }
 
 /// How many migrations this binary embeds.

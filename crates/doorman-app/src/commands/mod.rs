@@ -1,11 +1,49 @@
-//! One module per subcommand.
+//! One function per subcommand. Operator commands use an owner connection (they act across
+//! tenants on purpose); results go to stdout, logs and errors to stderr.
 
-mod migrate;
+mod admin;
+pub mod output;
 
-use crate::cli::Command;
+use anyhow::Context;
+use doorman_adapters::postgres::migrations;
+
+use crate::cli::{Command, DatabaseArgs};
+use crate::config::ServeConfig;
+use crate::server;
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Migrate(db) => migrate::run(&db).await,
+        Command::Serve(args) => {
+            let config = ServeConfig::from_args(&args)?;
+            let drained = server::run(config).await?;
+            if drained.unfinished > 0 {
+                anyhow::bail!("{} dispatches did not finish before the drain timeout", drained.unfinished);
+            }
+            Ok(())
+        }
+        Command::Migrate(db) => migrate(&db).await,
+        Command::Tenant(command) => admin::tenant(command).await,
+        Command::Workspace(command) => admin::workspace(command).await,
+        Command::Agent(command) => admin::agent(command).await,
+        Command::Receipts(command) => admin::receipts(command).await,
     }
+}
+
+async fn migrate(db: &DatabaseArgs) -> anyhow::Result<()> {
+    let applied = migrations::run_pending(db.database_url.expose())
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .context("migrating the database")?;
+    if applied.is_empty() {
+        tracing::info!(
+            embedded = migrations::embedded_count(),
+            "database schema is current; nothing to apply"
+        );
+    } else {
+        for version in &applied {
+            tracing::info!(migration = %version, "applied migration");
+        }
+        tracing::info!(applied = applied.len(), "database schema is current");
+    }
+    Ok(())
 }

@@ -1,0 +1,62 @@
+//! The dispatch document, version 1. `docs/dispatch-contract.md` is its specification; a
+//! change here that is not additive needs a new version.
+
+use doorman_domain::usecases::Job;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+pub const VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Document<'a> {
+    version: u32,
+    tenant_id: String,
+    platform: &'static str,
+    kind: &'static str,
+    external_event_id: Option<&'a str>,
+    event_type: &'a str,
+    workspace: Workspace<'a>,
+    delivery: Delivery,
+    received_at: String,
+    payload: &'a RawValue,
+}
+
+#[derive(Serialize)]
+struct Workspace<'a> {
+    team_id: Option<&'a str>,
+    enterprise_id: Option<&'a str>,
+    enterprise_install: bool,
+}
+
+#[derive(Serialize)]
+struct Delivery {
+    attempt: u32,
+    retry_reason: Option<&'static str>,
+}
+
+/// Renders the document for a job. The payload is embedded as the JSON text the platform
+/// sent (checked to be JSON when it was parsed); it is not re-encoded.
+pub fn render(job: &Job) -> Result<Vec<u8>, serde_json::Error> {
+    let event = &job.event;
+    let payload: &RawValue = serde_json::from_str(event.payload.as_json_text())?;
+    let document = Document {
+        version: VERSION,
+        tenant_id: job.tenant.to_string(),
+        platform: event.platform.as_str(),
+        kind: event.kind.name(),
+        external_event_id: event.external_id.as_ref().map(|id| id.as_str()),
+        event_type: event.kind.label().as_str(),
+        workspace: Workspace {
+            team_id: event.workspace.team_id().map(|t| t.as_str()),
+            enterprise_id: event.workspace.enterprise_id().map(|e| e.as_str()),
+            enterprise_install: event.workspace.is_enterprise_install(),
+        },
+        delivery: Delivery {
+            attempt: event.delivery.attempt,
+            retry_reason: event.delivery.retry_reason.map(|r| r.as_str()),
+        },
+        received_at: job.received_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        payload,
+    };
+    serde_json::to_vec(&document)
+}

@@ -1,0 +1,175 @@
+//! A fake agent for tests and the load generator: a real HTTP server on a random loopback
+//! port that verifies each dispatch's Standard Webhooks signature, records it, and can be
+//! told to hold requests (a gate) or to fail them.
+//!
+//! The signature check is written here independently of [`super::signing`], from the
+//! specification, so a bug in the signer cannot be mirrored by the check.
+
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use ring::hmac;
+use tokio::sync::watch;
+
+/// One dispatch the agent accepted.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub webhook_id: String,
+    pub document: serde_json::Value,
+}
+
+#[derive(Debug, Default)]
+struct Recorded {
+    accepted: Vec<Received>,
+    bad_signatures: usize,
+    /// Correctly signed requests, whatever was answered.
+    requests: usize,
+}
+
+#[derive(Debug)]
+struct Shared {
+    key: hmac::Key,
+    recorded: Mutex<Recorded>,
+    /// `true` while the gate is open. Requests wait for it before answering.
+    gate: watch::Sender<bool>,
+    /// The status to answer with (200 unless told otherwise).
+    status: Mutex<u16>,
+    /// Requests currently inside the handler (held at the gate or answering).
+    in_flight: Mutex<usize>,
+}
+
+/// A running fake agent. Stops when dropped.
+#[derive(Debug)]
+pub struct FakeAgent {
+    url: String,
+    shared: Arc<Shared>,
+    server: actix_web::dev::ServerHandle,
+}
+
+impl FakeAgent {
+    /// Starts an agent that accepts dispatches signed with `secret` (`whsec_…`).
+    pub fn start(secret: &str) -> Self {
+        let key_bytes = STANDARD
+            .decode(secret.strip_prefix("whsec_").expect("a whsec_ secret"))
+            .expect("a base64 secret");
+        let shared = Arc::new(Shared {
+            key: hmac::Key::new(hmac::HMAC_SHA256, &key_bytes),
+            recorded: Mutex::default(),
+            gate: watch::channel(true).0,
+            status: Mutex::new(200),
+            in_flight: Mutex::new(0),
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let url = format!("http://{}/dispatch", listener.local_addr().unwrap());
+        let state = web::Data::from(shared.clone());
+        let server = HttpServer::new(move || {
+            App::new().app_data(state.clone()).route("/dispatch", web::post().to(receive))
+        })
+        .workers(2)
+        .disable_signals()
+        .shutdown_timeout(1)
+        .listen(listener)
+        .expect("listen")
+        .run();
+        let handle = server.handle();
+        tokio::spawn(server);
+        Self { url, shared, server: handle }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Holds every request until [`FakeAgent::open_gate`].
+    pub fn close_gate(&self) {
+        self.shared.gate.send_replace(false);
+    }
+
+    pub fn open_gate(&self) {
+        self.shared.gate.send_replace(true);
+    }
+
+    /// Answer with this status from now on.
+    pub fn answer_with(&self, status: u16) {
+        *self.shared.status.lock().unwrap() = status;
+    }
+
+    /// Every dispatch accepted so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.shared.recorded.lock().unwrap().accepted.clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.shared.recorded.lock().unwrap().accepted.len()
+    }
+
+    /// Dispatches for one external event id.
+    pub fn count_for(&self, external_event_id: &str) -> usize {
+        self.received().iter().filter(|r| r.document["external_event_id"] == external_event_id).count()
+    }
+
+    /// Requests that failed the signature check (answered 401).
+    pub fn bad_signatures(&self) -> usize {
+        self.shared.recorded.lock().unwrap().bad_signatures
+    }
+
+    /// Correctly signed requests received, whatever they were answered.
+    pub fn requests(&self) -> usize {
+        self.shared.recorded.lock().unwrap().requests
+    }
+
+    /// Requests currently being held or answered.
+    pub fn in_flight(&self) -> usize {
+        *self.shared.in_flight.lock().unwrap()
+    }
+
+    /// Waits until `predicate` holds, or panics after `timeout`.
+    pub async fn wait_until(&self, what: &str, timeout: Duration, predicate: impl Fn(&Self) -> bool) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !predicate(self) {
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for: {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for FakeAgent {
+    fn drop(&mut self) {
+        self.open_gate();
+        drop(self.server.stop(false));
+    }
+}
+
+async fn receive(request: HttpRequest, body: web::Bytes, shared: web::Data<Shared>) -> HttpResponse {
+    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let (Some(id), Some(timestamp), Some(signatures)) =
+        (header("webhook-id"), header("webhook-timestamp"), header("webhook-signature"))
+    else {
+        shared.recorded.lock().unwrap().bad_signatures += 1;
+        return HttpResponse::BadRequest().body("missing webhook headers");
+    };
+    let signed = [id.as_bytes(), b".", timestamp.as_bytes(), b".", &body].concat();
+    let expected = STANDARD.encode(hmac::sign(&shared.key, &signed).as_ref());
+    // The header may carry several space-separated signatures; any v1 match verifies.
+    let verified = signatures.split(' ').any(|s| s.strip_prefix("v1,") == Some(expected.as_str()));
+    if !verified {
+        shared.recorded.lock().unwrap().bad_signatures += 1;
+        return HttpResponse::Unauthorized().body("bad signature");
+    }
+
+    shared.recorded.lock().unwrap().requests += 1;
+    *shared.in_flight.lock().unwrap() += 1;
+    let mut gate = shared.gate.subscribe();
+    let _ = gate.wait_for(|open| *open).await;
+    let status = *shared.status.lock().unwrap();
+    if status == 200 {
+        let document = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+        shared.recorded.lock().unwrap().accepted.push(Received { webhook_id: id, document });
+    }
+    *shared.in_flight.lock().unwrap() -= 1;
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap_or_default()).finish()
+}

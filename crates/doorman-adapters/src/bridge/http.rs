@@ -1,0 +1,181 @@
+//! The `AgentBridge` port over HTTP.
+
+use std::error::Error as _;
+use std::time::{Duration, Instant};
+
+use doorman_domain::ports::{AgentBridge, BridgeHealth};
+use doorman_domain::usecases::Job;
+use doorman_domain::{DispatchError, TenantId};
+
+use super::circuit::{CircuitBreaker, CircuitSettings};
+use super::document;
+use super::signing::WebhookKey;
+
+#[derive(Debug, Clone)]
+pub struct BridgeSettings {
+    /// The longest a dispatch may take, retries included. An agent's turn can be long.
+    pub dispatch_timeout: Duration,
+    /// How long establishing a connection may take.
+    pub connect_timeout: Duration,
+    /// Attempts for a request that provably never reached the agent (connection refused,
+    /// DNS or TLS failure before sending).
+    pub connect_attempts: u32,
+    /// The time within which those attempts must fit; after it, the failure is returned.
+    pub connect_retry_budget: Duration,
+    pub circuit: CircuitSettings,
+}
+
+impl Default for BridgeSettings {
+    fn default() -> Self {
+        Self {
+            dispatch_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(5),
+            connect_attempts: 3,
+            connect_retry_budget: Duration::from_secs(2),
+            circuit: CircuitSettings::default(),
+        }
+    }
+}
+
+/// The most of an agent's answer body that is read (and discarded) so the connection can be
+/// reused; Doorman needs only the status.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+#[derive(Debug)]
+pub struct HttpAgentBridge {
+    client: reqwest::Client,
+    settings: BridgeSettings,
+    circuit: CircuitBreaker,
+}
+
+impl HttpAgentBridge {
+    pub fn new(settings: BridgeSettings) -> Result<Self, reqwest::Error> {
+        super::install_crypto_provider();
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            // A redirect would re-send a signed body somewhere the operator did not configure.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("doorman/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self { client, circuit: CircuitBreaker::new(settings.circuit), settings })
+    }
+
+    /// Tenants whose circuit is open right now.
+    pub fn open_circuits(&self) -> usize {
+        self.circuit.open_count(Instant::now())
+    }
+
+    async fn send(&self, job: &Job) -> Result<(), DispatchError> {
+        let key = WebhookKey::parse(job.agent.secret.expose())
+            .map_err(|e| DispatchError::Misconfigured(e.to_string()))?;
+        let url = reqwest::Url::parse(&job.agent.url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .ok_or_else(|| DispatchError::Misconfigured("agent URL is not an http(s) URL".into()))?;
+        let body = bytes::Bytes::from(
+            document::render(job).map_err(|e| DispatchError::Misconfigured(format!("payload: {e}")))?,
+        );
+        let id = message_id(job);
+
+        let started = Instant::now();
+        let mut attempt = 1;
+        loop {
+            let remaining = self.settings.dispatch_timeout.saturating_sub(started.elapsed());
+            if remaining.is_zero() {
+                return Err(DispatchError::TimedOut(self.settings.dispatch_timeout.as_secs()));
+            }
+            // Signed afresh each attempt: the timestamp is part of what is signed.
+            let timestamp = chrono::Utc::now().timestamp();
+            let request = self
+                .client
+                .post(url.clone())
+                .timeout(remaining)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header("webhook-id", &id)
+                .header("webhook-timestamp", timestamp)
+                .header("webhook-signature", key.sign(&id, timestamp, &body))
+                .body(body.clone());
+            match request.send().await {
+                Ok(mut answer) => {
+                    let status = answer.status();
+                    let mut read = 0;
+                    while let Ok(Some(chunk)) = answer.chunk().await {
+                        read += chunk.len();
+                        if read > MAX_ANSWER_BYTES {
+                            break;
+                        }
+                    }
+                    return if status.is_success() {
+                        Ok(())
+                    } else {
+                        Err(DispatchError::Rejected(status.as_u16()))
+                    };
+                }
+                // Connecting failed: nothing was sent, so trying again cannot deliver twice.
+                Err(error) if error.is_connect() => {
+                    let retry_in = Duration::from_millis(100 * 2u64.pow(attempt - 1));
+                    let within_budget = started.elapsed() + retry_in < self.settings.connect_retry_budget;
+                    if attempt < self.settings.connect_attempts && within_budget {
+                        tracing::debug!(tenant.id = %job.tenant, attempt, error = %describe(&error), "agent unreachable; retrying");
+                        tokio::time::sleep(retry_in).await;
+                        attempt += 1;
+                        continue;
+                    }
+                    return Err(DispatchError::Unreachable(describe(&error)));
+                }
+                Err(error) if error.is_timeout() => {
+                    return Err(DispatchError::TimedOut(self.settings.dispatch_timeout.as_secs()));
+                }
+                // The request may have reached the agent: never send it again.
+                Err(error) => return Err(DispatchError::Interrupted(describe(&error))),
+            }
+        }
+    }
+}
+
+impl AgentBridge for HttpAgentBridge {
+    fn health(&self, tenant: TenantId) -> BridgeHealth {
+        self.circuit.health(tenant, Instant::now())
+    }
+
+    async fn dispatch(&self, job: &Job) -> Result<(), DispatchError> {
+        let outcome = self.send(job).await;
+        match &outcome {
+            Ok(()) => self.circuit.record_success(job.tenant),
+            Err(error) => {
+                if self.circuit.record_failure(job.tenant, Instant::now()) {
+                    tracing::warn!(
+                        tenant.id = %job.tenant,
+                        error = %error,
+                        cooldown_s = self.settings.circuit.cooldown.as_secs(),
+                        "agent circuit opened: deliveries for this tenant are answered 503 until the cooldown ends"
+                    );
+                }
+            }
+        }
+        outcome
+    }
+}
+
+/// `webhook-id`: stable for a numbered event (an agent can deduplicate on it, as Standard
+/// Webhooks intends), fresh for an unnumbered one.
+fn message_id(job: &Job) -> String {
+    match &job.event.external_id {
+        Some(id) => format!("evt_{id}"),
+        None => format!("msg_{}", uuid::Uuid::new_v4().simple()),
+    }
+}
+
+/// The error and its causes, without the URL (which may carry credentials or tokens).
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = String::new();
+    let mut current: Option<&(dyn std::error::Error + 'static)> = error.source();
+    while let Some(cause) = current {
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause.to_string());
+        current = cause.source();
+    }
+    if text.is_empty() { "request failed".to_owned() } else { text }
+}

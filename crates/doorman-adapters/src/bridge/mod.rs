@@ -1,0 +1,27 @@
+//! The agent bridge: hands accepted events to tenants' agents over HTTP.
+//!
+//! - [`document`]: the versioned JSON dispatch document (`docs/dispatch-contract.md`).
+//! - [`signing`]: Standard Webhooks signatures, so any agent verifies with an off-the-shelf
+//!   library.
+//! - [`circuit`]: per-tenant circuit breaker; an open circuit makes deliveries answer 503 so
+//!   Slack's own retries arrive once the agent is back.
+//! - [`http`]: the `AgentBridge` port over reqwest, with the only retries allowed: those of a
+//!   request that provably never reached the agent.
+
+pub mod circuit;
+pub mod document;
+#[cfg(feature = "testing")]
+pub mod fake_agent;
+pub mod http;
+pub mod signing;
+
+pub use circuit::{CircuitBreaker, CircuitSettings};
+pub use http::{BridgeSettings, HttpAgentBridge};
+pub use signing::{WebhookKey, WebhookKeyError};
+
+/// reqwest is built without a bundled crypto provider (the default one, aws-lc, needs a C
+/// toolchain of its own); Doorman uses ring's, like its signature checks. Call before
+/// building any reqwest client. Installing twice is harmless: the first stays.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

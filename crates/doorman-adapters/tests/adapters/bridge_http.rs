@@ -1,0 +1,144 @@
+//! The HTTP agent bridge against a real (fake) agent over loopback.
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use doorman_adapters::bridge::fake_agent::FakeAgent;
+use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, HttpAgentBridge};
+use doorman_domain::ports::{AgentBridge, BridgeHealth};
+use doorman_domain::usecases::Job;
+use doorman_domain::*;
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+fn job(url: &str, secret: &str, event_id: Option<&str>) -> Job {
+    Job {
+        tenant: "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11".parse().unwrap(),
+        agent: AgentEndpoint { url: url.into(), secret: AgentSecret::new(secret).unwrap(), paused: false },
+        event: InboundEvent {
+            platform: Platform::Slack,
+            workspace: WorkspaceRef::new(
+                Some(WorkspaceId::new("T1").unwrap()),
+                Some(WorkspaceId::new("E1").unwrap()),
+                false,
+            )
+            .unwrap(),
+            kind: EventKind::Callback { event_type: Label::new("event type", "app_mention").unwrap() },
+            external_id: event_id.map(|id| ExternalEventId::new(id).unwrap()),
+            delivery: Delivery { attempt: 2, retry_reason: Some(RetryReason::HttpTimeout) },
+            payload: Payload::from_json_text(r#"{"type":"event_callback","event":{"text":"hi \"there\""}}"#),
+        },
+        received_at: DateTime::<Utc>::from_timestamp(1_700_000_000, 123_000_000).unwrap(),
+    }
+}
+
+fn bridge(settings: BridgeSettings) -> HttpAgentBridge {
+    HttpAgentBridge::new(settings).unwrap()
+}
+
+#[tokio::test]
+async fn a_dispatch_is_signed_and_carries_the_documented_fields() {
+    let agent = FakeAgent::start(SECRET);
+    let bridge = bridge(BridgeSettings::default());
+
+    bridge.dispatch(&job(agent.url(), SECRET, Some("Ev42"))).await.unwrap();
+
+    assert_eq!(agent.bad_signatures(), 0);
+    let received = agent.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].webhook_id, "evt_Ev42");
+    let doc = &received[0].document;
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["tenant_id"], "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11");
+    assert_eq!(doc["platform"], "slack");
+    assert_eq!(doc["kind"], "event_callback");
+    assert_eq!(doc["external_event_id"], "Ev42");
+    assert_eq!(doc["event_type"], "app_mention");
+    assert_eq!(
+        doc["workspace"],
+        serde_json::json!({"team_id": "T1", "enterprise_id": "E1", "enterprise_install": false})
+    );
+    assert_eq!(doc["delivery"], serde_json::json!({"attempt": 2, "retry_reason": "http_timeout"}));
+    assert_eq!(doc["received_at"], "2023-11-14T22:13:20.123Z");
+    assert_eq!(doc["payload"]["event"]["text"], "hi \"there\"");
+}
+
+#[tokio::test]
+async fn an_agent_signed_with_another_secret_rejects_the_dispatch() {
+    let agent = FakeAgent::start("whsec_c29tZS1vdGhlci1zZWNyZXQtYnl0ZXM=");
+    let error =
+        bridge(BridgeSettings::default()).dispatch(&job(agent.url(), SECRET, None)).await.unwrap_err();
+    assert_eq!(error, DispatchError::Rejected(401));
+    assert_eq!(agent.bad_signatures(), 1);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_retried_within_the_budget_then_reported_unreachable() {
+    // Bind and drop: the port is now (almost certainly) closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let started = Instant::now();
+    let error = bridge(BridgeSettings::default())
+        .dispatch(&job(&format!("http://127.0.0.1:{port}/dispatch"), SECRET, None))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, DispatchError::Unreachable(_)), "{error:?}");
+    // Three attempts: waits of 100 ms and 200 ms between them.
+    assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
+    assert!(!error.to_string().contains("127.0.0.1"), "the URL stays out of errors: {error}");
+}
+
+#[tokio::test]
+async fn an_error_answer_is_never_sent_again() {
+    let agent = FakeAgent::start(SECRET);
+    agent.answer_with(503);
+    let error =
+        bridge(BridgeSettings::default()).dispatch(&job(agent.url(), SECRET, Some("Ev1"))).await.unwrap_err();
+    assert_eq!(error, DispatchError::Rejected(503));
+    assert_eq!(agent.requests(), 1);
+}
+
+#[tokio::test]
+async fn a_slow_agent_times_out_and_is_not_sent_again() {
+    let agent = FakeAgent::start(SECRET);
+    agent.close_gate();
+    let settings = BridgeSettings { dispatch_timeout: Duration::from_millis(300), ..Default::default() };
+    let error = bridge(settings).dispatch(&job(agent.url(), SECRET, Some("Ev1"))).await.unwrap_err();
+    assert!(matches!(error, DispatchError::TimedOut(_)), "{error:?}");
+    assert_eq!(agent.requests(), 1);
+}
+
+#[tokio::test]
+async fn consecutive_failures_open_the_tenants_circuit_and_a_success_closes_it() {
+    let agent = FakeAgent::start(SECRET);
+    agent.answer_with(500);
+    let settings = BridgeSettings {
+        circuit: CircuitSettings { failures: 2, cooldown: Duration::from_millis(400) },
+        ..Default::default()
+    };
+    let bridge = bridge(settings);
+    let job = job(agent.url(), SECRET, None);
+    let _ = bridge.dispatch(&job).await;
+    assert_eq!(bridge.health(job.tenant), BridgeHealth::Healthy);
+    let _ = bridge.dispatch(&job).await;
+    assert_eq!(bridge.health(job.tenant), BridgeHealth::CircuitOpen);
+    assert_eq!(bridge.open_circuits(), 1);
+
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    assert_eq!(bridge.health(job.tenant), BridgeHealth::Healthy, "cooldown over");
+    agent.answer_with(200);
+    bridge.dispatch(&job).await.unwrap();
+    assert_eq!(bridge.open_circuits(), 0);
+}
+
+#[tokio::test]
+async fn a_misconfigured_agent_is_reported_without_its_secret() {
+    let error = bridge(BridgeSettings::default())
+        .dispatch(&job("http://127.0.0.1:9/x", "not-a-whsec", None))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, DispatchError::Misconfigured(_)), "{error:?}");
+    assert!(!error.to_string().contains("not-a-whsec"));
+    let error =
+        bridge(BridgeSettings::default()).dispatch(&job("ftp://agent/x", SECRET, None)).await.unwrap_err();
+    assert!(matches!(error, DispatchError::Misconfigured(_)), "{error:?}");
+}

@@ -1,0 +1,167 @@
+//! Operator commands: tenants, workspaces, agents, receipts.
+
+use anyhow::Context;
+use chrono::Utc;
+use diesel_async::AsyncPgConnection;
+use doorman_adapters::bridge::WebhookKey;
+use doorman_adapters::postgres::admin;
+use doorman_adapters::postgres::pool::connect_owner;
+use doorman_domain::{Platform, Receipt, TenantId, WorkspaceId};
+use serde_json::json;
+
+use super::output;
+use crate::cli::{AgentCommand, DatabaseArgs, ReceiptsCommand, TenantCommand, WorkspaceCommand};
+
+async fn connect(db: &DatabaseArgs) -> anyhow::Result<AsyncPgConnection> {
+    connect_owner(db.database_url.expose()).await.context("connecting to the database")
+}
+
+fn tenant_id(raw: &str) -> anyhow::Result<TenantId> {
+    raw.parse().with_context(|| format!("--tenant {raw:?}"))
+}
+
+pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
+    match command {
+        TenantCommand::Add { name, db } => {
+            let id = admin::create_tenant(&mut connect(&db).await?, &name).await?;
+            tracing::info!(tenant.id = %id, name = %name, "tenant created");
+            output::line(&id.to_string());
+        }
+    }
+    Ok(())
+}
+
+pub async fn workspace(command: WorkspaceCommand) -> anyhow::Result<()> {
+    match command {
+        WorkspaceCommand::Link { tenant, team_id, enterprise_id, db } => {
+            let tenant = tenant_id(&tenant)?;
+            if team_id.is_none() && enterprise_id.is_none() {
+                anyhow::bail!("give --team-id, --enterprise-id (org-wide install), or both");
+            }
+            let team = team_id.map(WorkspaceId::new).transpose().context("--team-id")?;
+            let enterprise = enterprise_id.map(WorkspaceId::new).transpose().context("--enterprise-id")?;
+            let mut conn = connect(&db).await?;
+            admin::link_workspace(&mut conn, tenant, Platform::Slack, team.as_ref(), enterprise.as_ref())
+                .await?;
+            let what = match (&team, &enterprise) {
+                (Some(t), Some(e)) => format!("team {t} (enterprise {e})"),
+                (Some(t), None) => format!("team {t}"),
+                (None, Some(e)) => format!("enterprise {e} (org-wide install)"),
+                (None, None) => unreachable!("checked above"),
+            };
+            output::line(&format!("linked Slack {what} to tenant {tenant}"));
+        }
+    }
+    Ok(())
+}
+
+pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
+    match command {
+        AgentCommand::Set { tenant, url, secret, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let parsed = url::Url::parse(&url).context("--url is not a URL")?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                anyhow::bail!("--url must be http or https");
+            }
+            WebhookKey::parse(secret.expose()).context("--secret")?;
+            admin::set_agent(&mut connect(&db).await?, tenant, &url, secret.expose()).await?;
+            output::line(&format!("agent for tenant {tenant} set to {}", redact_url(&parsed)));
+        }
+        AgentCommand::Pause { tenant, db } => {
+            let tenant = tenant_id(&tenant)?;
+            admin::set_paused(&mut connect(&db).await?, tenant, true).await?;
+            output::line(&format!(
+                "agent for tenant {tenant} paused: deliveries are answered 503 until resumed"
+            ));
+        }
+        AgentCommand::Resume { tenant, db } => {
+            let tenant = tenant_id(&tenant)?;
+            admin::set_paused(&mut connect(&db).await?, tenant, false).await?;
+            output::line(&format!("agent for tenant {tenant} resumed"));
+        }
+    }
+    Ok(())
+}
+
+pub async fn receipts(command: ReceiptsCommand) -> anyhow::Result<()> {
+    match command {
+        ReceiptsCommand::Stranded { older_than, tenant, json, db } => {
+            let tenant = tenant.as_deref().map(tenant_id).transpose()?;
+            let before = Utc::now() - chrono::Duration::from_std(*older_than).context("--older-than")?;
+            let found = admin::stranded(&mut connect(&db).await?, before, tenant).await?;
+            print_receipts(&found, json, "stranded (claimed, never handled, no failure recorded)");
+        }
+        ReceiptsCommand::Failed { tenant, json, db } => {
+            let tenant = tenant.as_deref().map(tenant_id).transpose()?;
+            let found = admin::failed(&mut connect(&db).await?, tenant).await?;
+            print_receipts(&found, json, "failed");
+        }
+        ReceiptsCommand::Prune { retention, batch, json, db } => {
+            let retention =
+                doorman_domain::Retention::new(*retention, batch.max(1)).context("--retention")?;
+            let deleted =
+                admin::prune_all(&mut connect(&db).await?, retention.expiry_cutoff(Utc::now()), batch.max(1))
+                    .await?;
+            if json {
+                output::json(&json!({ "deleted": deleted }));
+            } else {
+                output::line(&format!(
+                    "deleted {deleted} receipts older than {}",
+                    humantime::format_duration(retention.keep_for())
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_receipts(receipts: &[Receipt], as_json: bool, what: &str) {
+    if as_json {
+        let rows: Vec<_> = receipts.iter().map(receipt_json).collect();
+        output::json(&serde_json::Value::Array(rows));
+        return;
+    }
+    if receipts.is_empty() {
+        output::line(&format!("no {what} receipts"));
+        return;
+    }
+    output::line(&format!("{} {what} receipts:", receipts.len()));
+    output::line(
+        "TENANT                                PLATFORM  EVENT ID            TYPE                 ATTEMPT  CLAIMED AT            FAILURE",
+    );
+    for r in receipts {
+        output::line(&format!(
+            "{:<37} {:<9} {:<19} {:<20} {:<8} {:<21} {}",
+            r.key.tenant,
+            r.key.platform,
+            r.key.external_id,
+            r.event_type,
+            r.attempt,
+            r.claimed_at.format("%Y-%m-%d %H:%M:%S"),
+            r.failure.as_ref().map(|f| f.reason.as_str()).unwrap_or("-"),
+        ));
+    }
+}
+
+fn receipt_json(r: &Receipt) -> serde_json::Value {
+    json!({
+        "tenant_id": r.key.tenant.to_string(),
+        "platform": r.key.platform.as_str(),
+        "external_event_id": r.key.external_id.as_str(),
+        "event_type": r.event_type,
+        "delivery_attempt": r.attempt,
+        "claimed_at": r.claimed_at.to_rfc3339(),
+        "handled_at": r.handled_at.map(|t| t.to_rfc3339()),
+        "failure": r.failure.as_ref().map(|f| json!({ "reason": f.reason, "at": f.at.to_rfc3339() })),
+    })
+}
+
+/// The URL without credentials or query (either may carry a token).
+fn redact_url(url: &url::Url) -> String {
+    format!(
+        "{}://{}{}",
+        url.scheme(),
+        url.host_str().unwrap_or(""),
+        url.port().map(|p| format!(":{p}")).unwrap_or_default()
+    ) + url.path()
+}

@@ -1,0 +1,118 @@
+//! Validated settings for `doorman serve`, built from the command line once at start-up.
+//! Anything invalid stops the process with a message naming the setting, never the value
+//! of a secret.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use doorman_adapters::bridge::{BridgeSettings, CircuitSettings};
+use doorman_adapters::postgres::PoolSettings;
+use doorman_adapters::slack::{SigningSecret, Verifier};
+use doorman_domain::Retention;
+
+use crate::cli::{Secret, ServeArgs};
+
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub database_url: Secret,
+    pub bind: SocketAddr,
+    pub verifier: Verifier,
+    pub retention: Retention,
+    pub max_body_bytes: usize,
+    pub drain_timeout: Duration,
+    pub pool: PoolSettings,
+    pub bridge: BridgeSettings,
+    pub workers: usize,
+}
+
+impl ServeConfig {
+    pub fn from_args(args: &ServeArgs) -> anyhow::Result<Self> {
+        let secrets: Vec<SigningSecret> =
+            args.slack_signing_secret.iter().map(|s| SigningSecret::new(s.expose())).collect();
+        if secrets.is_empty() {
+            bail!("SLACK_SIGNING_SECRET is required (comma-separated for a rotation)");
+        }
+        let retention = Retention::new(*args.receipt_retention, args.prune_batch)
+            .context("DOORMAN_RECEIPT_RETENTION / DOORMAN_PRUNE_BATCH")?;
+        if args.max_body_bytes == 0 {
+            bail!("DOORMAN_MAX_BODY_BYTES must be above zero");
+        }
+        if args.db_pool_size == 0 {
+            bail!("DOORMAN_DB_POOL_SIZE must be above zero");
+        }
+        let acquire = *args.db_acquire_timeout;
+        if acquire >= Duration::from_secs(3) {
+            bail!("DOORMAN_DB_ACQUIRE_TIMEOUT must be under 3s, Slack's deadline for an answer");
+        }
+        let workers = if args.workers == 0 {
+            std::thread::available_parallelism().map(usize::from).unwrap_or(2)
+        } else {
+            args.workers
+        };
+        Ok(Self {
+            database_url: args.db.database_url.clone(),
+            bind: args.bind,
+            verifier: Verifier::new(secrets, *args.signature_window),
+            retention,
+            max_body_bytes: args.max_body_bytes,
+            drain_timeout: *args.drain_timeout,
+            pool: PoolSettings {
+                max_size: args.db_pool_size,
+                connection_timeout: acquire,
+                ..PoolSettings::default()
+            },
+            bridge: BridgeSettings {
+                dispatch_timeout: *args.dispatch_timeout,
+                circuit: CircuitSettings {
+                    failures: args.circuit_failures.max(1),
+                    cooldown: *args.circuit_cooldown,
+                },
+                ..BridgeSettings::default()
+            },
+            workers,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn serve_args(extra: &[&str]) -> ServeArgs {
+        let mut argv = vec!["doorman", "serve", "--slack-signing-secret", "a,b"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Serve(args) => *args,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_sane() {
+        let config = ServeConfig::from_args(&serve_args(&[])).unwrap();
+        assert_eq!(config.bind.to_string(), "127.0.0.1:3000");
+        assert_eq!(config.retention.keep_for(), Duration::from_secs(7 * 24 * 3600));
+        assert_eq!(config.max_body_bytes, 1024 * 1024);
+        assert_eq!(config.bridge.dispatch_timeout, Duration::from_secs(60));
+        assert_eq!(config.bridge.circuit.failures, 5);
+    }
+
+    #[test]
+    fn a_retention_inside_slacks_retry_window_is_refused() {
+        let error = ServeConfig::from_args(&serve_args(&["--receipt-retention", "5m"])).unwrap_err();
+        assert!(format!("{error:#}").contains("10 minutes"), "{error:#}");
+        assert!(ServeConfig::from_args(&serve_args(&["--receipt-retention", "10m"])).is_ok());
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let args = serve_args(&["--database-url", "postgres://u:hunter2@db/doorman"]);
+        let printed = format!("{args:?} {:?}", ServeConfig::from_args(&args).unwrap());
+        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(!printed.contains("slack_signing_secret: [\"a\""), "{printed}");
+    }
+}

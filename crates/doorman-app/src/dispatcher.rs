@@ -1,0 +1,105 @@
+//! Runs the use cases on the main runtime and tracks background dispatches.
+//!
+//! actix-web answers on its own worker threads, each with a runtime of its own. The use
+//! cases do not run there: each delivery is handed to a task on the main runtime that
+//! acknowledges it and, if accepted, starts its dispatch. Two things follow. The database
+//! connections and the dispatches live on one runtime that outlives the HTTP workers at
+//! shutdown, so draining can finish them. And a claim, once made, is always followed by its
+//! dispatch even if Slack hangs up before hearing the answer: the task does not belong to
+//! the request.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use doorman_adapters::bridge::HttpAgentBridge;
+use doorman_adapters::postgres::{PgReceiptStore, PgTenantDirectory};
+use doorman_domain::ports::SystemClock;
+use doorman_domain::usecases::Job;
+use doorman_domain::{Acknowledgement, Inbound, InboundEvent, Unavailability};
+use tokio::runtime::Handle;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::metrics::Metrics;
+
+/// The use cases over the concrete adapters, fixed once here.
+pub type Doorman = Inbound<PgTenantDirectory, HttpAgentBridge, PgReceiptStore, SystemClock>;
+
+#[derive(Debug, Clone)]
+pub struct Dispatcher {
+    doorman: Arc<Doorman>,
+    metrics: Arc<Metrics>,
+    runtime: Handle,
+    tracker: TaskTracker,
+}
+
+impl Dispatcher {
+    /// Must be created on the main runtime: its tasks run there.
+    pub fn new(doorman: Doorman, metrics: Arc<Metrics>) -> Self {
+        Self { doorman: Arc::new(doorman), metrics, runtime: Handle::current(), tracker: TaskTracker::new() }
+    }
+
+    pub fn doorman(&self) -> &Doorman {
+        &self.doorman
+    }
+
+    /// Acknowledges a delivery on the main runtime; an accepted one starts its dispatch
+    /// there before this returns, whether or not the caller is still waiting.
+    pub async fn acknowledge(&self, event: InboundEvent) -> Acknowledgement {
+        let this = self.clone();
+        let task = self.runtime.spawn(
+            self.tracker.track_future(
+                async move {
+                    let ack = this.doorman.acknowledge(event).await;
+                    if let Acknowledgement::Accepted(job) = &ack {
+                        this.spawn_dispatch(job.clone());
+                    }
+                    ack
+                }
+                .in_current_span(),
+            ),
+        );
+        task.await.unwrap_or_else(|error| {
+            tracing::error!(error = %error, "acknowledgement task failed");
+            Acknowledgement::Unavailable(Unavailability::Storage(doorman_domain::StorageError::Unexpected(
+                "internal error".into(),
+            )))
+        })
+    }
+
+    fn spawn_dispatch(&self, job: Job) {
+        let span = tracing::info_span!(
+            "dispatch",
+            tenant.id = %job.tenant,
+            event.id = job.event.external_id.as_ref().map(|id| id.as_str()),
+            event.kind = job.event.kind.name(),
+        );
+        let doorman = self.doorman.clone();
+        let metrics = self.metrics.clone();
+        self.runtime.spawn(self.tracker.track_future(
+            async move {
+                metrics.dispatch_started();
+                let started = Instant::now();
+                let handled = doorman.handle(job).await;
+                tracing::debug!(outcome = ?handled, elapsed_ms = started.elapsed().as_millis() as u64, "dispatch finished");
+                metrics.dispatch_finished(&handled, started.elapsed());
+            }
+            .instrument(span),
+        ));
+    }
+
+    /// Dispatches (and acknowledgements) still running.
+    pub fn in_flight(&self) -> usize {
+        self.tracker.len()
+    }
+
+    /// Waits up to `timeout` for everything in flight; returns how many did not finish.
+    /// Those stay visible as stranded receipts (decision 3).
+    pub async fn drain(&self, timeout: Duration) -> usize {
+        self.tracker.close();
+        match tokio::time::timeout(timeout, self.tracker.wait()).await {
+            Ok(()) => 0,
+            Err(_) => self.tracker.len(),
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! HTTP: routes and handlers. Handlers convert at the edge (request → domain value,
+//! outcome → response); the one place outcomes become statuses is [`responses`].
+
+mod body;
+mod ops;
+pub mod responses;
+mod slack;
+
+use std::sync::Arc;
+
+use actix_web::web;
+use doorman_adapters::postgres::PgPool;
+use doorman_adapters::slack::Verifier;
+
+use crate::dispatcher::Dispatcher;
+use crate::metrics::Metrics;
+
+/// What every handler can reach. Concrete types, chosen once.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub dispatcher: Dispatcher,
+    pub verifier: Arc<Verifier>,
+    pub metrics: Arc<Metrics>,
+    pub pool: PgPool,
+    pub max_body_bytes: usize,
+}
+
+pub fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route("/slack/events", web::post().to(slack::events))
+        .route("/slack/commands", web::post().to(slack::commands))
+        .route("/slack/interactions", web::post().to(slack::interactions))
+        .route("/healthz", web::get().to(ops::healthz))
+        .route("/readyz", web::get().to(ops::readyz))
+        .route("/metrics", web::get().to(ops::metrics));
+}

@@ -1,0 +1,33 @@
+//! Operational endpoints: liveness, readiness, metrics.
+
+use actix_web::{HttpResponse, web};
+use doorman_adapters::postgres::migrations;
+use serde_json::json;
+
+use super::AppState;
+
+/// The process is up and answering.
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "status": "ok" }))
+}
+
+/// Ready to take traffic: the database answers and has every migration this binary embeds.
+pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    match migrations::is_current(&state.pool).await {
+        Ok(true) => HttpResponse::Ok().json(json!({ "status": "ready" })),
+        Ok(false) => HttpResponse::ServiceUnavailable()
+            .json(json!({ "status": "not ready", "reason": "migrations pending" })),
+        Err(error) => {
+            tracing::warn!(error = %error, "readiness check: database unavailable");
+            HttpResponse::ServiceUnavailable()
+                .json(json!({ "status": "not ready", "reason": "database unavailable" }))
+        }
+    }
+}
+
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let open = state.dispatcher.doorman().bridge().open_circuits();
+    HttpResponse::Ok()
+        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
+        .body(state.metrics.render(open))
+}

@@ -1,0 +1,70 @@
+//! The one place outcomes become HTTP answers. Bodies are short, fixed reasons: never an
+//! internal error message, never request content.
+
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use doorman_adapters::slack::Rejection;
+use doorman_domain::{Acknowledgement, Unavailability};
+use serde_json::json;
+
+use super::body::BodyError;
+
+fn error(status: StatusCode, reason: &str) -> HttpResponse {
+    HttpResponse::build(status).json(json!({ "error": reason }))
+}
+
+pub fn body_error(error_kind: &BodyError) -> HttpResponse {
+    match error_kind {
+        // Close the connection: the rest of the body was never read.
+        BodyError::TooLarge => {
+            let mut response = error(StatusCode::PAYLOAD_TOO_LARGE, "request body too large");
+            response.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
+            response
+        }
+        BodyError::Incomplete => error(StatusCode::BAD_REQUEST, "request body incomplete"),
+    }
+}
+
+/// 401 for anything about the signature or timestamp, 415 for a content type the route
+/// does not take, 400 for a body that is not what Slack sends. An unsupported envelope
+/// type also gets `X-Slack-No-Retry: 1`: re-sending it would not help.
+pub fn rejected(rejection: &Rejection) -> HttpResponse {
+    match rejection {
+        Rejection::Signature(_) | Rejection::Stale => error(StatusCode::UNAUTHORIZED, "invalid request"),
+        Rejection::UnsupportedMediaType => {
+            error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported content type")
+        }
+        Rejection::Malformed(reason) => error(StatusCode::BAD_REQUEST, reason),
+        Rejection::UnsupportedEnvelope => {
+            let mut response = error(StatusCode::BAD_REQUEST, "unsupported envelope type");
+            response.headers_mut().insert(
+                actix_web::http::header::HeaderName::from_static("x-slack-no-retry"),
+                actix_web::http::header::HeaderValue::from_static("1"),
+            );
+            response
+        }
+    }
+}
+
+/// 200 for everything Slack should not re-send (handled, duplicate, unknown workspace),
+/// 503 for what it should (nothing was written, so the retry is handled afresh).
+pub fn acknowledged(ack: &Acknowledgement) -> HttpResponse {
+    match ack {
+        Acknowledgement::Accepted(_) | Acknowledgement::Duplicate { .. } | Acknowledgement::Ignored => {
+            HttpResponse::Ok().finish()
+        }
+        Acknowledgement::Unavailable(why) => {
+            let reason = match why {
+                Unavailability::NoAgent { .. }
+                | Unavailability::Paused { .. }
+                | Unavailability::CircuitOpen { .. } => "agent unavailable",
+                Unavailability::Storage(_) => "temporarily unavailable",
+            };
+            error(StatusCode::SERVICE_UNAVAILABLE, reason)
+        }
+    }
+}
+
+pub fn challenge(challenge: &str) -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "challenge": challenge }))
+}

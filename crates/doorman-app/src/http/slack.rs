@@ -1,0 +1,153 @@
+//! The three Slack routes. They differ only in how the body is parsed.
+
+use std::time::Instant;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use doorman_adapters::slack::{self, Parsed, Rejection, SignatureHeaders, delivery_from_headers};
+use doorman_domain::{Acknowledgement, Delivery, Unavailability};
+use tracing::{Instrument, field};
+
+use super::AppState;
+use super::body::read_limited;
+use super::responses;
+
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    Events,
+    Commands,
+    Interactions,
+}
+
+impl Route {
+    fn name(self) -> &'static str {
+        match self {
+            Route::Events => "events",
+            Route::Commands => "commands",
+            Route::Interactions => "interactions",
+        }
+    }
+
+    fn parse(self, content_type: Option<&str>, body: &[u8], delivery: Delivery) -> Result<Parsed, Rejection> {
+        match self {
+            Route::Events => slack::parse_events(content_type, body, delivery),
+            Route::Commands => slack::parse_command(content_type, body, delivery),
+            Route::Interactions => slack::parse_interaction(content_type, body, delivery),
+        }
+    }
+}
+
+pub async fn events(request: HttpRequest, body: web::Payload, state: web::Data<AppState>) -> HttpResponse {
+    receive(Route::Events, request, body, state).await
+}
+
+pub async fn commands(request: HttpRequest, body: web::Payload, state: web::Data<AppState>) -> HttpResponse {
+    receive(Route::Commands, request, body, state).await
+}
+
+pub async fn interactions(
+    request: HttpRequest,
+    body: web::Payload,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    receive(Route::Interactions, request, body, state).await
+}
+
+async fn receive(
+    route: Route,
+    request: HttpRequest,
+    body: web::Payload,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let started = Instant::now();
+    let span = tracing::info_span!(
+        "slack_request",
+        route = route.name(),
+        tenant.id = field::Empty,
+        event.id = field::Empty,
+        delivery.attempt = field::Empty,
+    );
+    let response = answer(route, &request, body, &state).instrument(span).await;
+    state.metrics.answered(route.name(), response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// read (limit) → verify → parse → acknowledge; every step's failure answers at once.
+async fn answer(route: Route, request: &HttpRequest, body: web::Payload, state: &AppState) -> HttpResponse {
+    let body = match read_limited(request, body, state.max_body_bytes).await {
+        Ok(body) => body,
+        Err(error) => {
+            tracing::info!(error = ?error, "request body refused");
+            return responses::body_error(&error);
+        }
+    };
+    let header = |name: &str| request.headers().get(name).map(|v| v.as_bytes());
+    let signature = SignatureHeaders {
+        timestamp: header("x-slack-request-timestamp"),
+        signature: header("x-slack-signature"),
+    };
+    if let Err(rejection) = state.verifier.verify(signature, &body, chrono::Utc::now().timestamp()) {
+        return reject(state, &rejection);
+    }
+    let delivery = delivery_from_headers(header("x-slack-retry-num"), header("x-slack-retry-reason"));
+    let content_type = request.headers().get("content-type").and_then(|v| v.to_str().ok());
+    let parsed = match route.parse(content_type, &body, delivery) {
+        Ok(parsed) => parsed,
+        Err(rejection) => return reject(state, &rejection),
+    };
+
+    let event = match parsed {
+        Parsed::Event(event) => event,
+        Parsed::UrlVerification { challenge } => return responses::challenge(&challenge),
+        Parsed::SslCheck => return HttpResponse::Ok().finish(),
+        Parsed::RateLimited { team_id, minute_rate_limited } => {
+            state.metrics.rate_limited();
+            tracing::warn!(
+                slack.team_id = team_id.as_deref(),
+                minute = minute_rate_limited,
+                "Slack is rate-limiting this app's events"
+            );
+            return HttpResponse::Ok().finish();
+        }
+    };
+
+    let span = tracing::Span::current();
+    span.record("event.id", event.external_id.as_ref().map(|id| id.as_str()));
+    span.record("delivery.attempt", event.delivery.attempt);
+    if event.delivery.attempt > 0 {
+        state.metrics.retried(event.delivery.retry_reason);
+    }
+    let workspace = event.workspace.clone();
+    let ack = state.dispatcher.acknowledge(event).await;
+    state.metrics.acknowledged(&ack);
+    log_acknowledgement(&ack, &workspace);
+    responses::acknowledged(&ack)
+}
+
+fn reject(state: &AppState, rejection: &Rejection) -> HttpResponse {
+    state.metrics.rejected(rejection.cause());
+    tracing::info!(cause = rejection.cause(), "request rejected");
+    responses::rejected(rejection)
+}
+
+fn log_acknowledgement(ack: &Acknowledgement, workspace: &doorman_domain::WorkspaceRef) {
+    let span = tracing::Span::current();
+    match ack {
+        Acknowledgement::Accepted(job) => {
+            span.record("tenant.id", field::display(job.tenant));
+            tracing::debug!("accepted");
+        }
+        Acknowledgement::Duplicate { tenant } => {
+            span.record("tenant.id", field::display(tenant));
+            tracing::info!("duplicate delivery: already claimed, not dispatched again");
+        }
+        Acknowledgement::Ignored => {
+            tracing::warn!(workspace = %workspace, "no tenant has linked this workspace; ignored");
+        }
+        Acknowledgement::Unavailable(Unavailability::Storage(error)) => {
+            tracing::error!(error = %error, "database unavailable; answered 503 with nothing written");
+        }
+        Acknowledgement::Unavailable(why) => {
+            tracing::warn!(reason = ?why, "agent unavailable; answered 503 with nothing written");
+        }
+    }
+}

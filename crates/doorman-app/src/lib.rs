@@ -1,0 +1,19 @@
+//! Doorman's service and operator commands, wired from the domain and the adapters.
+//!
+//! - [`cli`] and [`config`]: flags, environment variables, validated settings.
+//! - [`server`]: the actix-web server, its state, start-up and graceful shutdown.
+//! - [`http`]: the handlers; they convert requests to domain values and outcomes to
+//!   responses, and hold no business rule.
+//! - [`dispatcher`]: runs the use cases on the main runtime and tracks background dispatches
+//!   so shutdown can drain them.
+//! - [`metrics`], [`telemetry`]: Prometheus metrics and logs.
+//! - [`commands`]: one module per subcommand.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod dispatcher;
+pub mod http;
+pub mod metrics;
+pub mod server;
+pub mod telemetry;

@@ -1,0 +1,191 @@
+//! Prometheus metrics, served at `GET /metrics` in the text format.
+//!
+//! Label values are fixed, short vocabularies (routes, statuses, causes, outcomes): never a
+//! tenant id, event id or header text, so the series count stays bounded.
+
+use std::time::Duration;
+
+use doorman_domain::{Acknowledgement, Handled, RetryReason, Unavailability};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteStatus {
+    route: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Route {
+    route: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Cause {
+    cause: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Outcome {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Reason {
+    reason: &'static str,
+}
+
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RouteStatus, Counter>,
+    acknowledgement_seconds: Family<Route, Histogram>,
+    rejections: Family<Cause, Counter>,
+    claims: Family<Outcome, Counter>,
+    unavailable: Family<Reason, Counter>,
+    unknown_workspaces: Counter,
+    rate_limited: Counter,
+    retries: Family<Reason, Counter>,
+    dispatches: Family<Outcome, Counter>,
+    dispatch_seconds: Histogram,
+    dispatches_in_flight: Gauge,
+    open_circuits: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("doorman");
+        let requests = Family::<RouteStatus, Counter>::default();
+        registry.register("http_requests", "Slack requests answered, by route and status", requests.clone());
+        let acknowledgement_seconds = Family::<Route, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.000_5, 2.0, 14))
+        });
+        registry.register(
+            "acknowledgement_seconds",
+            "Time from a request's arrival to its answer (Slack allows 3 s)",
+            acknowledgement_seconds.clone(),
+        );
+        let rejections = Family::<Cause, Counter>::default();
+        registry.register("rejections", "Requests refused before any work, by cause", rejections.clone());
+        let claims = Family::<Outcome, Counter>::default();
+        registry.register("claims", "Numbered events claimed or found duplicate", claims.clone());
+        let unavailable = Family::<Reason, Counter>::default();
+        registry.register("unavailable", "Deliveries answered 503, by reason", unavailable.clone());
+        let unknown_workspaces = Counter::default();
+        registry.register(
+            "unknown_workspaces",
+            "Deliveries for workspaces no tenant has linked",
+            unknown_workspaces.clone(),
+        );
+        let rate_limited = Counter::default();
+        registry.register("app_rate_limited", "app_rate_limited notices from Slack", rate_limited.clone());
+        let retries = Family::<Reason, Counter>::default();
+        registry.register("retries", "Deliveries Slack marked as retries, by stated reason", retries.clone());
+        let dispatches = Family::<Outcome, Counter>::default();
+        registry.register("dispatches", "Dispatches to agents, by outcome", dispatches.clone());
+        let dispatch_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 15));
+        registry.register(
+            "dispatch_seconds",
+            "Time an agent took to take a dispatch",
+            dispatch_seconds.clone(),
+        );
+        let dispatches_in_flight = Gauge::default();
+        registry.register(
+            "dispatches_in_flight",
+            "Dispatches currently running",
+            dispatches_in_flight.clone(),
+        );
+        let open_circuits = Gauge::default();
+        registry.register("open_circuits", "Tenants whose agent circuit is open", open_circuits.clone());
+        Self {
+            registry,
+            requests,
+            acknowledgement_seconds,
+            rejections,
+            claims,
+            unavailable,
+            unknown_workspaces,
+            rate_limited,
+            retries,
+            dispatches,
+            dispatch_seconds,
+            dispatches_in_flight,
+            open_circuits,
+        }
+    }
+
+    pub fn answered(&self, route: &'static str, status: u16, elapsed: Duration) {
+        self.requests.get_or_create(&RouteStatus { route, status }).inc();
+        self.acknowledgement_seconds.get_or_create(&Route { route }).observe(elapsed.as_secs_f64());
+    }
+
+    pub fn rejected(&self, cause: &'static str) {
+        self.rejections.get_or_create(&Cause { cause }).inc();
+    }
+
+    pub fn rate_limited(&self) {
+        self.rate_limited.inc();
+    }
+
+    pub fn retried(&self, reason: Option<RetryReason>) {
+        let reason = reason.map_or("unstated", RetryReason::as_str);
+        self.retries.get_or_create(&Reason { reason }).inc();
+    }
+
+    pub fn acknowledged(&self, ack: &Acknowledgement) {
+        let claim = |outcome| {
+            self.claims.get_or_create(&Outcome { outcome }).inc();
+        };
+        match ack {
+            Acknowledgement::Ignored => {
+                self.unknown_workspaces.inc();
+            }
+            Acknowledgement::Unavailable(why) => {
+                let reason = match why {
+                    Unavailability::NoAgent { .. } => "no_agent",
+                    Unavailability::Paused { .. } => "paused",
+                    Unavailability::CircuitOpen { .. } => "circuit_open",
+                    Unavailability::Storage(_) => "storage",
+                };
+                self.unavailable.get_or_create(&Reason { reason }).inc();
+            }
+            Acknowledgement::Duplicate { .. } => claim("duplicate"),
+            Acknowledgement::Accepted(job) if job.event.external_id.is_some() => claim("claimed"),
+            Acknowledgement::Accepted(_) => {}
+        }
+    }
+
+    pub fn dispatch_started(&self) {
+        self.dispatches_in_flight.inc();
+    }
+
+    pub fn dispatch_finished(&self, handled: &Handled, elapsed: Duration) {
+        self.dispatches_in_flight.dec();
+        let outcome = match handled {
+            Handled::Delivered { .. } => "delivered",
+            Handled::DeliveredUnrecorded(_) => "delivered_unrecorded",
+            Handled::Failed { .. } => "failed",
+        };
+        self.dispatches.get_or_create(&Outcome { outcome }).inc();
+        self.dispatch_seconds.observe(elapsed.as_secs_f64());
+    }
+
+    /// Renders every metric; `open_circuits` is read from the bridge at scrape time.
+    pub fn render(&self, open_circuits: usize) -> String {
+        self.open_circuits.set(i64::try_from(open_circuits).unwrap_or(i64::MAX));
+        let mut out = String::new();
+        // Encoding into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}

@@ -1,0 +1,126 @@
+//! The server: start-up, serving, graceful shutdown.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{App, HttpServer, web};
+use anyhow::Context;
+use doorman_adapters::bridge::HttpAgentBridge;
+use doorman_adapters::postgres::{self, PgReceiptStore, PgTenantDirectory};
+use doorman_domain::Inbound;
+use doorman_domain::ports::SystemClock;
+
+use crate::config::ServeConfig;
+use crate::dispatcher::Dispatcher;
+use crate::http::{self, AppState};
+use crate::metrics::Metrics;
+
+/// How long in-flight HTTP requests may take to finish once shutdown starts. Answers are
+/// fast (Slack's deadline is 3 s); this is not the dispatch drain.
+const REQUEST_GRACE: u64 = 5;
+
+/// A server that is accepting requests.
+#[derive(Debug)]
+pub struct RunningServer {
+    addr: SocketAddr,
+    handle: actix_web::dev::ServerHandle,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    dispatcher: Dispatcher,
+    drain_timeout: Duration,
+}
+
+/// What a shutdown left behind.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Drained {
+    /// Dispatches still running when the drain timeout ran out. Their receipts stay
+    /// claimed and unhandled, listed by `doorman receipts stranded`.
+    pub unfinished: usize,
+}
+
+impl RunningServer {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn dispatches_in_flight(&self) -> usize {
+        self.dispatcher.in_flight()
+    }
+
+    /// Stops accepting, lets in-flight requests answer, then waits up to the drain timeout
+    /// for in-flight dispatches.
+    pub async fn shutdown(self) -> Drained {
+        tracing::info!(
+            in_flight = self.dispatcher.in_flight(),
+            "shutting down: no new requests; draining dispatches"
+        );
+        self.handle.stop(true).await;
+        let _ = self.task.await;
+        let unfinished = self.dispatcher.drain(self.drain_timeout).await;
+        if unfinished == 0 {
+            tracing::info!("all dispatches finished; exiting");
+        } else {
+            tracing::error!(
+                unfinished,
+                drain_timeout_s = self.drain_timeout.as_secs(),
+                "drain timeout reached with dispatches unfinished; their receipts stay stranded (doorman receipts stranded)"
+            );
+        }
+        Drained { unfinished }
+    }
+}
+
+/// Builds everything and starts serving on `config.bind` (port 0 picks a free one). Must
+/// run on the main (multi-threaded) runtime: the pool and the dispatches live there.
+pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
+    let pool = postgres::pool::connect(config.database_url.expose(), &config.pool);
+    let bridge =
+        HttpAgentBridge::new(config.bridge.clone()).context("building the agent bridge's HTTP client")?;
+    let doorman = Inbound::new(
+        PgTenantDirectory::new(pool.clone()),
+        bridge,
+        PgReceiptStore::new(pool.clone()),
+        SystemClock,
+        config.retention,
+    );
+    let metrics = Arc::new(Metrics::new());
+    let dispatcher = Dispatcher::new(doorman, metrics.clone());
+    let state = web::Data::new(AppState {
+        dispatcher: dispatcher.clone(),
+        verifier: Arc::new(config.verifier.clone()),
+        metrics,
+        pool,
+        max_body_bytes: config.max_body_bytes,
+    });
+
+    let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
+    let addr = listener.local_addr()?;
+    let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(http::routes))
+        .workers(config.workers)
+        .disable_signals()
+        .shutdown_timeout(REQUEST_GRACE)
+        .listen(listener)?
+        .run();
+    let handle = server.handle();
+    let task = tokio::spawn(server);
+    tracing::info!(%addr, workers = config.workers, "doorman listening");
+    Ok(RunningServer { addr, handle, task, dispatcher, drain_timeout: config.drain_timeout })
+}
+
+/// Serves until SIGTERM or SIGINT, then shuts down gracefully.
+pub async fn run(config: ServeConfig) -> anyhow::Result<Drained> {
+    let server = start(config).await?;
+    crate::commands::output::line(&format!("doorman listening on http://{}", server.addr()));
+    wait_for_signal().await?;
+    Ok(server.shutdown().await)
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("SIGTERM received"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+    }
+    Ok(())
+}

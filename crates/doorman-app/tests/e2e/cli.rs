@@ -1,0 +1,104 @@
+//! Operator commands through the binary, as an operator types them.
+
+use std::process::{Command, Output};
+
+use doorman_adapters::postgres::testing::TestDatabase;
+
+use crate::helpers::{AGENT_SECRET, TestApp, WAIT};
+
+fn doorman(database_url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_doorman"))
+        .args(args)
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "warn")
+        .env_remove("DOORMAN_AGENT_SECRET")
+        .output()
+        .expect("run doorman")
+}
+
+fn ok(output: &Output) -> String {
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_provisions_a_tenant_that_then_receives_events() {
+    let app = TestApp::spawn().await;
+    let url = app.db.url();
+
+    let tenant = ok(&doorman(url, &["tenant", "add", "--name", "Acme"])).trim().to_owned();
+    assert!(tenant.parse::<uuid::Uuid>().is_ok(), "the id alone on stdout: {tenant:?}");
+    let linked = ok(&doorman(url, &["workspace", "link", "--tenant", &tenant, "--team-id", "TACME"]));
+    assert!(linked.contains("TACME"), "{linked}");
+    let set = ok(&doorman(
+        url,
+        &["agent", "set", "--tenant", &tenant, "--url", app.agent.url(), "--secret", AGENT_SECRET],
+    ));
+    assert!(!set.contains(AGENT_SECRET), "the secret is never echoed: {set}");
+
+    assert_eq!(app.event("TACME", "EvAcme", None).await.status(), 200);
+    app.agent.wait_until("the dispatch", WAIT, |a| a.count_for("EvAcme") == 1).await;
+
+    ok(&doorman(url, &["agent", "pause", "--tenant", &tenant]));
+    assert_eq!(app.event("TACME", "EvAcme2", None).await.status(), 503);
+    ok(&doorman(url, &["agent", "resume", "--tenant", &tenant]));
+    assert_eq!(app.event("TACME", "EvAcme2", Some(1)).await.status(), 200);
+}
+
+#[tokio::test]
+async fn bad_operator_input_gets_a_clear_error_and_a_nonzero_exit() {
+    let db = TestDatabase::create().await;
+    let url = db.url();
+    let cases: [(&[&str], &str); 5] = [
+        (&["workspace", "link", "--tenant", "nope", "--team-id", "T1"], "--tenant"),
+        (&["workspace", "link", "--tenant", "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11"], "--team-id"),
+        (&["agent", "pause", "--tenant", "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11"], "no tenant"),
+        (
+            &[
+                "agent",
+                "set",
+                "--tenant",
+                "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11",
+                "--url",
+                "http://a",
+                "--secret",
+                "plain",
+            ],
+            "whsec_",
+        ),
+        (&["receipts", "prune", "--retention", "1m"], "10 minutes"),
+    ];
+    for (args, expected) in cases {
+        let output = doorman(url, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipts_commands_list_stranded_and_failed_and_prune() {
+    let app = TestApp::spawn().await;
+    app.tenant("T1").await;
+    app.agent.answer_with(500);
+    app.event("T1", "EvFailed", None).await;
+    app.wait_for_receipts("the failure", |rows| rows.iter().any(|r| r.failure.is_some())).await;
+    let url = app.db.url();
+
+    let failed: serde_json::Value =
+        serde_json::from_str(&ok(&doorman(url, &["receipts", "failed", "--json"]))).unwrap();
+    assert_eq!(failed[0]["external_event_id"], "EvFailed");
+    assert_eq!(failed[0]["failure"]["reason"], "agent answered HTTP 500");
+    let human = ok(&doorman(url, &["receipts", "failed"]));
+    assert!(human.contains("1 failed receipts") && human.contains("EvFailed"), "{human}");
+
+    let stranded: serde_json::Value =
+        serde_json::from_str(&ok(&doorman(url, &["receipts", "stranded", "--older-than", "0s", "--json"])))
+            .unwrap();
+    assert_eq!(stranded, serde_json::json!([]), "a failure is not stranded");
+
+    let pruned: serde_json::Value =
+        serde_json::from_str(&ok(&doorman(url, &["receipts", "prune", "--json"]))).unwrap();
+    assert_eq!(pruned["deleted"], 0, "nothing is past the 7-day default");
+}

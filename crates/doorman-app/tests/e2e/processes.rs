@@ -1,0 +1,165 @@
+//! The `doorman` binary itself: several processes on one database, and graceful shutdown.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use doorman_adapters::bridge::fake_agent::FakeAgent;
+use doorman_adapters::postgres::admin;
+use doorman_adapters::postgres::testing::TestDatabase;
+use doorman_adapters::slack::sign;
+use doorman_domain::{Platform, WorkspaceId};
+
+use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, event_body, settle};
+
+/// A `doorman serve` process on a random port; killed when dropped.
+struct ServeProcess {
+    child: Child,
+    base: String,
+}
+
+impl ServeProcess {
+    fn spawn(database_url: &str, extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_doorman"))
+            .args(["serve", "--bind", "127.0.0.1:0", "--workers", "1"])
+            .args(extra)
+            .env("DATABASE_URL", database_url)
+            .env("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            // Its logs only when asked for (TEST_LOG), like the in-process tests'.
+            .stderr(if std::env::var_os("TEST_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
+            .spawn()
+            .expect("start doorman serve");
+        // The first stdout line says where it listens.
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the listening line");
+        let base = line.trim().strip_prefix("doorman listening on ").expect("a listening line").to_owned();
+        Self { child, base }
+    }
+
+    fn signal(&self, name: &str) {
+        let status =
+            Command::new("kill").args([&format!("-{name}"), &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+    }
+
+    async fn wait_for_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn post_event(http: &reqwest::Client, base: &str, team: &str, event_id: &str) -> u16 {
+    let body = event_body(team, event_id);
+    let now = chrono::Utc::now().timestamp();
+    http.post(format!("{base}/slack/events"))
+        .header("content-type", "application/json")
+        .header("x-slack-request-timestamp", now.to_string())
+        .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()))
+        .body(body)
+        .send()
+        .await
+        .expect("request sent")
+        .status()
+        .as_u16()
+}
+
+async fn tenant_with_agent(db: &TestDatabase, agent: &FakeAgent, team: &str) {
+    let mut owner = db.owner().await;
+    let tenant = admin::create_tenant(&mut owner, team).await.unwrap();
+    admin::link_workspace(&mut owner, tenant, Platform::Slack, Some(&WorkspaceId::new(team).unwrap()), None)
+        .await
+        .unwrap();
+    admin::set_agent(&mut owner, tenant, agent.url(), AGENT_SECRET).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_receiving_the_same_event_at_the_same_moment_dispatch_it_once_in_total() {
+    let db = TestDatabase::create().await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    tenant_with_agent(&db, &agent, "T1").await;
+    let first = ServeProcess::spawn(db.url(), &[]);
+    let second = ServeProcess::spawn(db.url(), &[]);
+    let http = crate::helpers::http_client();
+
+    let events: Vec<String> = (0..25).map(|i| format!("EvRace{i}")).collect();
+    for id in &events {
+        let (a, b) =
+            tokio::join!(post_event(&http, &first.base, "T1", id), post_event(&http, &second.base, "T1", id));
+        assert_eq!((a, b), (200, 200), "{id}");
+    }
+    agent.wait_until("every event dispatched", WAIT, |a| a.count() >= events.len()).await;
+    settle().await;
+
+    for id in &events {
+        assert_eq!(agent.count_for(id), 1, "{id} dispatched once across both processes");
+    }
+    assert_eq!(agent.count(), events.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_held_dispatch_waits_for_it_within_the_drain_timeout() {
+    let db = TestDatabase::create().await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    tenant_with_agent(&db, &agent, "T1").await;
+    let mut server = ServeProcess::spawn(db.url(), &["--drain-timeout", "20s"]);
+    let http = crate::helpers::http_client();
+    agent.close_gate();
+
+    assert_eq!(post_event(&http, &server.base, "T1", "EvDrain").await, 200);
+    agent.wait_until("the dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
+    server.signal("TERM");
+    assert_eq!(
+        server.wait_for_exit(Duration::from_millis(700)).await,
+        None,
+        "still draining while the dispatch is held"
+    );
+    assert!(http.get(format!("{}/healthz", server.base)).send().await.is_err(), "no longer accepting");
+
+    agent.open_gate();
+    let status = server.wait_for_exit(WAIT).await.expect("exits once the dispatch finished");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(agent.count_for("EvDrain"), 1);
+    let stranded =
+        admin::stranded(&mut db.owner().await, chrono::Utc::now() + chrono::Duration::minutes(1), None)
+            .await
+            .unwrap();
+    assert!(stranded.is_empty(), "the drained dispatch completed its receipt: {stranded:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dispatch_outliving_the_drain_timeout_is_left_visibly_stranded() {
+    let db = TestDatabase::create().await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    tenant_with_agent(&db, &agent, "T1").await;
+    let mut server = ServeProcess::spawn(db.url(), &["--drain-timeout", "300ms"]);
+    let http = crate::helpers::http_client();
+    agent.close_gate();
+
+    assert_eq!(post_event(&http, &server.base, "T1", "EvCut").await, 200);
+    agent.wait_until("the dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
+    server.signal("TERM");
+    let status = server.wait_for_exit(WAIT).await.expect("exits after the drain timeout");
+    assert!(!status.success(), "a drain that left work unfinished exits non-zero");
+
+    let stranded =
+        admin::stranded(&mut db.owner().await, chrono::Utc::now() + chrono::Duration::minutes(1), None)
+            .await
+            .unwrap();
+    assert_eq!(stranded.len(), 1);
+    assert_eq!(stranded[0].key.external_id.as_str(), "EvCut");
+}

@@ -1,0 +1,57 @@
+//! Slack's protocol at the door: challenge, signatures, timestamps.
+
+use chrono::Utc;
+use doorman_adapters::slack::sign;
+
+use crate::helpers::{SIGNING_SECRET, TestApp, event_body};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_verification_answers_the_challenge() {
+    let app = TestApp::spawn().await;
+    let body = br#"{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#;
+    let response = app.post("/slack/events", "application/json", body, None).await;
+    assert_eq!(response.status(), 200);
+    let answer: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(
+        answer,
+        serde_json::json!({"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_signature_or_a_stale_timestamp_gets_401_and_nothing_happens() {
+    let app = TestApp::spawn().await;
+    app.tenant("T1").await;
+    let body = event_body("T1", "Ev1");
+    let now = Utc::now().timestamp();
+
+    let wrong_secret = sign("not-the-secret", now, body.as_bytes());
+    let response =
+        app.post_signed("/slack/events", "application/json", body.as_bytes(), None, now, &wrong_secret).await;
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.text().await.unwrap(), r#"{"error":"invalid request"}"#);
+
+    let stale = now - 301;
+    let signed_stale = sign(SIGNING_SECRET, stale, body.as_bytes());
+    let response = app
+        .post_signed("/slack/events", "application/json", body.as_bytes(), None, stale, &signed_stale)
+        .await;
+    assert_eq!(response.status(), 401);
+
+    crate::helpers::settle().await;
+    assert!(app.receipts().await.is_empty());
+    assert_eq!(app.agent.requests(), 0);
+    let metrics = app.metrics().await;
+    assert!(metrics.contains(r#"doorman_rejections_total{cause="mismatch"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"doorman_rejections_total{cause="stale_timestamp"} 1"#));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_readiness_and_metrics_answer() {
+    let app = TestApp::spawn().await;
+    for (path, needle) in [("/healthz", "ok"), ("/readyz", "ready"), ("/metrics", "doorman_open_circuits")] {
+        let response = app.http.get(format!("{}{path}", app.base)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        assert!(response.text().await.unwrap().contains(needle), "{path}");
+    }
+}
