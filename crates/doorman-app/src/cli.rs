@@ -195,19 +195,18 @@ pub enum AgentCommand {
         db: DatabaseArgs,
     },
     /// Pause a tenant's agent: deliveries are answered 503 and Slack retries them later.
-    Pause {
-        #[arg(long)]
-        tenant: String,
-        #[command(flatten)]
-        db: DatabaseArgs,
-    },
+    Pause(TenantTarget),
     /// Resume a paused agent.
-    Resume {
-        #[arg(long)]
-        tenant: String,
-        #[command(flatten)]
-        db: DatabaseArgs,
-    },
+    Resume(TenantTarget),
+}
+
+/// A command that acts on one tenant and nothing else.
+#[derive(Debug, Clone, Args)]
+pub struct TenantTarget {
+    #[arg(long)]
+    pub tenant: String,
+    #[command(flatten)]
+    pub db: DatabaseArgs,
 }
 
 #[derive(Debug, Subcommand)]

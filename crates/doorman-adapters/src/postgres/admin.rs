@@ -171,22 +171,13 @@ pub async fn stranded(
     claimed_before: DateTime<Utc>,
     tenant: Option<TenantId>,
 ) -> Result<Vec<Receipt>, StorageError> {
-    let mut query = receipts::table
+    let query = receipts::table
         .filter(receipts::handled_at.is_null())
         .filter(receipts::failure_reason.is_null())
         .filter(receipts::claimed_at.lt(claimed_before))
-        .into_boxed();
-    if let Some(tenant) = tenant {
-        query = query.filter(receipts::tenant_id.eq(*tenant.as_uuid()));
-    }
-    let rows: Vec<ReceiptRow> = query
         .order(receipts::claimed_at.asc())
-        .limit(LISTING_LIMIT)
-        .select(ReceiptRow::as_select())
-        .load(conn)
-        .await
-        .map_err(from_diesel)?;
-    rows.into_iter().map(ReceiptRow::into_receipt).collect()
+        .into_boxed();
+    list(conn, query, tenant).await
 }
 
 /// Receipts whose dispatch failed (and were never handled). Newest failure first.
@@ -194,20 +185,25 @@ pub async fn failed(
     conn: &mut AsyncPgConnection,
     tenant: Option<TenantId>,
 ) -> Result<Vec<Receipt>, StorageError> {
-    let mut query = receipts::table
+    let query = receipts::table
         .filter(receipts::handled_at.is_null())
         .filter(receipts::failure_reason.is_not_null())
+        .order(receipts::failed_at.desc())
         .into_boxed();
+    list(conn, query, tenant).await
+}
+
+/// Runs a listing, narrowed to one tenant if asked, at most [`LISTING_LIMIT`] rows.
+async fn list(
+    conn: &mut AsyncPgConnection,
+    mut query: receipts::BoxedQuery<'static, diesel::pg::Pg>,
+    tenant: Option<TenantId>,
+) -> Result<Vec<Receipt>, StorageError> {
     if let Some(tenant) = tenant {
         query = query.filter(receipts::tenant_id.eq(*tenant.as_uuid()));
     }
-    let rows: Vec<ReceiptRow> = query
-        .order(receipts::failed_at.desc())
-        .limit(LISTING_LIMIT)
-        .select(ReceiptRow::as_select())
-        .load(conn)
-        .await
-        .map_err(from_diesel)?;
+    let rows: Vec<ReceiptRow> =
+        query.limit(LISTING_LIMIT).select(ReceiptRow::as_select()).load(conn).await.map_err(from_diesel)?;
     rows.into_iter().map(ReceiptRow::into_receipt).collect()
 }
 

@@ -98,14 +98,8 @@ pub fn parse_events(
             let event_type = Label::new("event type", event_type)
                 .map_err(|_| Rejection::Malformed("event.type is not valid"))?;
             let workspace = installing_workspace(&envelope)?;
-            Ok(Parsed::Event(InboundEvent {
-                platform: Platform::Slack,
-                workspace,
-                kind: EventKind::Callback { event_type },
-                external_id: Some(external_id),
-                delivery,
-                payload: Payload::from_json_text(text),
-            }))
+            let kind = EventKind::Callback { event_type };
+            Ok(slack_event(workspace, kind, Some(external_id), delivery, Payload::from_json_text(text)))
         }
         _ => Err(Rejection::UnsupportedEnvelope),
     }
@@ -152,15 +146,8 @@ pub fn parse_command(
     let command = Label::new("command", command).map_err(|_| Rejection::Malformed("command is not valid"))?;
     let workspace =
         workspace(field("team_id"), field("enterprise_id"), field("is_enterprise_install") == Some("true"))?;
-    let payload = serde_json::Value::Object(fields.clone()).to_string();
-    Ok(Parsed::Event(InboundEvent {
-        platform: Platform::Slack,
-        workspace,
-        kind: EventKind::Command { command },
-        external_id: None,
-        delivery,
-        payload: Payload::from_json_text(payload),
-    }))
+    let payload = Payload::from_json_text(serde_json::Value::Object(fields.clone()).to_string());
+    Ok(slack_event(workspace, EventKind::Command { command }, None, delivery, payload))
 }
 
 // --- Interactions ------------------------------------------------------------------------
@@ -221,17 +208,21 @@ pub fn parse_interaction(
         .or(interaction.user.as_ref().and_then(|u| u.team_id.as_deref()));
     let enterprise = interaction.enterprise.as_ref().and_then(|e| e.id.as_deref());
     let workspace = workspace(team, enterprise, interaction.is_enterprise_install)?;
-    Ok(Parsed::Event(InboundEvent {
-        platform: Platform::Slack,
-        workspace,
-        kind: EventKind::Interaction { interaction_type },
-        external_id: None,
-        delivery,
-        payload: Payload::from_json_text(payload),
-    }))
+    let kind = EventKind::Interaction { interaction_type };
+    Ok(slack_event(workspace, kind, None, delivery, Payload::from_json_text(payload)))
 }
 
 // --- shared ------------------------------------------------------------------------------
+
+fn slack_event(
+    workspace: WorkspaceRef,
+    kind: EventKind,
+    external_id: Option<ExternalEventId>,
+    delivery: Delivery,
+    payload: Payload,
+) -> Parsed {
+    Parsed::Event(InboundEvent { platform: Platform::Slack, workspace, kind, external_id, delivery, payload })
+}
 
 /// Builds the workspace reference. An org-wide install is named by its enterprise alone:
 /// the team id in such a request is where it happened, not who installed the app.

@@ -67,16 +67,16 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
             admin::set_agent(&mut connect(&db).await?, tenant, &url, secret.expose()).await?;
             output::line(&format!("agent for tenant {tenant} set to {}", redact_url(&parsed)));
         }
-        AgentCommand::Pause { tenant, db } => {
-            let tenant = tenant_id(&tenant)?;
-            admin::set_paused(&mut connect(&db).await?, tenant, true).await?;
+        AgentCommand::Pause(target) => {
+            let tenant = tenant_id(&target.tenant)?;
+            admin::set_paused(&mut connect(&target.db).await?, tenant, true).await?;
             output::line(&format!(
                 "agent for tenant {tenant} paused: deliveries are answered 503 until resumed"
             ));
         }
-        AgentCommand::Resume { tenant, db } => {
-            let tenant = tenant_id(&tenant)?;
-            admin::set_paused(&mut connect(&db).await?, tenant, false).await?;
+        AgentCommand::Resume(target) => {
+            let tenant = tenant_id(&target.tenant)?;
+            admin::set_paused(&mut connect(&target.db).await?, tenant, false).await?;
             output::line(&format!("agent for tenant {tenant} resumed"));
         }
     }
