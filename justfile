@@ -43,9 +43,9 @@ migrate: postgres
     fi
     cargo run --quiet --locked --bin doorman -- migrate
 
-# Run the service locally: PostgreSQL up, database created and migrated, then `doorman serve`
-# (prints where it listens). Without SLACK_SIGNING_SECRET a development secret is generated
-# once and kept in .doorman-dev-secret (git-ignored); set the variable to your Slack app's.
+# Without SLACK_SIGNING_SECRET a development secret is generated once and kept in
+# .doorman-dev-secret (git-ignored); set the variable to your Slack app's.
+# Run the service locally: PostgreSQL up, database created and migrated, then serve.
 run: migrate
     #!/usr/bin/env bash
     set -euo pipefail
@@ -60,8 +60,9 @@ run: migrate
     fi
     exec cargo run --quiet --locked --bin doorman -- serve
 
-# Regenerate schema.rs from the migrations (needs the Diesel CLI: cargo install diesel_cli
-# --no-default-features --features postgres). A test fails while schema.rs is stale.
+# Needs the Diesel CLI (cargo install diesel_cli --no-default-features --features postgres);
+# a test fails while schema.rs is stale.
+# Regenerate schema.rs from the migrations.
 schema: postgres
     #!/usr/bin/env bash
     set -euo pipefail
@@ -71,6 +72,21 @@ schema: postgres
     DATABASE_URL="$url" diesel print-schema > crates/doorman-adapters/src/postgres/schema.rs
     DATABASE_URL="$url" diesel database drop
     rm -rf migrations/00000000000000_diesel_initial_setup
+
+# For each configuration: a fresh database, a fresh release `doorman serve`, the load
+# generator (20,000 events, 30% re-delivered, 5% commands) and the SQL floor, in one run.
+# Arguments pass through, e.g. `just bench --concurrency 8,64,256 --events 5000`.
+# Benchmark the acknowledgement path against the PostgreSQL floor.
+bench *ARGS: postgres
+    cargo build --release --locked -p doorman-app -p doorman-loadgen
+    ./target/release/doorman-loadgen --server target/release/doorman {{ARGS}}
+
+# The sweep docs/benchmarks.md reports: concurrency 8/64/256 × payload 1 KiB/16 KiB.
+bench-sweep: (bench "--concurrency" "8,64,256" "--payload-bytes" "1024,16384")
+
+# Micro-benchmark of Slack verify + parse (1, 4 and 16 KiB events).
+bench-micro:
+    cargo bench --locked -p doorman-adapters --bench slack
 
 # What CI runs: the hexagon check, lint, then the tests.
 ci: check-hexagon lint test

@@ -140,9 +140,13 @@ pub struct ServeArgs {
     #[arg(long, env = "DOORMAN_CIRCUIT_COOLDOWN", default_value = "30s")]
     pub circuit_cooldown: humantime::Duration,
 
-    /// Most database connections in the pool.
-    #[arg(long, env = "DOORMAN_DB_POOL_SIZE", default_value_t = 16)]
+    /// Most database connections for acknowledging deliveries (resolve, claim).
+    #[arg(long, env = "DOORMAN_DB_POOL_SIZE", default_value_t = 8)]
     pub db_pool_size: u32,
+
+    /// Most database connections for work after the answer (completions, failures).
+    #[arg(long, env = "DOORMAN_DB_BACKGROUND_POOL_SIZE", default_value_t = 4)]
+    pub db_background_pool_size: u32,
 
     /// How long a request waits for a database connection before it is answered 503.
     #[arg(long, env = "DOORMAN_DB_ACQUIRE_TIMEOUT", default_value = "1500ms")]

@@ -22,6 +22,7 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     pub drain_timeout: Duration,
     pub pool: PoolSettings,
+    pub background_pool: PoolSettings,
     pub bridge: BridgeSettings,
     pub workers: usize,
 }
@@ -38,8 +39,8 @@ impl ServeConfig {
         if args.max_body_bytes == 0 {
             bail!("DOORMAN_MAX_BODY_BYTES must be above zero");
         }
-        if args.db_pool_size == 0 {
-            bail!("DOORMAN_DB_POOL_SIZE must be above zero");
+        if args.db_pool_size == 0 || args.db_background_pool_size == 0 {
+            bail!("DOORMAN_DB_POOL_SIZE and DOORMAN_DB_BACKGROUND_POOL_SIZE must be above zero");
         }
         let acquire = *args.db_acquire_timeout;
         if acquire >= Duration::from_secs(3) {
@@ -60,6 +61,13 @@ impl ServeConfig {
             pool: PoolSettings {
                 max_size: args.db_pool_size,
                 connection_timeout: acquire,
+                ..PoolSettings::default()
+            },
+            // No deadline after the answer: wait longer for a connection rather than fail a
+            // completion that would leave a delivered event looking stranded.
+            background_pool: PoolSettings {
+                max_size: args.db_background_pool_size,
+                connection_timeout: Duration::from_secs(30),
                 ..PoolSettings::default()
             },
             bridge: BridgeSettings {

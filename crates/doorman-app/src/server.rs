@@ -74,12 +74,13 @@ impl RunningServer {
 /// run on the main (multi-threaded) runtime: the pool and the dispatches live there.
 pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let pool = postgres::pool::connect(config.database_url.expose(), &config.pool);
+    let background_pool = postgres::pool::connect(config.database_url.expose(), &config.background_pool);
     let bridge =
         HttpAgentBridge::new(config.bridge.clone()).context("building the agent bridge's HTTP client")?;
     let doorman = Inbound::new(
         PgTenantDirectory::new(pool.clone()),
         bridge,
-        PgReceiptStore::new(pool.clone()),
+        PgReceiptStore::with_pools(pool.clone(), background_pool),
         SystemClock,
         config.retention,
     );

@@ -4,7 +4,7 @@
 //! - the **server pool** ([`pool::connect`]): every connection switches to the `doorman_app`
 //!   role when it opens, so row-level security applies even when the login user owns the
 //!   tables; each transaction names its tenant with `set_config('app.tenant_id', …, true)`
-//!   (see [`tenant_scope`]), which ends with the transaction and so never leaks from one
+//!   (inside the hot-path SQL functions), which ends with the transaction and so never leaks from one
 //!   request into the next;
 //! - **owner connections** for migrations and operator commands ([`admin`]), which act
 //!   across tenants on purpose.
@@ -20,7 +20,6 @@ pub mod pool;
 pub mod receipts;
 pub mod schema;
 pub mod security;
-mod tenant_scope;
 #[cfg(feature = "testing")]
 pub mod testing;
 

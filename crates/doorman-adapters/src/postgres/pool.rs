@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod};
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, PoolableConnection, RecyclingMethod,
+};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_domain::StorageError;
 use futures_util::FutureExt;
@@ -17,8 +19,9 @@ pub type PgPool = bb8::Pool<AsyncDieselConnectionManager<AsyncPgConnection>>;
 /// Pool sizing and timeouts.
 #[derive(Debug, Clone)]
 pub struct PoolSettings {
-    /// Most connections open at once. Each delivery holds one for its resolve and its claim,
-    /// briefly; a background completion holds one for its transaction.
+    /// Most connections open at once. A delivery holds one for its resolve and one for its
+    /// claim, one statement each. On a 2-core machine 8 beat 4 and 16 (docs/benchmarks.md):
+    /// more backends than cores mostly add contention.
     pub max_size: u32,
     /// How long a request waits for a free connection before it is answered 503. Well under
     /// Slack's 3 s, so an overloaded pool still answers in time.
@@ -30,7 +33,7 @@ pub struct PoolSettings {
 impl Default for PoolSettings {
     fn default() -> Self {
         Self {
-            max_size: 16,
+            max_size: 8,
             connection_timeout: Duration::from_millis(1500),
             idle_timeout: Duration::from_secs(300),
         }
@@ -44,10 +47,23 @@ impl Default for PoolSettings {
 /// answer 503 (and `/readyz` fail) rather than the process refuse to start.
 pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
     let mut config = ManagerConfig::default();
-    // "Fast" only checks for a dangling transaction on check-out; "Verified" would add a
-    // round trip to every request. A connection that died is found on first use, becomes
-    // `StorageError::Unavailable` and is dropped by the pool.
-    config.recycling_method = RecyclingMethod::Fast;
+    // On check-out, refuse a connection whose socket has closed (a database restart or a
+    // network cut) or whose transaction state is broken, without a round trip: "Verified"
+    // would add a `SELECT 1` to every request, and "Fast" would hand out dead connections,
+    // each failing one request after an outage.
+    config.recycling_method = RecyclingMethod::CustomFunction(Box::new(|conn: &mut AsyncPgConnection| {
+        let broken = conn.is_broken();
+        async move {
+            if broken {
+                return Err(diesel::result::Error::DatabaseError(
+                    diesel::result::DatabaseErrorKind::ClosedConnection,
+                    Box::new(String::from("pooled connection is closed")),
+                ));
+            }
+            Ok(())
+        }
+        .boxed()
+    }));
     config.custom_setup = Box::new(|url| {
         let url = url.to_owned();
         async move {

@@ -1,80 +1,71 @@
 //! The receipt store: claim, complete (+ prune), record a failure.
+//!
+//! Each operation is one call of a SECURITY INVOKER function (migration
+//! `hot_path_functions`) that names its tenant and does its work in the statement's own
+//! transaction: one round trip, committed when it returns, under row-level security.
 
 use chrono::{DateTime, Utc};
-use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Timestamptz, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel::sql_types::{BigInt, Bool, Integer, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::RunQueryDsl;
 use doorman_domain::ports::ReceiptStore;
 use doorman_domain::{Claim, Completion, Failure, NewReceipt, ReceiptKey, StorageError};
 
 use super::errors::{from_diesel, from_pool};
 use super::pool::PgPool;
-use super::schema::messaging_event_receipts as receipts;
-use super::tenant_scope::set_tenant;
 
 /// The longest failure reason stored; the rest is cut (the reason is for an operator's eye).
 const MAX_FAILURE_REASON: usize = 500;
 
+/// Claims run on the acknowledgement pool; completions and failures, which happen after the
+/// answer and have no deadline, on a pool of their own, so a burst of completions never
+/// makes a delivery wait for a connection inside Slack's 3 seconds.
 #[derive(Debug, Clone)]
 pub struct PgReceiptStore {
-    pool: PgPool,
+    claims: PgPool,
+    completions: PgPool,
 }
 
 impl PgReceiptStore {
+    /// One pool for everything (tests, tools).
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self { claims: pool.clone(), completions: pool }
+    }
+
+    /// Claims on `claims`; completions and failures on `completions`.
+    pub fn with_pools(claims: PgPool, completions: PgPool) -> Self {
+        Self { claims, completions }
     }
 }
 
-#[derive(Insertable)]
-#[diesel(table_name = receipts)]
-struct NewReceiptRow<'a> {
-    tenant_id: uuid::Uuid,
-    platform: &'a str,
-    external_event_id: &'a str,
-    event_type: &'a str,
-    delivery_attempt: i32,
-    claimed_at: DateTime<Utc>,
+#[derive(diesel::QueryableByName)]
+struct Claimed {
+    #[diesel(sql_type = Bool)]
+    claimed: bool,
 }
 
-/// Rows of one receipt key, tenant included (row-level security scopes it a second time).
-macro_rules! key_filter {
-    ($key:expr) => {
-        receipts::tenant_id
-            .eq(*$key.tenant.as_uuid())
-            .and(receipts::platform.eq($key.platform.as_str()))
-            .and(receipts::external_event_id.eq($key.external_id.as_str()))
-    };
+#[derive(diesel::QueryableByName)]
+struct Pruned {
+    #[diesel(sql_type = BigInt)]
+    pruned: i64,
 }
 
 impl ReceiptStore for PgReceiptStore {
-    /// `INSERT … ON CONFLICT DO NOTHING RETURNING`, in its own transaction, committed before
-    /// this returns (decision 2): a row back means this delivery owns the event.
+    /// `INSERT … ON CONFLICT DO NOTHING` in its own transaction, committed before this
+    /// returns (decision 2): a row inserted means this delivery owns the event.
     async fn claim(&self, receipt: &NewReceipt) -> Result<Claim, StorageError> {
-        let row = NewReceiptRow {
-            tenant_id: *receipt.key.tenant.as_uuid(),
-            platform: receipt.key.platform.as_str(),
-            external_event_id: receipt.key.external_id.as_str(),
-            event_type: receipt.event_type.as_str(),
-            delivery_attempt: i32::try_from(receipt.attempt).unwrap_or(i32::MAX),
-            claimed_at: receipt.claimed_at,
-        };
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let inserted: Option<DateTime<Utc>> = conn
-            .transaction(async |conn| {
-                set_tenant(conn, receipt.key.tenant).await?;
-                diesel::insert_into(receipts::table)
-                    .values(&row)
-                    .on_conflict((receipts::tenant_id, receipts::platform, receipts::external_event_id))
-                    .do_nothing()
-                    .returning(receipts::claimed_at)
-                    .get_result(conn)
-                    .await
-                    .optional()
-            })
-            .await
-            .map_err(from_diesel)?;
-        Ok(if inserted.is_some() { Claim::Claimed } else { Claim::Duplicate })
+        let mut conn = self.claims.get().await.map_err(from_pool)?;
+        let Claimed { claimed } =
+            diesel::sql_query("SELECT doorman_claim_receipt($1, $2, $3, $4, $5, $6) AS claimed")
+                .bind::<SqlUuid, _>(*receipt.key.tenant.as_uuid())
+                .bind::<Text, _>(receipt.key.platform.as_str())
+                .bind::<Text, _>(receipt.key.external_id.as_str())
+                .bind::<Text, _>(receipt.event_type.as_str())
+                .bind::<Integer, _>(i32::try_from(receipt.attempt).unwrap_or(i32::MAX))
+                .bind::<Timestamptz, _>(receipt.claimed_at)
+                .get_result(&mut conn)
+                .await
+                .map_err(from_diesel)?;
+        Ok(if claimed { Claim::Claimed } else { Claim::Duplicate })
     }
 
     /// Sets `handled_at` (once) and deletes at most `prune_batch` of the tenant's receipts
@@ -86,52 +77,33 @@ impl ReceiptStore for PgReceiptStore {
         expired_before: DateTime<Utc>,
         prune_batch: u32,
     ) -> Result<Completion, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let pruned = conn
-            .transaction(async |conn| {
-                set_tenant(conn, key.tenant).await?;
-                diesel::update(receipts::table)
-                    .filter(key_filter!(key))
-                    .filter(receipts::handled_at.is_null())
-                    .set(receipts::handled_at.eq(handled_at))
-                    .execute(conn)
-                    .await?;
-                diesel::sql_query(PRUNE_TENANT_BATCH)
-                    .bind::<SqlUuid, _>(*key.tenant.as_uuid())
-                    .bind::<Timestamptz, _>(expired_before)
-                    .bind::<BigInt, _>(i64::from(prune_batch))
-                    .execute(conn)
-                    .await
-            })
-            .await
-            .map_err(from_diesel)?;
-        Ok(Completion { pruned: pruned as u64 })
+        let mut conn = self.completions.get().await.map_err(from_pool)?;
+        let Pruned { pruned } =
+            diesel::sql_query("SELECT doorman_complete_receipt($1, $2, $3, $4, $5, $6) AS pruned")
+                .bind::<SqlUuid, _>(*key.tenant.as_uuid())
+                .bind::<Text, _>(key.platform.as_str())
+                .bind::<Text, _>(key.external_id.as_str())
+                .bind::<Timestamptz, _>(handled_at)
+                .bind::<Timestamptz, _>(expired_before)
+                .bind::<BigInt, _>(i64::from(prune_batch))
+                .get_result(&mut conn)
+                .await
+                .map_err(from_diesel)?;
+        Ok(Completion { pruned: u64::try_from(pruned).unwrap_or(0) })
     }
 
     async fn record_failure(&self, key: &ReceiptKey, failure: &Failure) -> Result<(), StorageError> {
         let reason: String = failure.reason.chars().take(MAX_FAILURE_REASON).collect();
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction(async |conn| {
-            set_tenant(conn, key.tenant).await?;
-            diesel::update(receipts::table)
-                .filter(key_filter!(key))
-                .filter(receipts::handled_at.is_null())
-                .set((receipts::failure_reason.eq(&reason), receipts::failed_at.eq(failure.at)))
-                .execute(conn)
-                .await
-        })
-        .await
-        .map_err(from_diesel)
-        .map(drop)
+        let mut conn = self.completions.get().await.map_err(from_pool)?;
+        diesel::sql_query("SELECT doorman_record_failure($1, $2, $3, $4, $5)")
+            .bind::<SqlUuid, _>(*key.tenant.as_uuid())
+            .bind::<Text, _>(key.platform.as_str())
+            .bind::<Text, _>(key.external_id.as_str())
+            .bind::<Text, _>(&reason)
+            .bind::<Timestamptz, _>(failure.at)
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)
+            .map(drop)
     }
 }
-
-/// Deletes at most `$3` receipts of tenant `$1` claimed before `$2`. The inner select walks
-/// the `(tenant_id, claimed_at)` index; `LIMIT` keeps one completion's transaction short
-/// however far behind pruning is.
-pub(crate) const PRUNE_TENANT_BATCH: &str = "\
-    DELETE FROM messaging_event_receipts \
-     WHERE (tenant_id, platform, external_event_id) IN ( \
-        SELECT tenant_id, platform, external_event_id FROM messaging_event_receipts \
-         WHERE tenant_id = $1 AND claimed_at < $2 \
-         LIMIT $3)";

@@ -41,6 +41,19 @@ impl TestDatabase {
         Self { name, url, server }
     }
 
+    /// The server's address (host and port), for a proxy to forward to.
+    pub fn server_addr(&self) -> std::net::SocketAddr {
+        let authority =
+            self.url.split("://").nth(1).and_then(|rest| rest.split(['/', '?']).next()).unwrap_or("");
+        let host_port = authority.rsplit('@').next().unwrap_or(authority);
+        let host_port =
+            if host_port.contains(':') { host_port.to_owned() } else { format!("{host_port}:5432") };
+        std::net::ToSocketAddrs::to_socket_addrs(&host_port)
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .expect("TEST_DATABASE_URL names a reachable host")
+    }
+
     /// The database's URL (login as the owner).
     pub fn url(&self) -> &str {
         &self.url
@@ -103,6 +116,16 @@ pub fn with_database(url: &str, database: &str) -> String {
         Some(query) => format!("{base}/{database}?{query}"),
         None => format!("{base}/{database}"),
     }
+}
+
+/// `url` with its host and port replaced by `addr` (to route it through a proxy).
+pub fn with_address(url: &str, addr: std::net::SocketAddr) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return url.to_owned() };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let userinfo = authority.rfind('@').map(|at| &authority[..=at]).unwrap_or("");
+    format!("{}{userinfo}{addr}{}", &url[..scheme_end], &rest[authority_end..])
 }
 
 #[derive(diesel::QueryableByName)]
@@ -201,7 +224,7 @@ fn collect_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 
 #[cfg(test)]
 mod tests {
-    use super::with_database;
+    use super::{with_address, with_database};
 
     #[test]
     fn the_database_name_is_replaced_and_the_query_kept() {
@@ -211,5 +234,15 @@ mod tests {
             "postgres://u@h/x?sslmode=disable"
         );
         assert_eq!(with_database("postgres://u@h", "x"), "postgres://u@h/x");
+    }
+
+    #[test]
+    fn the_address_is_replaced_and_the_rest_kept() {
+        let addr = "127.0.0.1:6000".parse().unwrap();
+        assert_eq!(
+            with_address("postgres://u:p@h:5432/db?x=1", addr),
+            "postgres://u:p@127.0.0.1:6000/db?x=1"
+        );
+        assert_eq!(with_address("postgres://h/db", addr), "postgres://127.0.0.1:6000/db");
     }
 }

@@ -1,0 +1,143 @@
+//! A fault-injecting TCP proxy for tests: placed between Doorman and PostgreSQL, or between
+//! Doorman and an agent, it passes bytes through until told to delay them, refuse new
+//! connections (the port closes, so connecting fails with "connection refused"), or cut
+//! every open connection.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+#[derive(Debug, Default)]
+struct Shared {
+    /// Added before each chunk is forwarded, either way.
+    delay: Mutex<Duration>,
+    /// Open connections' forwarding tasks, so they can be cut.
+    connections: Mutex<Vec<JoinHandle<()>>>,
+    accepted: Mutex<usize>,
+}
+
+/// A running proxy. Stops (and cuts everything) when dropped.
+#[derive(Debug)]
+pub struct FaultProxy {
+    addr: SocketAddr,
+    upstream: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl FaultProxy {
+    /// Listens on a random loopback port and forwards to `upstream`.
+    pub async fn start(upstream: SocketAddr) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(Shared::default());
+        let acceptor = tokio::spawn(accept(listener, upstream, shared.clone()));
+        Self { addr, upstream, shared, acceptor: Mutex::new(Some(acceptor)) }
+    }
+
+    /// Where clients connect.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        *self.shared.accepted.lock().unwrap()
+    }
+
+    /// Delay every forwarded chunk by `delay` (zero: none).
+    pub fn delay(&self, delay: Duration) {
+        *self.shared.delay.lock().unwrap() = delay;
+    }
+
+    /// Close every open connection at once, as a network cut or a restarted server would.
+    pub fn cut(&self) {
+        for task in self.shared.connections.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+
+    /// Stop listening and cut every open connection: new connections are refused.
+    pub fn refuse(&self) {
+        if let Some(acceptor) = self.acceptor.lock().unwrap().take() {
+            acceptor.abort();
+        }
+        self.cut();
+    }
+
+    /// Listen again on the same port after [`FaultProxy::refuse`].
+    pub async fn restore(&self) {
+        if self.acceptor.lock().unwrap().is_some() {
+            return;
+        }
+        // The aborted acceptor drops its listener asynchronously; retry briefly until the
+        // port is free again.
+        let mut listener = None;
+        for _ in 0..100 {
+            match TcpListener::bind(self.addr).await {
+                Ok(bound) => {
+                    listener = Some(bound);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+        let listener = listener.expect("rebind the proxy's port");
+        *self.acceptor.lock().unwrap() =
+            Some(tokio::spawn(accept(listener, self.upstream, self.shared.clone())));
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.refuse();
+    }
+}
+
+async fn accept(listener: TcpListener, upstream: SocketAddr, shared: Arc<Shared>) {
+    while let Ok((client, _)) = listener.accept().await {
+        *shared.accepted.lock().unwrap() += 1;
+        let task = tokio::spawn(forward(client, upstream, shared.clone()));
+        let mut connections = shared.connections.lock().unwrap();
+        connections.retain(|t| !t.is_finished());
+        connections.push(task);
+    }
+}
+
+async fn forward(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
+    let Ok(server) = TcpStream::connect(upstream).await else { return };
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let up = pipe(client_read, server_write, shared.clone());
+    let down = pipe(server_read, client_write, shared);
+    // When either direction ends, the connection is over.
+    tokio::select! {
+        _ = up => {}
+        _ = down => {}
+    }
+}
+
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    shared: Arc<Shared>,
+) {
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let delay = *shared.delay.lock().unwrap();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if to.write_all(&buffer[..n]).await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! A fresh database with tenants, the fake agent, and a `doorman serve` process.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use doorman_adapters::bridge::fake_agent::FakeAgent;
+use doorman_adapters::postgres::testing::with_database;
+use doorman_adapters::postgres::{admin, migrations};
+use doorman_domain::{Platform, TenantId, WorkspaceId};
+
+use crate::Args;
+
+pub const SIGNING_SECRET: &str = "loadgen-slack-signing-secret";
+const AGENT_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const DATABASE: &str = "doorman_bench";
+
+pub struct Run {
+    pub database_url: String,
+    pub agent: FakeAgent,
+    pub server: Option<Server>,
+    pub tenants: Vec<(TenantId, String)>,
+    pub run_id: String,
+    admin_url: String,
+}
+
+impl Run {
+    pub async fn prepare(args: &Args) -> anyhow::Result<Self> {
+        let admin_url = args.database_server.clone();
+        recreate_database(&admin_url).await?;
+        let database_url = with_database(&admin_url, DATABASE);
+        migrations::run_pending(&database_url)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("migrating")?;
+
+        let agent = FakeAgent::start_counting(AGENT_SECRET);
+        let mut owner = AsyncPgConnection::establish(&database_url).await?;
+        let mut tenants = Vec::new();
+        for i in 0..args.tenants.max(1) {
+            let team = format!("TBENCH{i:04}");
+            let tenant = admin::create_tenant(&mut owner, &team).await?;
+            admin::link_workspace(&mut owner, tenant, Platform::Slack, Some(&WorkspaceId::new(&team)?), None)
+                .await?;
+            admin::set_agent(&mut owner, tenant, agent.url(), AGENT_SECRET).await?;
+            tenants.push((tenant, team));
+        }
+        let server = Server::start(&args.server, &database_url, args.pool_size, args.background_pool_size)?;
+        let run_id = format!("{:x}", chrono::Utc::now().timestamp_millis() % 0xfffff);
+        Ok(Self { database_url, agent, server: Some(server), tenants, run_id, admin_url })
+    }
+
+    pub async fn finish(self) -> anyhow::Result<()> {
+        drop(self.agent);
+        let mut admin = AsyncPgConnection::establish(&self.admin_url).await?;
+        diesel::sql_query(format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"))
+            .execute(&mut admin)
+            .await?;
+        Ok(())
+    }
+}
+
+async fn recreate_database(admin_url: &str) -> anyhow::Result<()> {
+    let mut admin =
+        AsyncPgConnection::establish(admin_url).await.context("connecting to the database server")?;
+    for sql in
+        [format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"), format!("CREATE DATABASE {DATABASE}")]
+    {
+        diesel::sql_query(sql).execute(&mut admin).await?;
+    }
+    Ok(())
+}
+
+/// A `doorman serve` child process.
+pub struct Server {
+    child: Child,
+    pub base: String,
+}
+
+impl Server {
+    fn start(
+        binary: &std::path::Path,
+        database_url: &str,
+        pool_size: u32,
+        background: u32,
+    ) -> anyhow::Result<Self> {
+        let mut child = Command::new(binary)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("DATABASE_URL", database_url)
+            .env("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+            .env("DOORMAN_DB_POOL_SIZE", pool_size.to_string())
+            .env("DOORMAN_DB_BACKGROUND_POOL_SIZE", background.to_string())
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| {
+                format!("starting {} (build it with cargo build --release)", binary.display())
+            })?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().context("server stdout")?).read_line(&mut line)?;
+        let Some(base) = line.trim().strip_prefix("doorman listening on ") else {
+            bail!("the server did not say where it listens: {line:?}");
+        };
+        Ok(Self { base: base.to_owned(), child })
+    }
+
+    /// The server's own acknowledgement-latency quantiles for `route`, from its `/metrics`
+    /// histogram (bucket upper bounds, so each figure is "at most"), in milliseconds.
+    pub async fn server_side_latency(&self, route: &str, quantiles: &[f64]) -> Option<Vec<f64>> {
+        let text = reqwest::get(format!("{}/metrics", self.base)).await.ok()?.text().await.ok()?;
+        let needle = format!("route=\"{route}\"");
+        let mut buckets: Vec<(f64, f64)> = text
+            .lines()
+            .filter(|l| l.starts_with("doorman_acknowledgement_seconds_bucket") && l.contains(&needle))
+            .filter_map(|l| {
+                let le = l.split("le=\"").nth(1)?.split('"').next()?;
+                let le = if le == "+Inf" { f64::INFINITY } else { le.parse().ok()? };
+                Some((le, l.rsplit(' ').next()?.parse().ok()?))
+            })
+            .collect();
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let total = buckets.last()?.1;
+        Some(
+            quantiles
+                .iter()
+                .map(|q| {
+                    buckets
+                        .iter()
+                        .find(|(_, count)| *count >= q * total)
+                        .map_or(f64::NAN, |(le, _)| le * 1000.0)
+                })
+                .collect(),
+        )
+    }
+
+    /// Peak resident set size so far (VmHWM), in KiB.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// SIGTERM, then wait for the drain.
+    pub async fn stop(mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        for _ in 0..200 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = self.child.kill();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
