@@ -48,7 +48,7 @@ impl Report {
             args.redeliver_share * 100.0,
             args.command_share * 100.0,
             args.tenants,
-            format!("{}+{}", args.pool_size, args.background_pool_size)
+            format_args!("{}+{}", args.pool_size, args.background_pool_size)
         );
         println!(
             "service   deliveries sent {}  non-2xx [{}]",

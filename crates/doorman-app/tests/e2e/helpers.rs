@@ -1,6 +1,6 @@
 //! `TestApp`: the server, its database and its agent, plus signed Slack requests.
 
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -8,9 +8,10 @@ use clap::Parser;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use doorman_adapters::bridge::fake_agent::FakeAgent;
+use doorman_adapters::fault_proxy::FaultProxy;
 use doorman_adapters::postgres::admin;
 use doorman_adapters::postgres::schema::messaging_event_receipts as receipts;
-use doorman_adapters::postgres::testing::TestDatabase;
+use doorman_adapters::postgres::testing::{TestDatabase, with_address};
 use doorman_adapters::slack::sign;
 use doorman_app::cli::{Cli, Command};
 use doorman_app::config::ServeConfig;
@@ -21,14 +22,44 @@ pub const SIGNING_SECRET: &str = "e2e-slack-signing-secret";
 pub const AGENT_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 pub const WAIT: Duration = Duration::from_secs(10);
 
-/// Logs only when TEST_LOG is set, so a failing test can be re-run with them.
+/// Every log line of this test process, kept so tests can check what was (not) logged; also
+/// printed when TEST_LOG is set, so a failing test can be re-run with its logs.
+static CAPTURED: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+#[derive(Clone, Copy)]
+struct Capture;
+
+impl std::io::Write for Capture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        CAPTURED.lock().unwrap().extend_from_slice(bytes);
+        if std::env::var_os("TEST_LOG").is_some() {
+            std::io::stderr().write_all(bytes)?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 pub fn init_logs() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        if std::env::var_os("TEST_LOG").is_some() {
-            doorman_app::telemetry::init(doorman_app::cli::LogFormat::Pretty);
-        }
+        let filter = tracing_subscriber::EnvFilter::new(
+            "info,doorman_app=debug,doorman_domain=debug,doorman_adapters=debug",
+        );
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(|| Capture)
+            .try_init();
     });
+}
+
+/// Everything logged in this process so far.
+pub fn captured_logs() -> String {
+    String::from_utf8_lossy(&CAPTURED.lock().unwrap()).into_owned()
 }
 
 pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
@@ -54,6 +85,10 @@ pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
 pub struct TestApp {
     pub db: TestDatabase,
     pub agent: FakeAgent,
+    /// Between the server and PostgreSQL, when asked for.
+    pub db_proxy: Option<FaultProxy>,
+    /// Between the server and the agent, when asked for; tenants' agent URLs point at it.
+    pub agent_proxy: Option<FaultProxy>,
     /// Held so the server lives as long as the test.
     #[allow(dead_code)]
     pub server: Option<RunningServer>,
@@ -68,12 +103,37 @@ impl TestApp {
 
     /// With extra `doorman serve` flags.
     pub async fn spawn_with(extra: &[&str]) -> Self {
+        Self::spawn_full(extra, false, false).await
+    }
+
+    /// With fault-injecting proxies in front of the database and/or the agent.
+    pub async fn spawn_full(extra: &[&str], proxy_database: bool, proxy_agent: bool) -> Self {
         init_logs();
         let db = TestDatabase::create().await;
         let agent = FakeAgent::start(AGENT_SECRET);
-        let server = server::start(serve_config(db.url(), extra)).await.expect("server starts");
+        let db_proxy = if proxy_database { Some(FaultProxy::start(db.server_addr()).await) } else { None };
+        let agent_proxy = if proxy_agent {
+            let agent_addr =
+                agent.url().trim_start_matches("http://").trim_end_matches("/dispatch").parse().unwrap();
+            Some(FaultProxy::start(agent_addr).await)
+        } else {
+            None
+        };
+        let server_url = match &db_proxy {
+            Some(proxy) => with_address(db.url(), proxy.addr()),
+            None => db.url().to_owned(),
+        };
+        let server = server::start(serve_config(&server_url, extra)).await.expect("server starts");
         let base = format!("http://{}", server.addr());
-        Self { db, agent, server: Some(server), base, http: http_client() }
+        Self { db, agent, db_proxy, agent_proxy, server: Some(server), base, http: http_client() }
+    }
+
+    /// The agent URL tenants are given: through the agent proxy when there is one.
+    pub fn agent_url(&self) -> String {
+        match &self.agent_proxy {
+            Some(proxy) => format!("http://{}/dispatch", proxy.addr()),
+            None => self.agent.url().to_owned(),
+        }
     }
 
     /// A tenant with `team` linked and the fake agent set.
@@ -82,7 +142,7 @@ impl TestApp {
         let tenant = admin::create_tenant(&mut owner, team).await.unwrap();
         let team = WorkspaceId::new(team).unwrap();
         admin::link_workspace(&mut owner, tenant, Platform::Slack, Some(&team), None).await.unwrap();
-        admin::set_agent(&mut owner, tenant, self.agent.url(), AGENT_SECRET).await.unwrap();
+        admin::set_agent(&mut owner, tenant, &self.agent_url(), AGENT_SECRET).await.unwrap();
         tenant
     }
 
@@ -154,17 +214,19 @@ impl TestApp {
                 receipts::external_event_id,
                 receipts::handled_at,
                 receipts::failure_reason,
+                receipts::delivery_attempt,
             ))
             .order((receipts::tenant_id, receipts::external_event_id))
-            .load::<(uuid::Uuid, String, Option<DateTime<Utc>>, Option<String>)>(&mut self.db.owner().await)
+            .load::<(uuid::Uuid, String, Option<DateTime<Utc>>, Option<String>, i32)>(&mut self.db.owner().await)
             .await
             .unwrap()
             .into_iter()
-            .map(|(tenant, event_id, handled_at, failure)| ReceiptRow {
+            .map(|(tenant, event_id, handled_at, failure, attempt)| ReceiptRow {
                 tenant,
                 event_id,
                 handled_at,
                 failure,
+                attempt,
             })
             .collect()
     }
@@ -205,6 +267,7 @@ pub struct ReceiptRow {
     pub event_id: String,
     pub handled_at: Option<DateTime<Utc>>,
     pub failure: Option<String>,
+    pub attempt: i32,
 }
 
 pub fn event_body(team: &str, event_id: &str) -> String {
@@ -238,4 +301,37 @@ pub fn form_urlencoded_pair(name: &str, value: &str) -> String {
 /// thing that must has already been observed.
 pub async fn settle() {
     tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+/// Sends raw bytes over TCP and returns what came back within `timeout` (for requests no
+/// HTTP client would send: control characters in headers, bodies that never finish).
+pub async fn raw_request(base: &str, request: &[u8], timeout: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request).await.expect("write");
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => {
+                answer.extend_from_slice(&buffer[..n]);
+                if answer.windows(4).any(|w| w == b"\r\n\r\n") && !answer.starts_with(b"HTTP/1.1 100") {
+                    break;
+                }
+            }
+        }
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// Slack's signature headers for `body`, signed now.
+pub fn signature_headers(body: &[u8]) -> String {
+    let timestamp = Utc::now().timestamp();
+    format!(
+        "X-Slack-Request-Timestamp: {timestamp}\r\nX-Slack-Signature: {}\r\n",
+        sign(SIGNING_SECRET, timestamp, body)
+    )
 }

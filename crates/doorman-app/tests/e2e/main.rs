@@ -1,8 +1,11 @@
 //! End to end: a real server on a random port, a fresh real database, a fake agent that
 //! verifies Standard Webhooks signatures, and requests signed as Slack signs them.
 
+mod bad_input;
 mod cli;
+mod faults;
 mod helpers;
 mod processes;
 mod protocol;
+mod security;
 mod seed_cases;

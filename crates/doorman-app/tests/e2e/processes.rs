@@ -163,3 +163,34 @@ async fn a_dispatch_outliving_the_drain_timeout_is_left_visibly_stranded() {
     assert_eq!(stranded.len(), 1);
     assert_eq!(stranded[0].key.external_id.as_str(), "EvCut");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_is_a_duplicate() {
+    let db = TestDatabase::create().await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    tenant_with_agent(&db, &agent, "T1").await;
+    let mut server = ServeProcess::spawn(db.url(), &[]);
+    let http = crate::helpers::http_client();
+    agent.close_gate();
+
+    assert_eq!(post_event(&http, &server.base, "T1", "EvKilled").await, 200);
+    agent.wait_until("the dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
+    server.signal("KILL");
+    server.wait_for_exit(WAIT).await.expect("killed");
+
+    let soon = chrono::Utc::now() + chrono::Duration::minutes(1);
+    let stranded = admin::stranded(&mut db.owner().await, soon, None).await.unwrap();
+    assert_eq!(stranded.len(), 1, "the loss is visible");
+    assert_eq!(stranded[0].key.external_id.as_str(), "EvKilled");
+
+    let restarted = ServeProcess::spawn(db.url(), &[]);
+    agent.open_gate();
+    // The held request reached the agent once (whether the agent finishes it after its
+    // client died is the agent's business). A second dispatch would be a second request.
+    assert_eq!(agent.requests(), 1);
+    assert_eq!(post_event(&http, &restarted.base, "T1", "EvKilled").await, 200);
+    settle().await;
+    assert_eq!(agent.requests(), 1, "the retry is a duplicate and is not dispatched again");
+    let still = admin::stranded(&mut db.owner().await, soon, None).await.unwrap();
+    assert_eq!(still.len(), 1, "still listed for an operator to look at");
+}

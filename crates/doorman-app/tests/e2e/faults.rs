@@ -1,0 +1,142 @@
+//! Faults: the database and the agent going away, the process dying, too much at once.
+//! At most once, and every loss visible.
+
+use std::time::{Duration, Instant};
+
+use doorman_adapters::postgres::admin;
+
+use crate::helpers::{TestApp, WAIT, settle};
+
+fn soon() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now() + chrono::Duration::minutes(1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_cut_before_the_claim_answers_503_writes_nothing_and_the_retry_dispatches_once() {
+    let app = TestApp::spawn_full(&["--db-acquire-timeout", "500ms"], true, false).await;
+    app.tenant("T1").await;
+    // Warm the pool, so the cut also kills open connections.
+    assert_eq!(app.event("T1", "EvWarm", None).await.status(), 200);
+    app.agent.wait_until("the warm-up dispatch", WAIT, |a| a.count() == 1).await;
+    let proxy = app.db_proxy.as_ref().unwrap();
+
+    proxy.refuse();
+    let started = Instant::now();
+    assert_eq!(app.event("T1", "EvCut", None).await.status(), 503);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "answered inside Slack's deadline: {:?}",
+        started.elapsed()
+    );
+    assert!(app.receipts().await.iter().all(|r| r.event_id != "EvCut"), "nothing written");
+
+    proxy.restore().await;
+    assert_eq!(app.event("T1", "EvCut", Some(1)).await.status(), 200);
+    app.agent.wait_until("the retry's dispatch", WAIT, |a| a.count_for("EvCut") == 1).await;
+    assert_eq!(app.event("T1", "EvCut", Some(2)).await.status(), 200);
+    settle().await;
+    assert_eq!(app.agent.count_for("EvCut"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_cut_after_the_claim_dispatches_once_and_leaves_the_receipt_visibly_stranded() {
+    let app = TestApp::spawn_full(&["--db-acquire-timeout", "500ms"], true, false).await;
+    app.tenant("T1").await;
+    app.agent.close_gate();
+    assert_eq!(app.event("T1", "EvMid", None).await.status(), 200, "claimed and committed");
+    app.agent.wait_until("the dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
+
+    let proxy = app.db_proxy.as_ref().unwrap();
+    proxy.refuse();
+    app.agent.open_gate();
+    app.agent.wait_until("the dispatch", WAIT, |a| a.count_for("EvMid") == 1).await;
+    settle().await;
+    let stranded = admin::stranded(&mut app.db.owner().await, soon(), None).await.unwrap();
+    assert_eq!(stranded.len(), 1, "delivered, but its completion could not be written: listed as stranded");
+    assert_eq!(stranded[0].key.external_id.as_str(), "EvMid");
+    assert_eq!(app.event("T1", "EvMid", Some(1)).await.status(), 503, "the database is still down");
+
+    proxy.restore().await;
+    assert_eq!(app.event("T1", "EvMid", Some(2)).await.status(), 200);
+    settle().await;
+    assert_eq!(app.agent.count_for("EvMid"), 1, "the retry is a duplicate: dispatched once in all");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_refusing_connections_is_retried_recorded_circuit_broken_and_its_later_retries_dispatch_once()
+ {
+    let app =
+        TestApp::spawn_full(&["--circuit-failures", "2", "--circuit-cooldown", "1s"], false, true).await;
+    app.tenant("T1").await;
+    let proxy = app.agent_proxy.as_ref().unwrap();
+    proxy.refuse();
+
+    for id in ["EvDown1", "EvDown2"] {
+        let started = Instant::now();
+        assert_eq!(
+            app.event("T1", id, None).await.status(),
+            200,
+            "acknowledged: the claim does not wait for the agent"
+        );
+        assert!(started.elapsed() < Duration::from_millis(500));
+    }
+    let rows = app
+        .wait_for_receipts("two failures", |rows| rows.iter().filter(|r| r.failure.is_some()).count() == 2)
+        .await;
+    assert!(rows.iter().all(|r| r.failure.as_deref().unwrap().starts_with("agent unreachable")), "{rows:?}");
+    assert!(rows.iter().all(|r| r.handled_at.is_none()));
+
+    for id in ["EvLater1", "EvLater2"] {
+        assert_eq!(app.event("T1", id, None).await.status(), 503, "circuit open: Slack will retry");
+    }
+    assert_eq!(app.receipts().await.len(), 2, "nothing written for the refused deliveries");
+
+    proxy.restore().await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    for id in ["EvLater1", "EvLater2"] {
+        assert_eq!(app.event("T1", id, Some(1)).await.status(), 200);
+        app.agent.wait_until("the retry's dispatch", WAIT, |a| a.count_for(id) == 1).await;
+    }
+    for id in ["EvLater1", "EvLater2"] {
+        assert_eq!(app.event("T1", id, Some(2)).await.status(), 200);
+    }
+    settle().await;
+    for id in ["EvLater1", "EvLater2"] {
+        assert_eq!(app.agent.count_for(id), 1, "{id}");
+    }
+    assert_eq!(app.agent.count_for("EvDown1"), 0, "a failed dispatch is not re-sent: at most once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_concurrent_deliveries_than_connections_are_all_answered_inside_the_deadline() {
+    let app = TestApp::spawn_full(&["--db-pool-size", "2", "--db-acquire-timeout", "1s"], true, false).await;
+    app.tenant("T1").await;
+    // A slow database: every chunk either way waits 50 ms.
+    app.db_proxy.as_ref().unwrap().delay(Duration::from_millis(50));
+
+    let requests = (0..40).map(|i| {
+        let app = &app;
+        async move {
+            let started = Instant::now();
+            let status =
+                tokio::time::timeout(Duration::from_secs(5), app.event("T1", &format!("EvCrowd{i}"), None))
+                    .await
+                    .map(|r| r.status().as_u16());
+            (status, started.elapsed())
+        }
+    });
+    let outcomes = futures_util::future::join_all(requests).await;
+
+    let mut statuses = std::collections::BTreeMap::new();
+    for (status, elapsed) in &outcomes {
+        let status = status.as_ref().expect("every request is answered; none hangs");
+        assert!(*status == 200 || *status == 503, "{status}");
+        assert!(*elapsed < Duration::from_secs(3), "answered inside Slack's 3 s: {elapsed:?}");
+        *statuses.entry(*status).or_insert(0) += 1;
+    }
+    assert!(statuses.get(&200).copied().unwrap_or(0) > 0, "{statuses:?}");
+    // Whatever got 503 wrote nothing; whatever got 200 is claimed.
+    app.db_proxy.as_ref().unwrap().delay(Duration::ZERO);
+    let accepted = statuses.get(&200).copied().unwrap_or(0);
+    app.wait_for_receipts("every accepted delivery claimed", |rows| rows.len() == accepted).await;
+}
