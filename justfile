@@ -88,6 +88,17 @@ bench-sweep: (bench "--concurrency" "8,64,256" "--payload-bytes" "1024,16384")
 bench-micro:
     cargo bench --locked -p doorman-adapters --bench slack
 
+# Needs nothing but stable Rust: RUSTC_BOOTSTRAP lets cargo-fuzz use the sanitizer flags.
+# Not part of CI. Findings land in fuzz/artifacts/.
+# Fuzz Slack verification and parsing with libFuzzer + ASan, SECONDS per target.
+fuzz SECONDS="60":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+    for target in verify parse; do
+        RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" --fuzz-dir fuzz -- -max_total_time={{SECONDS}}
+    done
+
 # What CI runs: the hexagon check, lint, then the tests.
 ci: check-hexagon lint test
 
