@@ -217,7 +217,9 @@ impl TestApp {
                 receipts::delivery_attempt,
             ))
             .order((receipts::tenant_id, receipts::external_event_id))
-            .load::<(uuid::Uuid, String, Option<DateTime<Utc>>, Option<String>, i32)>(&mut self.db.owner().await)
+            .load::<(uuid::Uuid, String, Option<DateTime<Utc>>, Option<String>, i32)>(
+                &mut self.db.owner().await,
+            )
             .await
             .unwrap()
             .into_iter()
