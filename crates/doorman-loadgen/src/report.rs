@@ -104,7 +104,11 @@ impl Report {
             ms(f.value_at_quantile(0.99)),
             ms(f.max())
         );
-        println!("ratio     numbered events/s ÷ floor = {:.2}", numbered_per_s / floor_per_s);
+        println!(
+            "ratio     numbered events handled/s ÷ floor = {:.2} (strict: end to end, re-deliveries and commands on top)",
+            numbered_per_s / floor_per_s
+        );
+        println!("          acknowledged deliveries/s ÷ floor = {:.2}", deliveries_per_s / floor_per_s);
         println!(
             "verdict   {}",
             if self.correct() { "nothing lost, nothing doubled" } else { "LOST OR DOUBLED EVENTS" }
