@@ -148,8 +148,9 @@ pub struct ServeArgs {
     #[arg(long, env = "DOORMAN_DB_BACKGROUND_POOL_SIZE", default_value_t = 4)]
     pub db_background_pool_size: u32,
 
-    /// How long a request waits for a database connection before it is answered 503.
-    #[arg(long, env = "DOORMAN_DB_ACQUIRE_TIMEOUT", default_value = "1500ms")]
+    /// How long a request waits for each database connection (it takes two: resolve, claim)
+    /// before it is answered 503. At most 1250ms, so both waits fit in Slack's 3 s.
+    #[arg(long, env = "DOORMAN_DB_ACQUIRE_TIMEOUT", default_value = "1s")]
     pub db_acquire_timeout: humantime::Duration,
 
     /// HTTP worker threads (0: one per CPU).

@@ -13,6 +13,9 @@ use doorman_domain::Retention;
 
 use crate::cli::{Secret, ServeArgs};
 
+/// The longest a request may wait for each of its two database connections.
+pub const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_millis(1250);
+
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
     pub database_url: Secret,
@@ -43,8 +46,12 @@ impl ServeConfig {
             bail!("DOORMAN_DB_POOL_SIZE and DOORMAN_DB_BACKGROUND_POOL_SIZE must be above zero");
         }
         let acquire = *args.db_acquire_timeout;
-        if acquire >= Duration::from_secs(3) {
-            bail!("DOORMAN_DB_ACQUIRE_TIMEOUT must be under 3s, Slack's deadline for an answer");
+        // An acknowledgement checks out a connection twice (resolve, then claim), so two waits
+        // plus the statements must fit in Slack's 3 s.
+        if acquire > MAX_ACQUIRE_TIMEOUT {
+            bail!(
+                "DOORMAN_DB_ACQUIRE_TIMEOUT must be at most 1250ms: an answer may wait for a connection twice inside Slack's 3 s"
+            );
         }
         let workers = if args.workers == 0 {
             std::thread::available_parallelism().map(usize::from).unwrap_or(2)
@@ -114,6 +121,13 @@ mod tests {
         let error = ServeConfig::from_args(&serve_args(&["--receipt-retention", "5m"])).unwrap_err();
         assert!(format!("{error:#}").contains("10 minutes"), "{error:#}");
         assert!(ServeConfig::from_args(&serve_args(&["--receipt-retention", "10m"])).is_ok());
+    }
+
+    #[test]
+    fn an_acquire_timeout_that_cannot_fit_twice_in_slacks_deadline_is_refused() {
+        assert!(ServeConfig::from_args(&serve_args(&["--db-acquire-timeout", "1250ms"])).is_ok());
+        let error = ServeConfig::from_args(&serve_args(&["--db-acquire-timeout", "1500ms"])).unwrap_err();
+        assert!(error.to_string().contains("1250ms"), "{error}");
     }
 
     #[test]

@@ -23,8 +23,8 @@ pub struct PoolSettings {
     /// claim, one statement each. On a 2-core machine 8 beat 4 and 16 (docs/benchmarks.md):
     /// more backends than cores mostly add contention.
     pub max_size: u32,
-    /// How long a request waits for a free connection before it is answered 503. Well under
-    /// Slack's 3 s, so an overloaded pool still answers in time.
+    /// How long a request waits for a free connection before it is answered 503. A delivery
+    /// may wait twice (resolve, claim), so twice this must stay well under Slack's 3 s.
     pub connection_timeout: Duration,
     /// Connections idle longer than this are closed.
     pub idle_timeout: Duration,
@@ -34,7 +34,7 @@ impl Default for PoolSettings {
     fn default() -> Self {
         Self {
             max_size: 8,
-            connection_timeout: Duration::from_millis(1500),
+            connection_timeout: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(300),
         }
     }

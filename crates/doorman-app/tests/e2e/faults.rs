@@ -78,7 +78,9 @@ async fn an_agent_refusing_connections_is_retried_recorded_circuit_broken_and_it
             200,
             "acknowledged: the claim does not wait for the agent"
         );
-        assert!(started.elapsed() < Duration::from_millis(500));
+        // The structure (acknowledge never dispatches) is pinned by the domain tests; here, the
+        // deadline: the agent's refused connections must not delay the answer past it.
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
     }
     let rows = app
         .wait_for_receipts("two failures", |rows| rows.iter().filter(|r| r.failure.is_some()).count() == 2)
