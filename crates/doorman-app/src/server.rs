@@ -7,6 +7,7 @@ use std::time::Duration;
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use doorman_adapters::bridge::HttpAgentBridge;
+use doorman_adapters::directory_cache::CachedDirectory;
 use doorman_adapters::postgres::{self, PgReceiptStore, PgTenantDirectory};
 use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
@@ -78,7 +79,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let bridge =
         HttpAgentBridge::new(config.bridge.clone()).context("building the agent bridge's HTTP client")?;
     let doorman = Inbound::new(
-        PgTenantDirectory::new(pool.clone()),
+        CachedDirectory::new(PgTenantDirectory::new(pool.clone()), config.resolve_cache_ttl),
         bridge,
         PgReceiptStore::with_pools(pool.clone(), background_pool),
         SystemClock,
@@ -104,7 +105,18 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         .run();
     let handle = server.handle();
     let task = tokio::spawn(server);
-    tracing::info!(%addr, workers = config.workers, "doorman listening");
+    tracing::info!(
+        %addr,
+        workers = config.workers,
+        db_pool = config.pool.max_size,
+        db_background_pool = config.background_pool.max_size,
+        signing_secrets = config.verifier.secret_count(),
+        retention = %humantime::format_duration(config.retention.keep_for()),
+        dispatch_timeout = %humantime::format_duration(config.bridge.dispatch_timeout),
+        drain_timeout = %humantime::format_duration(config.drain_timeout),
+        resolve_cache_ttl = %humantime::format_duration(config.resolve_cache_ttl),
+        "doorman listening"
+    );
     Ok(RunningServer { addr, handle, task, dispatcher, drain_timeout: config.drain_timeout })
 }
 

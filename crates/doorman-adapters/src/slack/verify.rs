@@ -55,6 +55,11 @@ impl Verifier {
         Self { secrets, window }
     }
 
+    /// How many secrets are accepted (for the start-up log; never the secrets themselves).
+    pub fn secret_count(&self) -> usize {
+        self.secrets.len()
+    }
+
     /// Verifies the raw request: the timestamp within the window of `now_unix` in both
     /// directions, then the signature in constant time (length included) against each
     /// configured secret.

@@ -189,3 +189,17 @@ async fn a_delivery_answered_503_while_the_circuit_is_open_writes_nothing_and_it
     assert_eq!(app.agent.count_for("EvLater"), 1);
     assert_eq!(app.agent.count_for("EvFail1"), 0, "failed events are not re-sent: at most once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_opt_in_resolve_cache_a_pause_applies_once_the_ttl_has_passed() {
+    let app = TestApp::spawn_with(&["--resolve-cache-ttl", "700ms"]).await;
+    let tenant = app.tenant("T1").await;
+    assert_eq!(app.event("T1", "EvCached1", None).await.status(), 200);
+    admin::set_paused(&mut app.db.owner().await, tenant, true).await.unwrap();
+
+    // Within the TTL the process still uses what it resolved: the documented price.
+    assert_eq!(app.event("T1", "EvCached2", None).await.status(), 200);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(app.event("T1", "EvCached3", None).await.status(), 503, "paused once the entry expired");
+    app.agent.wait_until("two dispatches", WAIT, |a| a.count() == 2).await;
+}
