@@ -55,3 +55,35 @@ async fn health_readiness_and_metrics_answer() {
         assert!(response.text().await.unwrap().contains(needle), "{path}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_database_down_the_process_is_alive_not_ready_and_answers_503() {
+    crate::helpers::init_logs();
+    // Port 1 on loopback: nothing listens. The server still starts (connections are lazy).
+    let config = crate::helpers::serve_config(
+        "postgres://postgres@127.0.0.1:1/doorman",
+        &["--db-acquire-timeout", "300ms"],
+    );
+    let server = doorman_app::server::start(config).await.expect("starts without its database");
+    let base = format!("http://{}", server.addr());
+    let http = crate::helpers::http_client();
+
+    assert_eq!(http.get(format!("{base}/healthz")).send().await.unwrap().status(), 200);
+    let ready = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+    assert_eq!(ready.json::<serde_json::Value>().await.unwrap()["reason"], "database unavailable");
+
+    let body = event_body("T1", "EvNoDb");
+    let now = Utc::now().timestamp();
+    let response = http
+        .post(format!("{base}/slack/events"))
+        .header("content-type", "application/json")
+        .header("x-slack-request-timestamp", now.to_string())
+        .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(server.shutdown().await.unfinished, 0);
+}
