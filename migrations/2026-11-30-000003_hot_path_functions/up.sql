@@ -33,13 +33,17 @@ CREATE FUNCTION doorman_claim_receipt(
 ) RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
+DECLARE
+    v_claimed boolean;
 BEGIN
     PERFORM set_config('app.tenant_id', p_tenant::text, true);
     INSERT INTO public.messaging_event_receipts
         (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at)
     VALUES (p_tenant, p_platform, p_event_id, p_event_type, p_attempt, p_claimed_at)
-    ON CONFLICT (tenant_id, platform, external_event_id) DO NOTHING;
-    RETURN FOUND;
+    ON CONFLICT (tenant_id, platform, external_event_id) DO NOTHING
+    RETURNING true INTO v_claimed;
+    -- No row back: the key was already taken (Duplicate).
+    RETURN coalesce(v_claimed, false);
 END
 $$;
 

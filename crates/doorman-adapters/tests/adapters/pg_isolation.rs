@@ -113,6 +113,9 @@ async fn inserting_a_row_for_another_tenant_is_rejected() {
         format!(
             "INSERT INTO messaging_workspaces (tenant_id, platform, team_id) VALUES ('{b}', 'slack', 'TForged')"
         ),
+        format!(
+            "INSERT INTO agent_bridges (tenant_id, url, signing_secret) VALUES ('{b}', 'http://forged', 'whsec_eA==')"
+        ),
         format!("UPDATE agent_bridges SET tenant_id = '{b}' WHERE tenant_id = '{a}'"),
     ];
     for sql in inserts {

@@ -128,7 +128,7 @@ fn an_ssl_check_is_recognised() {
 
 #[test]
 fn every_interaction_type_parses() {
-    let cases: [(&str, Expected); 7] = [
+    let cases: [(&str, Expected); 11] = [
         (
             "interaction_block_actions.json",
             (Some("T0BLOCK01"), None, false, "interaction", "block_actions", None),
@@ -157,6 +157,23 @@ fn every_interaction_type_parses() {
         (
             "interaction_org_wide_shortcut.json",
             (None, Some("E0ORG0001"), true, "interaction", "shortcut", None),
+        ),
+        // Legacy types, still sent to apps that use message attachments and dialogs.
+        (
+            "interaction_legacy_interactive_message.json",
+            (Some("T0LEGACY1"), None, false, "interaction", "interactive_message", None),
+        ),
+        (
+            "interaction_legacy_dialog_submission.json",
+            (Some("T0DIALOG1"), None, false, "interaction", "dialog_submission", None),
+        ),
+        (
+            "interaction_legacy_dialog_cancellation.json",
+            (Some("T0DIALOG1"), None, false, "interaction", "dialog_cancellation", None),
+        ),
+        (
+            "interaction_legacy_dialog_suggestion.json",
+            (Some("T0DIALOG1"), None, false, "interaction", "dialog_suggestion", None),
         ),
     ];
     for (name, expected) in cases {
