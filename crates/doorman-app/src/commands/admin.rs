@@ -35,20 +35,17 @@ pub async fn workspace(command: WorkspaceCommand) -> anyhow::Result<()> {
     match command {
         WorkspaceCommand::Link { tenant, team_id, enterprise_id, db } => {
             let tenant = tenant_id(&tenant)?;
-            if team_id.is_none() && enterprise_id.is_none() {
-                anyhow::bail!("give --team-id, --enterprise-id (org-wide install), or both");
-            }
             let team = team_id.map(WorkspaceId::new).transpose().context("--team-id")?;
             let enterprise = enterprise_id.map(WorkspaceId::new).transpose().context("--enterprise-id")?;
-            let mut conn = connect(&db).await?;
-            admin::link_workspace(&mut conn, tenant, Platform::Slack, team.as_ref(), enterprise.as_ref())
-                .await?;
             let what = match (&team, &enterprise) {
                 (Some(t), Some(e)) => format!("team {t} (enterprise {e})"),
                 (Some(t), None) => format!("team {t}"),
                 (None, Some(e)) => format!("enterprise {e} (org-wide install)"),
-                (None, None) => unreachable!("checked above"),
+                (None, None) => anyhow::bail!("give --team-id, --enterprise-id (org-wide install), or both"),
             };
+            let mut conn = connect(&db).await?;
+            admin::link_workspace(&mut conn, tenant, Platform::Slack, team.as_ref(), enterprise.as_ref())
+                .await?;
             output::line(&format!("linked Slack {what} to tenant {tenant}"));
         }
     }
