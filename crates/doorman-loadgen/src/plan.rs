@@ -61,3 +61,48 @@ impl XorShift {
         (self.next() % n) as u32
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shares(items: &[Item]) -> (usize, usize, u32) {
+        let commands = items.iter().filter(|i| matches!(i.kind, Kind::Command)).count();
+        let (mut redelivered, mut copies) = (0, 0);
+        for item in items {
+            if let Kind::Event { concurrent, later, .. } = item.kind
+                && concurrent + later > 0
+            {
+                redelivered += 1;
+                copies += concurrent + later;
+                assert!((1..=3).contains(&(concurrent + later)), "1 to 3 re-deliveries");
+            }
+        }
+        (commands, redelivered, copies)
+    }
+
+    #[test]
+    fn the_plan_is_deterministic_for_a_seed_and_has_the_asked_shares() {
+        let a = build("r", 20_000, 16, 0.3, 0.05, 7);
+        let b = build("r", 20_000, 16, 0.3, 0.05, 7);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "same seed, same traffic");
+        let (commands, redelivered, copies) = shares(&a);
+        let events = a.len() - commands;
+        assert!((900..1100).contains(&commands), "about 5% commands: {commands}");
+        let share = redelivered as f64 / events as f64;
+        assert!((0.28..0.32).contains(&share), "about 30% re-delivered: {share}");
+        assert!(copies as usize > redelivered, "some events re-delivered more than once");
+        assert!(a.iter().all(|i| i.tenant < 16));
+    }
+
+    #[test]
+    fn event_ids_are_unique_within_a_run() {
+        let items = build("r", 5_000, 4, 0.3, 0.05, 1);
+        let ids: std::collections::HashSet<_> = items
+            .iter()
+            .filter_map(|i| if let Kind::Event { id, .. } = &i.kind { Some(id.clone()) } else { None })
+            .collect();
+        let events = items.iter().filter(|i| matches!(i.kind, Kind::Event { .. })).count();
+        assert_eq!(ids.len(), events);
+    }
+}
