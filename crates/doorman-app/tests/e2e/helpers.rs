@@ -337,3 +337,19 @@ pub fn signature_headers(body: &[u8]) -> String {
         sign(SIGNING_SECRET, timestamp, body)
     )
 }
+
+/// Posts a signed Events API delivery for `team` to a server at `base`; returns the status.
+pub async fn post_event(http: &reqwest::Client, base: &str, team: &str, event_id: &str) -> u16 {
+    let body = event_body(team, event_id);
+    let now = Utc::now().timestamp();
+    http.post(format!("{base}/slack/events"))
+        .header("content-type", "application/json")
+        .header("x-slack-request-timestamp", now.to_string())
+        .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()))
+        .body(body)
+        .send()
+        .await
+        .expect("request sent")
+        .status()
+        .as_u16()
+}

@@ -7,10 +7,9 @@ use std::time::{Duration, Instant};
 use doorman_adapters::bridge::fake_agent::FakeAgent;
 use doorman_adapters::postgres::admin;
 use doorman_adapters::postgres::testing::TestDatabase;
-use doorman_adapters::slack::sign;
 use doorman_domain::{Platform, WorkspaceId};
 
-use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, event_body, settle};
+use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, post_event, settle};
 
 /// A `doorman serve` process on a random port; killed when dropped.
 struct ServeProcess {
@@ -61,21 +60,6 @@ impl Drop for ServeProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-async fn post_event(http: &reqwest::Client, base: &str, team: &str, event_id: &str) -> u16 {
-    let body = event_body(team, event_id);
-    let now = chrono::Utc::now().timestamp();
-    http.post(format!("{base}/slack/events"))
-        .header("content-type", "application/json")
-        .header("x-slack-request-timestamp", now.to_string())
-        .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()))
-        .body(body)
-        .send()
-        .await
-        .expect("request sent")
-        .status()
-        .as_u16()
 }
 
 async fn tenant_with_agent(db: &TestDatabase, agent: &FakeAgent, team: &str) {

@@ -73,17 +73,6 @@ async fn with_the_database_down_the_process_is_alive_not_ready_and_answers_503()
     assert_eq!(ready.status(), 503);
     assert_eq!(ready.json::<serde_json::Value>().await.unwrap()["reason"], "database unavailable");
 
-    let body = event_body("T1", "EvNoDb");
-    let now = Utc::now().timestamp();
-    let response = http
-        .post(format!("{base}/slack/events"))
-        .header("content-type", "application/json")
-        .header("x-slack-request-timestamp", now.to_string())
-        .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 503);
+    assert_eq!(crate::helpers::post_event(&http, &base, "T1", "EvNoDb").await, 503);
     assert_eq!(server.shutdown().await.unfinished, 0);
 }
