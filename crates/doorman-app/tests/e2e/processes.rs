@@ -62,6 +62,28 @@ impl Drop for ServeProcess {
     }
 }
 
+/// A server whose one dispatch (`event_id` for T1) the agent is holding at its gate.
+struct Held {
+    db: TestDatabase,
+    agent: FakeAgent,
+    server: ServeProcess,
+    http: reqwest::Client,
+}
+
+impl Held {
+    async fn start(flags: &[&str], event_id: &str) -> Self {
+        let db = TestDatabase::create().await;
+        let agent = FakeAgent::start(AGENT_SECRET);
+        tenant_with_agent(&db, &agent, "T1").await;
+        let server = ServeProcess::spawn(db.url(), flags);
+        let http = crate::helpers::http_client();
+        agent.close_gate();
+        assert_eq!(post_event(&http, &server.base, "T1", event_id).await, 200);
+        agent.wait_until("the dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
+        Self { db, agent, server, http }
+    }
+}
+
 async fn tenant_with_agent(db: &TestDatabase, agent: &FakeAgent, team: &str) {
     let mut owner = db.owner().await;
     let tenant = admin::create_tenant(&mut owner, team).await.unwrap();
@@ -97,15 +119,7 @@ async fn two_processes_receiving_the_same_event_at_the_same_moment_dispatch_it_o
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_during_a_held_dispatch_waits_for_it_within_the_drain_timeout() {
-    let db = TestDatabase::create().await;
-    let agent = FakeAgent::start(AGENT_SECRET);
-    tenant_with_agent(&db, &agent, "T1").await;
-    let mut server = ServeProcess::spawn(db.url(), &["--drain-timeout", "20s"]);
-    let http = crate::helpers::http_client();
-    agent.close_gate();
-
-    assert_eq!(post_event(&http, &server.base, "T1", "EvDrain").await, 200);
-    agent.wait_until("the dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
+    let Held { db, agent, mut server, http } = Held::start(&["--drain-timeout", "20s"], "EvDrain").await;
     server.signal("TERM");
     assert_eq!(
         server.wait_for_exit(Duration::from_millis(700)).await,
@@ -127,15 +141,9 @@ async fn sigterm_during_a_held_dispatch_waits_for_it_within_the_drain_timeout() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dispatch_outliving_the_drain_timeout_is_left_visibly_stranded() {
-    let db = TestDatabase::create().await;
-    let agent = FakeAgent::start(AGENT_SECRET);
-    tenant_with_agent(&db, &agent, "T1").await;
-    let mut server = ServeProcess::spawn(db.url(), &["--drain-timeout", "300ms"]);
-    let http = crate::helpers::http_client();
-    agent.close_gate();
-
-    assert_eq!(post_event(&http, &server.base, "T1", "EvCut").await, 200);
-    agent.wait_until("the dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
+    // The agent stays alive (holding the dispatch) until the test ends.
+    let Held { db, agent: _agent, mut server, http: _http } =
+        Held::start(&["--drain-timeout", "300ms"], "EvCut").await;
     server.signal("TERM");
     let status = server.wait_for_exit(WAIT).await.expect("exits after the drain timeout");
     assert!(!status.success(), "a drain that left work unfinished exits non-zero");
@@ -150,15 +158,7 @@ async fn a_dispatch_outliving_the_drain_timeout_is_left_visibly_stranded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_is_a_duplicate() {
-    let db = TestDatabase::create().await;
-    let agent = FakeAgent::start(AGENT_SECRET);
-    tenant_with_agent(&db, &agent, "T1").await;
-    let mut server = ServeProcess::spawn(db.url(), &[]);
-    let http = crate::helpers::http_client();
-    agent.close_gate();
-
-    assert_eq!(post_event(&http, &server.base, "T1", "EvKilled").await, 200);
-    agent.wait_until("the dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
+    let Held { db, agent, mut server, http } = Held::start(&[], "EvKilled").await;
     server.signal("KILL");
     server.wait_for_exit(WAIT).await.expect("killed");
 
