@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use divan::{Bencher, black_box};
 use doorman_adapters::slack::{
-    SignatureHeaders, SigningSecret, Verifier, delivery_from_headers, parse_events, sign,
+    SignatureHeaders, SigningSecret, Verifier, delivery_from_headers, parse_events,
 };
+use doorman_testkit::slack::sign;
 
 const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 const NOW: i64 = 1_700_000_000;

@@ -5,13 +5,10 @@
 //! - [`slack`]: request signature verification (ring) and parsing of events, slash commands
 //!   and interactions into domain events.
 //! - [`directory_cache`]: an opt-in short cache in front of the tenant directory.
-//! - `fault_proxy` (feature `testing`): a TCP proxy that delays, refuses or cuts connections.
 //! - [`bridge`]: the HTTP agent bridge (Standard Webhooks signed dispatches, per-tenant
 //!   circuit breaker).
 
 pub mod bridge;
 pub mod directory_cache;
-#[cfg(feature = "testing")]
-pub mod fault_proxy;
 pub mod postgres;
 pub mod slack;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use diesel_async::{AsyncConnection, AsyncPgConnection};
 use doorman_adapters::postgres::admin;
-use doorman_adapters::slack::sign;
+use doorman_testkit::slack::sign;
 use hdrhistogram::Histogram;
 use tokio::sync::Semaphore;
 

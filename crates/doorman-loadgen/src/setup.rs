@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use doorman_adapters::bridge::fake_agent::FakeAgent;
-use doorman_adapters::postgres::testing::with_database;
 use doorman_adapters::postgres::{admin, migrations};
 use doorman_domain::{Platform, TenantId, WorkspaceId};
+use doorman_testkit::FakeAgent;
+use doorman_testkit::database::with_database;
 
 use crate::Args;
 

@@ -10,8 +10,6 @@
 
 pub mod circuit;
 pub mod document;
-#[cfg(feature = "testing")]
-pub mod fake_agent;
 pub mod http;
 pub mod signing;
 

@@ -28,24 +28,6 @@ pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationErr
     .await
 }
 
-/// Reverts every applied migration, newest first (used by tests of the down scripts).
-pub async fn revert_all(database_url: &str) -> Result<Vec<String>, MigrationError> {
-    with_sync_connection(database_url, |conn| {
-        let reverted = conn.revert_all_migrations(MIGRATIONS)?;
-        Ok(reverted.iter().map(ToString::to_string).collect())
-    })
-    .await
-}
-
-/// Versions embedded in this binary that the database has not applied.
-pub async fn pending(database_url: &str) -> Result<Vec<String>, MigrationError> {
-    with_sync_connection(database_url, |conn| {
-        let pending = conn.pending_migrations(MIGRATIONS)?;
-        Ok(pending.iter().map(|m| m.name().to_string()).collect())
-    })
-    .await
-}
-
 /// Whether the database has applied every migration this binary embeds, asked through the
 /// server pool (for `/readyz`).
 pub async fn is_current(pool: &PgPool) -> Result<bool, StorageError> {

@@ -20,8 +20,6 @@ pub mod pool;
 pub mod receipts;
 pub mod schema;
 pub mod security;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 pub use directory::PgTenantDirectory;
 pub use pool::{PgPool, PoolSettings};

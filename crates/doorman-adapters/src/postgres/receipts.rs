@@ -26,11 +26,6 @@ pub struct PgReceiptStore {
 }
 
 impl PgReceiptStore {
-    /// One pool for everything (tests, tools).
-    pub fn new(pool: PgPool) -> Self {
-        Self { claims: pool.clone(), completions: pool }
-    }
-
     /// Claims on `claims`; completions and failures on `completions`.
     pub fn with_pools(claims: PgPool, completions: PgPool) -> Self {
         Self { claims, completions }

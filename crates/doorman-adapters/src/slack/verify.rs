@@ -133,21 +133,6 @@ fn check(secret: &SigningSecret, timestamp: &[u8], body: &[u8], expected: &[u8; 
     hmac::verify(&secret.0, &message, expected).is_ok()
 }
 
-/// Signs like Slack does: `v0=` + lowercase hex. For tests and the load generator.
-pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
-    let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
-    let mut context = hmac::Context::with_key(&key);
-    context.update(format!("v0:{timestamp}:").as_bytes());
-    context.update(body);
-    let tag = context.sign();
-    let mut out = String::with_capacity(3 + SIGNATURE_HEX_LEN);
-    out.push_str("v0=");
-    for byte in tag.as_ref() {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

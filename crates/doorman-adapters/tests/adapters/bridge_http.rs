@@ -3,11 +3,11 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use doorman_adapters::bridge::fake_agent::FakeAgent;
 use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, HttpAgentBridge};
 use doorman_domain::ports::{AgentBridge, BridgeHealth};
 use doorman_domain::usecases::Job;
 use doorman_domain::*;
+use doorman_testkit::FakeAgent;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 

@@ -1,11 +1,10 @@
 //! Operator queries: provisioning errors, stranded and failed listings, pruning all tenants.
 
 use chrono::Duration;
-use doorman_adapters::postgres::PgReceiptStore;
 use doorman_adapters::postgres::admin::{self, AdminError};
-use doorman_adapters::postgres::testing::TestDatabase;
 use doorman_domain::ports::ReceiptStore;
 use doorman_domain::{Failure, Platform, TenantId};
+use doorman_testkit::database::{TestDatabase, receipt_store};
 
 use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team, ws};
 
@@ -45,7 +44,7 @@ async fn stranded_lists_old_unhandled_unfailed_receipts_only() {
     let mut owner = db.owner().await;
     let a = tenant_with_team(&mut owner, "TA").await;
     let b = tenant_with_team(&mut owner, "TB").await;
-    let store = PgReceiptStore::new(db.pool());
+    let store = receipt_store(db.pool());
     let old = now() - Duration::minutes(30);
     for (tenant, id) in [(a, "Stranded"), (a, "Handled"), (a, "Failed"), (b, "StrandedB")] {
         store.claim(&receipt(tenant, id, old)).await.unwrap();
@@ -82,7 +81,7 @@ async fn prune_all_deletes_every_tenants_expired_receipts_in_batches() {
     let mut owner = db.owner().await;
     let a = tenant_with_team(&mut owner, "TA").await;
     let b = tenant_with_team(&mut owner, "TB").await;
-    let store = PgReceiptStore::new(db.pool());
+    let store = receipt_store(db.pool());
     for i in 0..4 {
         store.claim(&receipt(a, &format!("A{i}"), days_ago(10))).await.unwrap();
         store.claim(&receipt(b, &format!("B{i}"), days_ago(10))).await.unwrap();

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use doorman_adapters::postgres::testing::TestDatabase;
-use doorman_adapters::postgres::{PgReceiptStore, PoolSettings};
+use doorman_adapters::postgres::PoolSettings;
 use doorman_domain::Claim;
 use doorman_domain::ports::ReceiptStore;
+use doorman_testkit::database::{TestDatabase, receipt_store};
 
 use crate::fixtures::{now, receipt, tenant_with_team};
 
@@ -13,7 +13,7 @@ use crate::fixtures::{now, receipt, tenant_with_team};
 async fn a_second_claim_of_the_same_event_is_a_duplicate() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
-    let store = PgReceiptStore::new(db.pool());
+    let store = receipt_store(db.pool());
 
     assert_eq!(store.claim(&receipt(tenant, "Ev1", now())).await.unwrap(), Claim::Claimed);
     assert_eq!(store.claim(&receipt(tenant, "Ev1", now())).await.unwrap(), Claim::Duplicate);
@@ -24,8 +24,7 @@ async fn a_second_claim_of_the_same_event_is_a_duplicate() {
 async fn sixty_four_concurrent_claims_of_one_event_yield_exactly_one_claimed() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
-    let store =
-        Arc::new(PgReceiptStore::new(db.pool_with(&PoolSettings { max_size: 32, ..Default::default() })));
+    let store = Arc::new(receipt_store(db.pool_with(&PoolSettings { max_size: 32, ..Default::default() })));
 
     let claims = (0..64).map(|_| {
         let store = store.clone();
@@ -44,7 +43,7 @@ async fn the_same_event_id_under_two_tenants_is_claimed_by_both() {
     let mut owner = db.owner().await;
     let a = tenant_with_team(&mut owner, "TA").await;
     let b = tenant_with_team(&mut owner, "TB").await;
-    let store = PgReceiptStore::new(db.pool());
+    let store = receipt_store(db.pool());
 
     assert_eq!(store.claim(&receipt(a, "EvShared", now())).await.unwrap(), Claim::Claimed);
     assert_eq!(store.claim(&receipt(b, "EvShared", now())).await.unwrap(), Claim::Claimed);
@@ -57,7 +56,7 @@ async fn an_unreachable_database_is_unavailable_not_a_panic() {
         "postgres://postgres@127.0.0.1:1/none",
         &PoolSettings { connection_timeout: std::time::Duration::from_millis(300), ..Default::default() },
     );
-    let store = PgReceiptStore::new(pool);
+    let store = receipt_store(pool);
     let error = store.claim(&receipt(doorman_domain::TenantId::generate(), "Ev1", now())).await.unwrap_err();
     assert!(matches!(error, doorman_domain::StorageError::Unavailable(_)), "{error:?}");
 }

@@ -3,11 +3,10 @@
 use chrono::Duration;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use doorman_adapters::postgres::PgReceiptStore;
 use doorman_adapters::postgres::schema::messaging_event_receipts as receipts;
-use doorman_adapters::postgres::testing::TestDatabase;
 use doorman_domain::Failure;
 use doorman_domain::ports::ReceiptStore;
+use doorman_testkit::database::{TestDatabase, receipt_store};
 
 use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team};
 
@@ -26,7 +25,7 @@ async fn rows(db: &TestDatabase) -> Vec<Row> {
 async fn complete_sets_handled_at_once() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
-    let store = PgReceiptStore::new(db.pool());
+    let store = receipt_store(db.pool());
     store.claim(&receipt(tenant, "Ev1", now())).await.unwrap();
 
     let first = now();
@@ -40,7 +39,7 @@ async fn complete_sets_handled_at_once() {
 async fn a_recorded_failure_keeps_handled_at_null() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
-    let store = PgReceiptStore::new(db.pool());
+    let store = receipt_store(db.pool());
     store.claim(&receipt(tenant, "Ev1", now())).await.unwrap();
 
     let failure = Failure { reason: "agent answered HTTP 502".into(), at: now() };
@@ -55,7 +54,7 @@ async fn prune_removes_only_that_tenants_expired_receipts_and_no_more_than_the_b
     let mut owner = db.owner().await;
     let a = tenant_with_team(&mut owner, "TA").await;
     let b = tenant_with_team(&mut owner, "TB").await;
-    let store = PgReceiptStore::new(db.pool());
+    let store = receipt_store(db.pool());
     for i in 0..5 {
         store.claim(&receipt(a, &format!("OldA{i}"), days_ago(30))).await.unwrap();
     }

@@ -1,9 +1,9 @@
 //! Workspace → tenant resolution, in every install form.
 
-use doorman_adapters::postgres::testing::TestDatabase;
 use doorman_adapters::postgres::{PgTenantDirectory, admin};
 use doorman_domain::ports::TenantDirectory;
 use doorman_domain::{Platform, WorkspaceRef};
+use doorman_testkit::database::TestDatabase;
 
 use crate::fixtures::{tenant_with_team, ws};
 

@@ -3,10 +3,10 @@
 
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use doorman_adapters::postgres::testing::TestDatabase;
-use doorman_adapters::postgres::{PgReceiptStore, PoolSettings};
+use doorman_adapters::postgres::PoolSettings;
 use doorman_domain::TenantId;
 use doorman_domain::ports::ReceiptStore;
+use doorman_testkit::database::{TestDatabase, receipt_store};
 
 use crate::fixtures::{now, receipt, tenant_with_team};
 
@@ -33,7 +33,7 @@ async fn two_tenants(db: &TestDatabase) -> (TenantId, TenantId) {
     let mut owner = db.owner().await;
     let a = tenant_with_team(&mut owner, "TA").await;
     let b = tenant_with_team(&mut owner, "TB").await;
-    let store = PgReceiptStore::new(db.pool());
+    let store = receipt_store(db.pool());
     store.claim(&receipt(a, "EvA", now())).await.unwrap();
     store.claim(&receipt(b, "EvB", now())).await.unwrap();
     (a, b)

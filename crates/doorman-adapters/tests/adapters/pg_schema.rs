@@ -5,7 +5,7 @@ use diesel::sql_types::{Oid, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use doorman_adapters::postgres::migrations;
 use doorman_adapters::postgres::security::SECURITY_DEFINER_ALLOWLIST;
-use doorman_adapters::postgres::testing::TestDatabase;
+use doorman_testkit::database::TestDatabase;
 
 #[derive(diesel::QueryableByName, Debug)]
 struct Name {
@@ -48,14 +48,14 @@ async fn migrations_run_down_and_up_again_cleanly() {
     let before = names(&mut db.owner().await, PUBLIC_TABLES).await;
     assert_eq!(before.len(), 4);
 
-    let reverted = migrations::revert_all(db.url()).await.unwrap();
+    let reverted = doorman_testkit::migrations::revert_all(db.url()).await.unwrap();
     assert_eq!(reverted.len(), migrations::embedded_count());
     assert!(names(&mut db.owner().await, PUBLIC_TABLES).await.is_empty());
 
     let applied = migrations::run_pending(db.url()).await.unwrap();
     assert_eq!(applied.len(), migrations::embedded_count());
     assert_eq!(names(&mut db.owner().await, PUBLIC_TABLES).await, before);
-    assert!(migrations::pending(db.url()).await.unwrap().is_empty());
+    assert!(doorman_testkit::migrations::pending(db.url()).await.unwrap().is_empty());
 }
 
 #[derive(diesel::QueryableByName)]

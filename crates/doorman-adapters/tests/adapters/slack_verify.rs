@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use doorman_adapters::slack::{Rejection, SignatureHeaders, SignatureProblem, SigningSecret, Verifier, sign};
+use doorman_adapters::slack::{Rejection, SignatureHeaders, SignatureProblem, SigningSecret, Verifier};
+use doorman_testkit::slack::sign;
 
 const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 const TIMESTAMP: &str = "1531420618";

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use doorman_adapters::slack::sign;
+use doorman_testkit::slack::sign;
 
 use crate::helpers::{
     SIGNING_SECRET, TestApp, WAIT, captured_logs, event_body, raw_request, settle, signature_headers,

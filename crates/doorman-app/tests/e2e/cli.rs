@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 
-use doorman_adapters::postgres::testing::TestDatabase;
+use doorman_testkit::database::TestDatabase;
 
 use crate::helpers::{AGENT_SECRET, TestApp, WAIT};
 

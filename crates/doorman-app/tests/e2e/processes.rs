@@ -4,10 +4,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use doorman_adapters::bridge::fake_agent::FakeAgent;
 use doorman_adapters::postgres::admin;
-use doorman_adapters::postgres::testing::TestDatabase;
 use doorman_domain::{Platform, WorkspaceId};
+use doorman_testkit::FakeAgent;
+use doorman_testkit::database::TestDatabase;
 
 use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, post_event, settle};
 

@@ -1,7 +1,7 @@
 //! Slack's protocol at the door: challenge, signatures, timestamps.
 
 use chrono::Utc;
-use doorman_adapters::slack::sign;
+use doorman_testkit::slack::sign;
 
 use crate::helpers::{SIGNING_SECRET, TestApp, event_body};
 

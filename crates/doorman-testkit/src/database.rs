@@ -1,4 +1,4 @@
-//! Test support: one fresh database per test, cloned from a template migrated once.
+//! One fresh database per test, cloned from a template migrated once.
 //!
 //! `TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`) names the
 //! server and a maintenance database to connect to. The template's name carries a hash of
@@ -13,8 +13,8 @@ use std::path::Path;
 use diesel::sql_types::{BigInt, Bool, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
-use super::migrations;
-use super::pool::{self, PgPool, PoolSettings};
+use doorman_adapters::postgres::pool::{self, PgPool, PoolSettings};
+use doorman_adapters::postgres::{PgReceiptStore, migrations};
 
 const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -94,6 +94,12 @@ impl Drop for TestDatabase {
             eprintln!("warning: could not drop test database {}", self.name);
         }
     }
+}
+
+/// A receipt store with one pool for claims and completions alike (the server gives each
+/// its own).
+pub fn receipt_store(pool: PgPool) -> PgReceiptStore {
+    PgReceiptStore::with_pools(pool.clone(), pool)
 }
 
 /// The server to create test databases on.

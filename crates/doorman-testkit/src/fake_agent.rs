@@ -2,7 +2,7 @@
 //! port that verifies each dispatch's Standard Webhooks signature, records it, and can be
 //! told to hold requests (a gate) or to fail them.
 //!
-//! The signature check is written here independently of [`super::signing`], from the
+//! The signature check is written here independently of the bridge's signer, from the
 //! specification, so a bug in the signer cannot be mirrored by the check.
 
 use std::net::TcpListener;

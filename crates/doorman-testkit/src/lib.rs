@@ -1,0 +1,21 @@
+//! Test support for Doorman's crates and its load generator.
+//!
+//! None of this is in the `doorman` binary: the other crates take this one as a
+//! dev-dependency, and only `doorman-loadgen` as a normal one (`just check-hexagon` proves
+//! `doorman-app`'s normal dependency tree does not contain it).
+//!
+//! - [`database`]: a fresh PostgreSQL database per test, cloned from a migrated template.
+//! - [`migrations`]: reverting and listing migrations, for tests of the down scripts.
+//! - [`fake_agent`]: a real HTTP agent on loopback that verifies Standard Webhooks signatures.
+//! - [`fault_proxy`]: a TCP proxy that delays, refuses or cuts connections on command.
+//! - [`slack`]: requests signed as Slack signs them.
+
+pub mod database;
+pub mod fake_agent;
+pub mod fault_proxy;
+pub mod migrations;
+pub mod slack;
+
+pub use database::TestDatabase;
+pub use fake_agent::FakeAgent;
+pub use fault_proxy::FaultProxy;
