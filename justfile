@@ -8,9 +8,12 @@ export TEST_DATABASE_URL := env("TEST_DATABASE_URL", "postgres://postgres@127.0.
 default:
     @just --list
 
+# `--all-targets` leaves out doc tests, so they run second (the sealed Job's compile-fail
+# tests are among them).
 # Run every test in the workspace (needs PostgreSQL: see `just postgres`).
 test: postgres
     cargo test --workspace --all-targets --locked
+    cargo test --workspace --doc --locked
 
 # Formatting and clippy, warnings as errors.
 lint:

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use doorman_adapters::bridge::HttpAgentBridge;
 use doorman_adapters::directory_cache::CachedDirectory;
 use doorman_adapters::postgres::{PgReceiptStore, PgTenantDirectory};
+use doorman_domain::Job;
 use doorman_domain::ports::SystemClock;
-use doorman_domain::usecases::Job;
 use doorman_domain::{Acknowledgement, Inbound, InboundEvent, Unavailability};
 use tokio::runtime::Handle;
 use tokio_util::task::TaskTracker;
@@ -71,9 +71,9 @@ impl Dispatcher {
     fn spawn_dispatch(&self, job: Job) {
         let span = tracing::info_span!(
             "dispatch",
-            tenant.id = %job.tenant,
-            event.id = job.event.external_id.as_ref().map(|id| id.as_str()),
-            event.kind = job.event.kind.name(),
+            tenant.id = %job.tenant(),
+            event.id = job.event().external_id.as_ref().map(|id| id.as_str()),
+            event.kind = job.event().kind.name(),
         );
         let doorman = self.doorman.clone();
         let metrics = self.metrics.clone();

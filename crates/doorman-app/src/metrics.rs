@@ -160,7 +160,7 @@ impl Metrics {
                 self.unavailable.get_or_create(&Reason { reason }).inc();
             }
             Acknowledgement::Duplicate { .. } => claim("duplicate"),
-            Acknowledgement::Accepted(job) if job.event.external_id.is_some() => claim("claimed"),
+            Acknowledgement::Accepted(job) if job.event().external_id.is_some() => claim("claimed"),
             Acknowledgement::Accepted(_) => {}
         }
     }

@@ -13,9 +13,8 @@ use chrono::{DateTime, Utc};
 
 use crate::errors::{DispatchError, StorageError};
 use crate::model::{
-    Claim, Completion, Failure, NewReceipt, Platform, ReceiptKey, Tenant, TenantId, WorkspaceRef,
+    Claim, Completion, Failure, Job, NewReceipt, Platform, ReceiptKey, Tenant, TenantId, WorkspaceRef,
 };
-use crate::usecases::Job;
 
 /// Finds the tenant a workspace belongs to.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]

@@ -1,7 +1,7 @@
 //! The dispatch document, version 1. `docs/dispatch-contract.md` is its specification; a
 //! change here that is not additive needs a new version.
 
-use doorman_domain::usecases::Job;
+use doorman_domain::Job;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -37,11 +37,11 @@ struct Delivery {
 /// Renders the document for a job. The payload is embedded as the JSON text the platform
 /// sent (checked to be JSON when it was parsed); it is not re-encoded.
 pub fn render(job: &Job) -> Result<Vec<u8>, serde_json::Error> {
-    let event = &job.event;
+    let event = job.event();
     let payload: &RawValue = serde_json::from_str(event.payload.as_json_text())?;
     let document = Document {
         version: VERSION,
-        tenant_id: job.tenant.to_string(),
+        tenant_id: job.tenant().to_string(),
         platform: event.platform.as_str(),
         kind: event.kind.name(),
         external_event_id: event.external_id.as_ref().map(|id| id.as_str()),
@@ -55,7 +55,7 @@ pub fn render(job: &Job) -> Result<Vec<u8>, serde_json::Error> {
             attempt: event.delivery.attempt,
             retry_reason: event.delivery.retry_reason.map(|r| r.as_str()),
         },
-        received_at: job.received_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        received_at: job.received_at().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         payload,
     };
     serde_json::to_vec(&document)

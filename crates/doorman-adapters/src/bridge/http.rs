@@ -3,8 +3,8 @@
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
+use doorman_domain::Job;
 use doorman_domain::ports::{AgentBridge, BridgeHealth};
-use doorman_domain::usecases::Job;
 use doorman_domain::{DispatchError, TenantId};
 
 use super::circuit::{CircuitBreaker, CircuitSettings};
@@ -66,9 +66,9 @@ impl HttpAgentBridge {
     }
 
     async fn send(&self, job: &Job) -> Result<(), DispatchError> {
-        let key = WebhookKey::parse(job.agent.secret.expose())
+        let key = WebhookKey::parse(job.agent().secret.expose())
             .map_err(|e| DispatchError::Misconfigured(e.to_string()))?;
-        let url = reqwest::Url::parse(&job.agent.url)
+        let url = reqwest::Url::parse(&job.agent().url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"))
             .ok_or_else(|| DispatchError::Misconfigured("agent URL is not an http(s) URL".into()))?;
@@ -116,7 +116,7 @@ impl HttpAgentBridge {
                     let retry_in = Duration::from_millis(100 * 2u64.pow(attempt - 1));
                     let within_budget = started.elapsed() + retry_in < self.settings.connect_retry_budget;
                     if attempt < self.settings.connect_attempts && within_budget {
-                        tracing::debug!(tenant.id = %job.tenant, attempt, error = %describe(&error), "agent unreachable; retrying");
+                        tracing::debug!(tenant.id = %job.tenant(), attempt, error = %describe(&error), "agent unreachable; retrying");
                         tokio::time::sleep(retry_in).await;
                         attempt += 1;
                         continue;
@@ -141,11 +141,11 @@ impl AgentBridge for HttpAgentBridge {
     async fn dispatch(&self, job: &Job) -> Result<(), DispatchError> {
         let outcome = self.send(job).await;
         match &outcome {
-            Ok(()) => self.circuit.record_success(job.tenant),
+            Ok(()) => self.circuit.record_success(job.tenant()),
             Err(error) => {
-                if self.circuit.record_failure(job.tenant, Instant::now()) {
+                if self.circuit.record_failure(job.tenant(), Instant::now()) {
                     tracing::warn!(
-                        tenant.id = %job.tenant,
+                        tenant.id = %job.tenant(),
                         error = %error,
                         cooldown_s = self.settings.circuit.cooldown.as_secs(),
                         "agent circuit opened: deliveries for this tenant are answered 503 until the cooldown ends"
@@ -160,7 +160,7 @@ impl AgentBridge for HttpAgentBridge {
 /// `webhook-id`: stable for a numbered event (an agent can deduplicate on it, as Standard
 /// Webhooks intends), fresh for an unnumbered one.
 fn message_id(job: &Job) -> String {
-    match &job.event.external_id {
+    match &job.event().external_id {
         Some(id) => format!("evt_{id}"),
         None => format!("msg_{}", uuid::Uuid::new_v4().simple()),
     }

@@ -4,18 +4,18 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, HttpAgentBridge};
+use doorman_domain::Job;
 use doorman_domain::ports::{AgentBridge, BridgeHealth};
-use doorman_domain::usecases::Job;
 use doorman_domain::*;
 use doorman_testkit::FakeAgent;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 fn job(url: &str, secret: &str, event_id: Option<&str>) -> Job {
-    Job {
-        tenant: "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11".parse().unwrap(),
-        agent: AgentEndpoint { url: url.into(), secret: AgentSecret::new(secret).unwrap(), paused: false },
-        event: InboundEvent {
+    Job::for_tests(
+        "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11".parse().unwrap(),
+        AgentEndpoint { url: url.into(), secret: AgentSecret::new(secret).unwrap(), paused: false },
+        InboundEvent {
             platform: Platform::Slack,
             workspace: WorkspaceRef::new(
                 Some(WorkspaceId::new("T1").unwrap()),
@@ -28,8 +28,8 @@ fn job(url: &str, secret: &str, event_id: Option<&str>) -> Job {
             delivery: Delivery { attempt: 2, retry_reason: Some(RetryReason::HttpTimeout) },
             payload: Payload::from_json_text(r#"{"type":"event_callback","event":{"text":"hi \"there\""}}"#),
         },
-        received_at: DateTime::<Utc>::from_timestamp(1_700_000_000, 123_000_000).unwrap(),
-    }
+        DateTime::<Utc>::from_timestamp(1_700_000_000, 123_000_000).unwrap(),
+    )
 }
 
 fn bridge(settings: BridgeSettings) -> HttpAgentBridge {
@@ -118,13 +118,13 @@ async fn consecutive_failures_open_the_tenants_circuit_and_a_success_closes_it()
     let bridge = bridge(settings);
     let job = job(agent.url(), SECRET, None);
     let _ = bridge.dispatch(&job).await;
-    assert_eq!(bridge.health(job.tenant), BridgeHealth::Healthy);
+    assert_eq!(bridge.health(job.tenant()), BridgeHealth::Healthy);
     let _ = bridge.dispatch(&job).await;
-    assert_eq!(bridge.health(job.tenant), BridgeHealth::CircuitOpen);
+    assert_eq!(bridge.health(job.tenant()), BridgeHealth::CircuitOpen);
     assert_eq!(bridge.open_circuits(), 1);
 
     tokio::time::sleep(Duration::from_millis(450)).await;
-    assert_eq!(bridge.health(job.tenant), BridgeHealth::Healthy, "cooldown over");
+    assert_eq!(bridge.health(job.tenant()), BridgeHealth::Healthy, "cooldown over");
     agent.answer_with(200);
     bridge.dispatch(&job).await.unwrap();
     assert_eq!(bridge.open_circuits(), 0);

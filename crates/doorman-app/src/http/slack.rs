@@ -133,7 +133,7 @@ fn log_acknowledgement(ack: &Acknowledgement, workspace: &doorman_domain::Worksp
     let span = tracing::Span::current();
     match ack {
         Acknowledgement::Accepted(job) => {
-            span.record("tenant.id", field::display(job.tenant));
+            span.record("tenant.id", field::display(job.tenant()));
             tracing::debug!("accepted");
         }
         Acknowledgement::Duplicate { tenant } => {

@@ -3,6 +3,7 @@
 //! cases never re-check.
 
 mod event;
+mod job;
 mod platform;
 mod receipt;
 mod tenant;
@@ -10,6 +11,7 @@ mod text;
 mod workspace;
 
 pub use event::{Delivery, EventKind, ExternalEventId, InboundEvent, Label, Payload, RetryReason};
+pub use job::Job;
 pub use platform::Platform;
 pub use receipt::{Claim, Completion, Failure, NewReceipt, Receipt, ReceiptKey, Retention};
 pub use tenant::{AgentEndpoint, AgentSecret, Tenant, TenantId};

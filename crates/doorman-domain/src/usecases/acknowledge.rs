@@ -1,8 +1,8 @@
 //! Acknowledge: everything that must happen before the HTTP answer.
 
-use super::{Inbound, Job};
+use super::Inbound;
 use crate::errors::StorageError;
-use crate::model::{Claim, InboundEvent, NewReceipt, ReceiptKey, TenantId};
+use crate::model::{Claim, InboundEvent, Job, NewReceipt, ReceiptKey, TenantId};
 use crate::ports::{AgentBridge, BridgeHealth, Clock, ReceiptStore, TenantDirectory};
 
 /// What to answer the platform, and whether there is work to do afterwards.
@@ -79,7 +79,7 @@ where
                 Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
             }
         }
-        Acknowledgement::Accepted(Job { tenant: tenant.id, agent, event, received_at })
+        Acknowledgement::Accepted(Job::new(tenant.id, agent, event, received_at))
     }
 }
 

@@ -1,8 +1,8 @@
 //! Handle: what happens after the HTTP answer.
 
-use super::{Inbound, Job};
+use super::Inbound;
 use crate::errors::{DispatchError, StorageError};
-use crate::model::Failure;
+use crate::model::{Failure, Job};
 use crate::ports::{AgentBridge, Clock, ReceiptStore, TenantDirectory};
 
 /// What became of a job.
@@ -52,7 +52,7 @@ where
                 }
             }
             (Err(error), None) => {
-                tracing::warn!(tenant.id = %job.tenant, error = %error, "dispatch of an unnumbered event failed");
+                tracing::warn!(tenant.id = %job.tenant(), error = %error, "dispatch of an unnumbered event failed");
                 Handled::Failed { error, recorded: false }
             }
             (Err(error), Some(key)) => {

@@ -6,43 +6,20 @@
 //! 2. [`Inbound::handle`] runs *after* the answer, in the background: dispatch the job and
 //!    record what became of it.
 //!
-//! Only an `Accepted` acknowledgement carries a [`Job`], and only `handle` dispatches, so
-//! the type system already says "no dispatch without acknowledge"; the unit tests pin the
-//! rest of the order with `mockall::Sequence`.
+//! Only an `Accepted` acknowledgement carries a [`Job`](crate::Job), which nothing outside
+//! this crate can build, and only `handle` dispatches, so the types say "no dispatch without
+//! acknowledge". The unit tests pin the rest of the order: `mockall::Sequence` for the order
+//! of calls, and futures that record when they *complete* for the order of effects.
 
 mod acknowledge;
 mod handle;
 #[cfg(test)]
 mod tests;
 
-use chrono::{DateTime, Utc};
-
 pub use acknowledge::{Acknowledgement, Unavailability};
 pub use handle::Handled;
 
-use crate::model::{AgentEndpoint, InboundEvent, ReceiptKey, Retention, TenantId};
-
-/// An accepted event on its way to an agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Job {
-    pub tenant: TenantId,
-    pub agent: AgentEndpoint,
-    pub event: InboundEvent,
-    /// When Doorman accepted the delivery (sent to the agent as `received_at`).
-    pub received_at: DateTime<Utc>,
-}
-
-impl Job {
-    /// The receipt this job holds a claim on; `None` for unnumbered events, which are
-    /// dispatched unclaimed.
-    pub fn receipt_key(&self) -> Option<ReceiptKey> {
-        self.event.external_id.clone().map(|external_id| ReceiptKey {
-            tenant: self.tenant,
-            platform: self.event.platform,
-            external_id,
-        })
-    }
-}
+use crate::model::Retention;
 
 /// The inbound use cases over their four ports. The app crate fixes the concrete types
 /// once, behind a type alias, so handlers never see these parameters.
@@ -62,13 +39,5 @@ impl<D, B, R, C> Inbound<D, B, R, C> {
 
     pub fn bridge(&self) -> &B {
         &self.bridge
-    }
-
-    pub fn receipts(&self) -> &R {
-        &self.receipts
-    }
-
-    pub fn directory(&self) -> &D {
-        &self.directory
     }
 }

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -113,7 +114,7 @@ impl Ports {
     }
 }
 
-fn accepted(ack: Acknowledgement) -> super::Job {
+fn accepted(ack: Acknowledgement) -> Job {
     match ack {
         Acknowledgement::Accepted(job) => job,
         other => panic!("expected Accepted, got {other:?}"),
@@ -136,7 +137,7 @@ async fn resolve_happens_before_the_bridge_check_and_the_claim() {
     ports.receipts.expect_claim().times(1).in_sequence(&mut seq).returning(|_| ready(Ok(Claim::Claimed)));
 
     let job = accepted(ports.build().acknowledge(numbered(0)).await);
-    assert_eq!(job.tenant, tenant_id());
+    assert_eq!(job.tenant(), tenant_id());
 }
 
 #[tokio::test]
@@ -159,7 +160,7 @@ async fn the_claim_names_the_tenant_event_type_and_attempt() {
         .returning(|_| ready(Ok(Claim::Claimed)));
 
     let job = accepted(ports.build().acknowledge(numbered(2)).await);
-    assert_eq!(job.received_at, now());
+    assert_eq!(job.received_at(), now());
 }
 
 #[tokio::test]
@@ -253,7 +254,7 @@ async fn the_retry_attempt_does_not_change_any_outcome() {
             let ack = ports.build().acknowledge(numbered(attempt)).await;
             // Compare the decision, not the job's copy of the (differing) delivery header.
             outcomes.push(match ack {
-                Acknowledgement::Accepted(job) => format!("accepted {}", job.tenant),
+                Acknowledgement::Accepted(job) => format!("accepted {}", job.tenant()),
                 other => format!("{other:?}"),
             });
         }
@@ -319,8 +320,8 @@ async fn an_unnumbered_event_never_claims_and_always_dispatches() {
 
 // --- handle --------------------------------------------------------------------------------
 
-fn claimed_job() -> super::Job {
-    super::Job { tenant: tenant_id(), agent: agent(false), event: numbered(0), received_at: now() }
+fn claimed_job() -> Job {
+    Job::new(tenant_id(), agent(false), numbered(0), now())
 }
 
 #[tokio::test]
@@ -378,7 +379,7 @@ async fn a_failed_dispatch_records_the_failure_and_never_completes() {
 async fn a_failed_unnumbered_dispatch_writes_nothing() {
     let mut ports = Ports::new().never_writes_after_dispatch();
     ports.bridge.expect_dispatch().times(1).returning(|_| ready(Err(DispatchError::TimedOut(60))));
-    let job = super::Job { event: command(), ..claimed_job() };
+    let job = Job::new(tenant_id(), agent(false), command(), now());
 
     let handled = ports.build().handle(job).await;
     assert_eq!(handled, Handled::Failed { error: DispatchError::TimedOut(60), recorded: false });
@@ -413,4 +414,81 @@ async fn a_failure_the_store_cannot_write_is_reported_unrecorded() {
 
     let handled = ports.build().handle(claimed_job()).await;
     assert!(matches!(handled, Handled::Failed { recorded: false, .. }), "{handled:?}");
+}
+
+// --- effects in order --------------------------------------------------------------------
+//
+// `Sequence` checks the order in which ports are *called*. These check the order in which
+// their work *finishes*: each port's future yields to the executor a few times before it
+// records that it is done, so a use case that started a step without awaiting the previous
+// one (a `join!`, a spawned task, a forgotten `.await`) records the steps out of order.
+
+/// What happened, in order, across the ports of one test.
+#[derive(Clone, Default)]
+struct Journal(Arc<Mutex<Vec<&'static str>>>);
+
+impl Journal {
+    fn note(&self, what: &'static str) {
+        self.0.lock().unwrap().push(what);
+    }
+
+    fn entries(&self) -> Vec<&'static str> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// A future that records `started` when polled first and `done` only once it has run to
+    /// completion, after yielding twice.
+    fn step<T: Send + 'static>(&self, started: &'static str, done: &'static str, value: T) -> Fut<T> {
+        let journal = self.clone();
+        Box::pin(async move {
+            journal.note(started);
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+            journal.note(done);
+            value
+        })
+    }
+}
+
+#[tokio::test]
+async fn acknowledge_accepts_only_once_its_claim_has_finished_and_claims_only_once_resolved() {
+    let journal = Journal::default();
+    let mut ports = Ports::new();
+    let j = journal.clone();
+    ports.directory.expect_resolve().returning(move |_, _| j.step("resolve", "resolved", Ok(Some(tenant()))));
+    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+    let j = journal.clone();
+    ports.receipts.expect_claim().returning(move |_| j.step("claim", "claim committed", Ok(Claim::Claimed)));
+
+    let job = accepted(ports.build().acknowledge(numbered(0)).await);
+    journal.note("accepted");
+
+    assert_eq!(job.tenant(), tenant_id());
+    assert_eq!(journal.entries(), ["resolve", "resolved", "claim", "claim committed", "accepted"]);
+}
+
+#[tokio::test]
+async fn handle_records_the_outcome_only_once_the_dispatch_has_finished() {
+    for (outcome, written) in [(Ok(()), "complete"), (Err(DispatchError::Rejected(500)), "record_failure")] {
+        let journal = Journal::default();
+        let mut ports = Ports::new();
+        let j = journal.clone();
+        ports.bridge.expect_dispatch().returning(move |_| j.step("dispatch", "dispatched", outcome.clone()));
+        let j = journal.clone();
+        ports
+            .receipts
+            .expect_complete()
+            .returning(move |_, _, _, _| j.step("complete", "completed", Ok(Completion::default())));
+        let j = journal.clone();
+        ports
+            .receipts
+            .expect_record_failure()
+            .returning(move |_, _| j.step("record_failure", "failure recorded", Ok(())));
+
+        ports.build().handle(claimed_job()).await;
+
+        let entries = journal.entries();
+        assert_eq!(&entries[..3], ["dispatch", "dispatched", written], "{entries:?}");
+        assert_eq!(entries.len(), 4, "exactly one write after the dispatch: {entries:?}");
+    }
 }

@@ -1,0 +1,93 @@
+//! A job: an accepted event on its way to an agent.
+
+use chrono::{DateTime, Utc};
+
+use super::{AgentEndpoint, InboundEvent, ReceiptKey, TenantId};
+
+/// An accepted event on its way to a tenant's agent.
+///
+/// Only [`Inbound::acknowledge`](crate::Inbound::acknowledge) makes one (the constructor is
+/// private to this crate), and only once it has decided to accept the delivery: for a
+/// numbered event, after its claim has committed. So holding a `Job` *is* the proof that
+/// dispatching it is allowed, and "no dispatch without acknowledge" is a fact of the types.
+///
+/// Outside the domain crate a `Job` can be read, never built:
+///
+/// ```compile_fail
+/// # use doorman_domain::*;
+/// fn forge(tenant: TenantId, agent: AgentEndpoint, event: InboundEvent) -> Job {
+///     Job { tenant, agent, event, received_at: chrono::Utc::now() }
+/// }
+/// ```
+///
+/// ```compile_fail
+/// # use doorman_domain::*;
+/// fn forge(tenant: TenantId, agent: AgentEndpoint, event: InboundEvent) -> Job {
+///     Job::new(tenant, agent, event, chrono::Utc::now())
+/// }
+/// ```
+///
+/// ```
+/// # use doorman_domain::*;
+/// fn describe(job: &Job) -> String {
+///     format!("{} {} {}", job.tenant(), job.event().kind.name(), job.received_at())
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    tenant: TenantId,
+    agent: AgentEndpoint,
+    event: InboundEvent,
+    received_at: DateTime<Utc>,
+}
+
+impl Job {
+    pub(crate) fn new(
+        tenant: TenantId,
+        agent: AgentEndpoint,
+        event: InboundEvent,
+        received_at: DateTime<Utc>,
+    ) -> Self {
+        Self { tenant, agent, event, received_at }
+    }
+
+    /// Builds a job without an acknowledgement, for adapters' tests of the bridge. Only with
+    /// the `mocks` feature, which the `doorman` binary never enables (`just check-hexagon`).
+    #[cfg(any(test, feature = "mocks"))]
+    pub fn for_tests(
+        tenant: TenantId,
+        agent: AgentEndpoint,
+        event: InboundEvent,
+        received_at: DateTime<Utc>,
+    ) -> Self {
+        Self::new(tenant, agent, event, received_at)
+    }
+
+    pub fn tenant(&self) -> TenantId {
+        self.tenant
+    }
+
+    /// Where to send it, as resolved when it was accepted.
+    pub fn agent(&self) -> &AgentEndpoint {
+        &self.agent
+    }
+
+    pub fn event(&self) -> &InboundEvent {
+        &self.event
+    }
+
+    /// When Doorman accepted the delivery (sent to the agent as `received_at`).
+    pub fn received_at(&self) -> DateTime<Utc> {
+        self.received_at
+    }
+
+    /// The receipt this job holds a claim on; `None` for unnumbered events, which are
+    /// dispatched unclaimed.
+    pub fn receipt_key(&self) -> Option<ReceiptKey> {
+        self.event.external_id.clone().map(|external_id| ReceiptKey {
+            tenant: self.tenant,
+            platform: self.event.platform,
+            external_id,
+        })
+    }
+}
