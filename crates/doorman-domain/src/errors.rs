@@ -3,7 +3,8 @@
 //! - Each port has its own typed error, small enough to match on: [`StorageError`] for the
 //!   two storage ports (tenant directory, receipt store: same backing store, same failure
 //!   modes) and [`DispatchError`] for the agent bridge. Constructors return
-//!   [`ValidationError`].
+//!   [`ValidationError`]. Operator actions (provisioning, listings) return [`OperatorError`],
+//!   worded for any front end: the CLI adds its own hints (which command to run next).
 //! - Adapters translate their library's errors into these variants at the boundary (a pool
 //!   timeout becomes `StorageError::Unavailable`); the domain never sees diesel or HTTP
 //!   errors.
@@ -39,6 +40,21 @@ pub enum StorageError {
     /// anticipate, a row it could not read). A bug or a schema drift, not load.
     #[error("storage error: {0}")]
     Unexpected(String),
+}
+
+/// An operator action could not be done. Worded for any caller; never names a CLI flag.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum OperatorError {
+    #[error("no tenant with id {0}")]
+    UnknownTenant(crate::model::TenantId),
+    #[error("tenant {0} has no agent configured")]
+    NoAgent(crate::model::TenantId),
+    #[error("that workspace is already linked to a tenant")]
+    WorkspaceTaken,
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 }
 
 /// A dispatch to an agent did not succeed.

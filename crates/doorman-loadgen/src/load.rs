@@ -5,8 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use diesel_async::{AsyncConnection, AsyncPgConnection};
-use doorman_adapters::postgres::admin;
+use doorman_adapters::postgres::PgOperator;
 use doorman_testkit::slack::sign;
 use hdrhistogram::Histogram;
 use tokio::sync::Semaphore;
@@ -118,17 +117,17 @@ pub async fn run(
     let extra_dispatches = per_event.values().map(|n| n.saturating_sub(1)).sum();
 
     // Completion follows the agent's answer; give the last ones a moment to commit.
-    let mut owner = AsyncPgConnection::establish(&run.database_url).await?;
+    let mut operator = PgOperator::connect(&run.database_url).await?;
     let horizon = chrono::Utc::now() + chrono::Duration::minutes(1);
-    let mut stranded = admin::stranded(&mut owner, horizon, None).await?.len();
+    let mut stranded = operator.stranded(horizon, None).await?.len();
     for _ in 0..100 {
         if stranded == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        stranded = admin::stranded(&mut owner, horizon, None).await?.len();
+        stranded = operator.stranded(horizon, None).await?.len();
     }
-    let failed = admin::failed(&mut owner, None).await?.len();
+    let failed = operator.failed(None).await?.len();
 
     let latency = tally.latency.lock().unwrap().clone();
     let statuses = tally.statuses.lock().unwrap().clone();

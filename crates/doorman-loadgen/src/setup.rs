@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use doorman_adapters::postgres::{admin, migrations};
-use doorman_domain::{Platform, TenantId, WorkspaceId};
+use doorman_adapters::postgres::{PgOperator, migrations};
+use doorman_domain::TenantId;
 use doorman_testkit::FakeAgent;
-use doorman_testkit::database::with_database;
+use doorman_testkit::database::{tenant_with_agent, with_database};
 
 use crate::Args;
 
@@ -37,14 +37,11 @@ impl Run {
             .context("migrating")?;
 
         let agent = FakeAgent::start_counting(AGENT_SECRET);
-        let mut owner = AsyncPgConnection::establish(&database_url).await?;
+        let mut operator = PgOperator::connect(&database_url).await?;
         let mut tenants = Vec::new();
         for i in 0..args.tenants.max(1) {
             let team = format!("TBENCH{i:04}");
-            let tenant = admin::create_tenant(&mut owner, &team).await?;
-            admin::link_workspace(&mut owner, tenant, Platform::Slack, Some(&WorkspaceId::new(&team)?), None)
-                .await?;
-            admin::set_agent(&mut owner, tenant, agent.url(), AGENT_SECRET).await?;
+            let tenant = tenant_with_agent(&mut operator, &team, agent.url(), AGENT_SECRET).await;
             tenants.push((tenant, team));
         }
         let server = Server::start(&args.server, &database_url, args.pool_size, args.background_pool_size)?;

@@ -14,7 +14,8 @@ use diesel::sql_types::{BigInt, Bool, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use doorman_adapters::postgres::pool::{self, PgPool, PoolSettings};
-use doorman_adapters::postgres::{PgReceiptStore, migrations};
+use doorman_adapters::postgres::{PgOperator, PgReceiptStore, migrations};
+use doorman_domain::{Platform, TenantId, TenantName, WorkspaceId, WorkspaceRef};
 
 const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -68,7 +69,12 @@ impl TestDatabase {
         pool::connect(&self.url, settings)
     }
 
-    /// An owner connection, as operator commands use.
+    /// The operator adapter, on an owner connection, as operator commands use it.
+    pub async fn operator(&self) -> PgOperator {
+        PgOperator::connect(&self.url).await.expect("connect to the test database")
+    }
+
+    /// An owner connection, for SQL a test runs itself.
     pub async fn owner(&self) -> AsyncPgConnection {
         AsyncPgConnection::establish(&self.url).await.expect("connect to the test database")
     }
@@ -100,6 +106,21 @@ impl Drop for TestDatabase {
 /// its own).
 pub fn receipt_store(pool: PgPool) -> PgReceiptStore {
     PgReceiptStore::with_pools(pool.clone(), pool)
+}
+
+/// A tenant named after `team`, with that team linked and its agent set: what every test of
+/// a delivery starts from.
+pub async fn tenant_with_agent(
+    operator: &mut PgOperator,
+    team: &str,
+    agent_url: &str,
+    secret: &str,
+) -> TenantId {
+    let tenant = operator.create_tenant(&TenantName::new(format!("tenant {team}")).unwrap()).await.unwrap();
+    let workspace = WorkspaceRef::team(WorkspaceId::new(team).unwrap());
+    operator.link_workspace(tenant, Platform::Slack, &workspace).await.unwrap();
+    operator.set_agent(tenant, agent_url, secret).await.unwrap();
+    tenant
 }
 
 /// The server to create test databases on.

@@ -6,21 +6,22 @@
 //!   tables; each transaction names its tenant with `set_config('app.tenant_id', …, true)`
 //!   (inside the hot-path SQL functions), which ends with the transaction and so never leaks from one
 //!   request into the next;
-//! - **owner connections** for migrations and operator commands ([`admin`]), which act
+//! - **owner connections** for migrations and operator commands ([`operator`]), which act
 //!   across tenants on purpose.
 //!
 //! Library errors become the domain's [`StorageError`](doorman_domain::StorageError) in
 //! [`errors`]; nothing here panics on a database failure.
 
-pub mod admin;
 pub mod directory;
 pub mod errors;
 pub mod migrations;
+pub mod operator;
 pub mod pool;
 pub mod receipts;
 pub mod schema;
 pub mod security;
 
 pub use directory::PgTenantDirectory;
+pub use operator::PgOperator;
 pub use pool::{PgPool, PoolSettings};
 pub use receipts::PgReceiptStore;

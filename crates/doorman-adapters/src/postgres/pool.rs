@@ -6,10 +6,7 @@ use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, PoolableConnection, RecyclingMethod,
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use doorman_domain::StorageError;
 use futures_util::FutureExt;
-
-use super::errors::from_connection;
 
 /// The role every server connection acts as. Created by the first migration.
 pub const APP_ROLE: &str = "doorman_app";
@@ -83,9 +80,4 @@ pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
         .connection_timeout(settings.connection_timeout)
         .idle_timeout(Some(settings.idle_timeout))
         .build_unchecked(manager)
-}
-
-/// One owner connection (no role switch), for migrations and operator commands.
-pub async fn connect_owner(database_url: &str) -> Result<AsyncPgConnection, StorageError> {
-    AsyncPgConnection::establish(database_url).await.map_err(from_connection)
 }

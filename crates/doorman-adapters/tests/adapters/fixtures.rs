@@ -1,20 +1,26 @@
 //! Shared set-up: tenants with workspaces and agents, receipts to claim.
 
 use chrono::{DateTime, Duration, Utc};
-use diesel_async::AsyncPgConnection;
-use doorman_adapters::postgres::admin;
-use doorman_domain::{ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, TenantId, WorkspaceId};
+use doorman_adapters::postgres::PgOperator;
+use doorman_domain::{
+    ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, TenantId, TenantName, WorkspaceId,
+};
 
 pub fn ws(id: &str) -> WorkspaceId {
     WorkspaceId::new(id).unwrap()
 }
 
 /// A tenant with one linked team and an agent.
-pub async fn tenant_with_team(conn: &mut AsyncPgConnection, team: &str) -> TenantId {
-    let tenant = admin::create_tenant(conn, &format!("tenant {team}")).await.unwrap();
-    admin::link_workspace(conn, tenant, Platform::Slack, Some(&ws(team)), None).await.unwrap();
-    admin::set_agent(conn, tenant, "http://127.0.0.1:9/agent", "whsec_dGVzdHNlY3JldA==").await.unwrap();
-    tenant
+pub async fn tenant_with_team(operator: &mut PgOperator, team: &str) -> TenantId {
+    doorman_testkit::database::tenant_with_agent(operator, team, AGENT_URL, AGENT_SECRET).await
+}
+
+pub const AGENT_URL: &str = "http://127.0.0.1:9/agent";
+/// A valid `whsec_` secret (24 bytes).
+pub const AGENT_SECRET: &str = "whsec_dGVzdC1hZ2VudC1zZWNyZXQtMjQtYnl0ZXM=";
+
+pub fn name(name: &str) -> TenantName {
+    TenantName::new(name).unwrap()
 }
 
 pub fn key(tenant: TenantId, event_id: &str) -> ReceiptKey {

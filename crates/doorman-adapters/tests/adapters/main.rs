@@ -2,11 +2,11 @@
 
 mod bridge_http;
 mod fixtures;
-mod pg_admin;
 mod pg_claims;
 mod pg_completion;
 mod pg_directory;
 mod pg_isolation;
+mod pg_operator;
 mod pg_schema;
 mod slack_fixtures;
 mod slack_properties;

@@ -12,7 +12,7 @@ use crate::fixtures::{now, receipt, tenant_with_team};
 #[tokio::test]
 async fn a_second_claim_of_the_same_event_is_a_duplicate() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
     let store = receipt_store(db.pool());
 
     assert_eq!(store.claim(&receipt(tenant, "Ev1", now())).await.unwrap(), Claim::Claimed);
@@ -23,7 +23,7 @@ async fn a_second_claim_of_the_same_event_is_a_duplicate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_concurrent_claims_of_one_event_yield_exactly_one_claimed() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
     let store = Arc::new(receipt_store(db.pool_with(&PoolSettings { max_size: 32, ..Default::default() })));
 
     let claims = (0..64).map(|_| {
@@ -40,9 +40,9 @@ async fn sixty_four_concurrent_claims_of_one_event_yield_exactly_one_claimed() {
 #[tokio::test]
 async fn the_same_event_id_under_two_tenants_is_claimed_by_both() {
     let db = TestDatabase::create().await;
-    let mut owner = db.owner().await;
-    let a = tenant_with_team(&mut owner, "TA").await;
-    let b = tenant_with_team(&mut owner, "TB").await;
+    let mut op = db.operator().await;
+    let a = tenant_with_team(&mut op, "TA").await;
+    let b = tenant_with_team(&mut op, "TB").await;
     let store = receipt_store(db.pool());
 
     assert_eq!(store.claim(&receipt(a, "EvShared", now())).await.unwrap(), Claim::Claimed);

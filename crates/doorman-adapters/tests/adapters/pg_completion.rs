@@ -24,7 +24,7 @@ async fn rows(db: &TestDatabase) -> Vec<Row> {
 #[tokio::test]
 async fn complete_sets_handled_at_once() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
     let store = receipt_store(db.pool());
     store.claim(&receipt(tenant, "Ev1", now())).await.unwrap();
 
@@ -38,7 +38,7 @@ async fn complete_sets_handled_at_once() {
 #[tokio::test]
 async fn a_recorded_failure_keeps_handled_at_null() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
     let store = receipt_store(db.pool());
     store.claim(&receipt(tenant, "Ev1", now())).await.unwrap();
 
@@ -51,9 +51,9 @@ async fn a_recorded_failure_keeps_handled_at_null() {
 #[tokio::test]
 async fn prune_removes_only_that_tenants_expired_receipts_and_no_more_than_the_batch() {
     let db = TestDatabase::create().await;
-    let mut owner = db.owner().await;
-    let a = tenant_with_team(&mut owner, "TA").await;
-    let b = tenant_with_team(&mut owner, "TB").await;
+    let mut op = db.operator().await;
+    let a = tenant_with_team(&mut op, "TA").await;
+    let b = tenant_with_team(&mut op, "TB").await;
     let store = receipt_store(db.pool());
     for i in 0..5 {
         store.claim(&receipt(a, &format!("OldA{i}"), days_ago(30))).await.unwrap();

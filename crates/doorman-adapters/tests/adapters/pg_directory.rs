@@ -1,30 +1,30 @@
 //! Workspace → tenant resolution, in every install form.
 
-use doorman_adapters::postgres::{PgTenantDirectory, admin};
+use doorman_adapters::postgres::PgTenantDirectory;
 use doorman_domain::ports::TenantDirectory;
 use doorman_domain::{Platform, WorkspaceRef};
 use doorman_testkit::database::TestDatabase;
 
-use crate::fixtures::{tenant_with_team, ws};
+use crate::fixtures::{AGENT_SECRET, AGENT_URL, name, tenant_with_team, ws};
 
 #[tokio::test]
 async fn a_linked_team_resolves_to_its_tenant_and_agent() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.owner().await, "T1").await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
     let directory = PgTenantDirectory::new(db.pool());
 
     let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
     assert_eq!(found.id, tenant);
     let agent = found.agent.expect("agent configured");
-    assert_eq!(agent.url, "http://127.0.0.1:9/agent");
-    assert_eq!(agent.secret.expose(), "whsec_dGVzdHNlY3JldA==");
+    assert_eq!(agent.url, AGENT_URL);
+    assert_eq!(agent.secret.expose(), AGENT_SECRET);
     assert!(!agent.paused);
 }
 
 #[tokio::test]
 async fn an_unknown_workspace_resolves_to_nothing() {
     let db = TestDatabase::create().await;
-    tenant_with_team(&mut db.owner().await, "T1").await;
+    tenant_with_team(&mut db.operator().await, "T1").await;
     let directory = PgTenantDirectory::new(db.pool());
 
     assert_eq!(directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T2"))).await.unwrap(), None);
@@ -33,10 +33,12 @@ async fn an_unknown_workspace_resolves_to_nothing() {
 #[tokio::test]
 async fn an_org_wide_install_resolves_by_enterprise_and_a_team_link_wins() {
     let db = TestDatabase::create().await;
-    let mut owner = db.owner().await;
-    let org = admin::create_tenant(&mut owner, "org").await.unwrap();
-    admin::link_workspace(&mut owner, org, Platform::Slack, None, Some(&ws("E1"))).await.unwrap();
-    let team = tenant_with_team(&mut owner, "T9").await;
+    let mut op = db.operator().await;
+    let org = op.create_tenant(&name("org")).await.unwrap();
+    op.link_workspace(org, Platform::Slack, &WorkspaceRef::new(None, Some(ws("E1")), true).unwrap())
+        .await
+        .unwrap();
+    let team = tenant_with_team(&mut op, "T9").await;
     let directory = PgTenantDirectory::new(db.pool());
 
     let org_wide = WorkspaceRef::new(None, Some(ws("E1")), true).unwrap();
@@ -54,9 +56,9 @@ async fn an_org_wide_install_resolves_by_enterprise_and_a_team_link_wins() {
 #[tokio::test]
 async fn a_paused_bridge_is_reported_paused() {
     let db = TestDatabase::create().await;
-    let mut owner = db.owner().await;
-    let tenant = tenant_with_team(&mut owner, "T1").await;
-    admin::set_paused(&mut owner, tenant, true).await.unwrap();
+    let mut op = db.operator().await;
+    let tenant = tenant_with_team(&mut op, "T1").await;
+    op.set_paused(tenant, true).await.unwrap();
     let directory = PgTenantDirectory::new(db.pool());
 
     let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();

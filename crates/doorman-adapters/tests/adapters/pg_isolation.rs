@@ -30,9 +30,9 @@ async fn set_tenant(conn: &mut AsyncPgConnection, tenant: TenantId) {
 
 /// Two tenants with a workspace, an agent and a receipt each.
 async fn two_tenants(db: &TestDatabase) -> (TenantId, TenantId) {
-    let mut owner = db.owner().await;
-    let a = tenant_with_team(&mut owner, "TA").await;
-    let b = tenant_with_team(&mut owner, "TB").await;
+    let mut op = db.operator().await;
+    let a = tenant_with_team(&mut op, "TA").await;
+    let b = tenant_with_team(&mut op, "TB").await;
     let store = receipt_store(db.pool());
     store.claim(&receipt(a, "EvA", now())).await.unwrap();
     store.claim(&receipt(b, "EvB", now())).await.unwrap();
@@ -114,7 +114,7 @@ async fn inserting_a_row_for_another_tenant_is_rejected() {
             "INSERT INTO messaging_workspaces (tenant_id, platform, team_id) VALUES ('{b}', 'slack', 'TForged')"
         ),
         format!(
-            "INSERT INTO agent_bridges (tenant_id, url, signing_secret) VALUES ('{b}', 'http://forged', 'whsec_eA==')"
+            "INSERT INTO agent_bridges (tenant_id, url, signing_secret) VALUES ('{b}', 'http://forged', 'whsec_dGVzdC1hZ2VudC1zZWNyZXQtMjQtYnl0ZXM=')"
         ),
         format!("UPDATE agent_bridges SET tenant_id = '{b}' WHERE tenant_id = '{a}'"),
     ];

@@ -1,19 +1,32 @@
 //! Operator commands: tenants, workspaces, agents, receipts.
 
+use std::num::NonZeroU32;
+
 use anyhow::Context;
 use chrono::Utc;
-use diesel_async::AsyncPgConnection;
 use doorman_adapters::bridge::WebhookKey;
-use doorman_adapters::postgres::admin;
-use doorman_adapters::postgres::pool::connect_owner;
-use doorman_domain::{Platform, Receipt, TenantId, WorkspaceId};
+use doorman_adapters::postgres::PgOperator;
+use doorman_domain::{OperatorError, Platform, Receipt, TenantId, TenantName, WorkspaceId, WorkspaceRef};
 use serde_json::json;
 
 use super::output;
 use crate::cli::{AgentCommand, DatabaseArgs, ReceiptsCommand, TenantCommand, WorkspaceCommand};
 
-async fn connect(db: &DatabaseArgs) -> anyhow::Result<AsyncPgConnection> {
-    connect_owner(db.database_url.expose()).await.context("connecting to the database")
+async fn connect(db: &DatabaseArgs) -> anyhow::Result<PgOperator> {
+    PgOperator::connect(db.database_url.expose()).await.context("connecting to the database")
+}
+
+/// The operator error, with what to do about it when the CLI knows.
+fn explain(error: OperatorError) -> anyhow::Error {
+    match error {
+        OperatorError::NoAgent(tenant) => {
+            anyhow::anyhow!("tenant {tenant} has no agent configured; run `doorman agent set` first")
+        }
+        OperatorError::UnknownTenant(tenant) => {
+            anyhow::anyhow!("no tenant with id {tenant}; `doorman tenant add` prints new ids")
+        }
+        other => other.into(),
+    }
 }
 
 fn tenant_id(raw: &str) -> anyhow::Result<TenantId> {
@@ -23,7 +36,8 @@ fn tenant_id(raw: &str) -> anyhow::Result<TenantId> {
 pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
     match command {
         TenantCommand::Add { name, db } => {
-            let id = admin::create_tenant(&mut connect(&db).await?, &name).await?;
+            let name = TenantName::new(name).context("--name")?;
+            let id = connect(&db).await?.create_tenant(&name).await.map_err(explain)?;
             tracing::info!(tenant.id = %id, name = %name, "tenant created");
             output::line(&id.to_string());
         }
@@ -37,16 +51,13 @@ pub async fn workspace(command: WorkspaceCommand) -> anyhow::Result<()> {
             let tenant = tenant_id(&tenant)?;
             let team = team_id.map(WorkspaceId::new).transpose().context("--team-id")?;
             let enterprise = enterprise_id.map(WorkspaceId::new).transpose().context("--enterprise-id")?;
-            let what = match (&team, &enterprise) {
-                (Some(t), Some(e)) => format!("team {t} (enterprise {e})"),
-                (Some(t), None) => format!("team {t}"),
-                (None, Some(e)) => format!("enterprise {e} (org-wide install)"),
-                (None, None) => anyhow::bail!("give --team-id, --enterprise-id (org-wide install), or both"),
-            };
-            let mut conn = connect(&db).await?;
-            admin::link_workspace(&mut conn, tenant, Platform::Slack, team.as_ref(), enterprise.as_ref())
-                .await?;
-            output::line(&format!("linked Slack {what} to tenant {tenant}"));
+            // Only an enterprise: an org-wide install, named by the enterprise alone.
+            let org_wide = team.is_none();
+            let workspace = WorkspaceRef::new(team, enterprise, org_wide).map_err(|_| {
+                anyhow::anyhow!("give --team-id, --enterprise-id (org-wide install), or both")
+            })?;
+            connect(&db).await?.link_workspace(tenant, Platform::Slack, &workspace).await.map_err(explain)?;
+            output::line(&format!("linked Slack workspace {workspace} to tenant {tenant}"));
         }
     }
     Ok(())
@@ -61,19 +72,19 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
                 anyhow::bail!("--url must be http or https");
             }
             WebhookKey::parse(secret.expose()).context("--secret")?;
-            admin::set_agent(&mut connect(&db).await?, tenant, &url, secret.expose()).await?;
+            connect(&db).await?.set_agent(tenant, &url, secret.expose()).await.map_err(explain)?;
             output::line(&format!("agent for tenant {tenant} set to {}", redact_url(&parsed)));
         }
         AgentCommand::Pause(target) => {
             let tenant = tenant_id(&target.tenant)?;
-            admin::set_paused(&mut connect(&target.db).await?, tenant, true).await?;
+            connect(&target.db).await?.set_paused(tenant, true).await.map_err(explain)?;
             output::line(&format!(
                 "agent for tenant {tenant} paused: deliveries are answered 503 until resumed"
             ));
         }
         AgentCommand::Resume(target) => {
             let tenant = tenant_id(&target.tenant)?;
-            admin::set_paused(&mut connect(&target.db).await?, tenant, false).await?;
+            connect(&target.db).await?.set_paused(tenant, false).await.map_err(explain)?;
             output::line(&format!("agent for tenant {tenant} resumed"));
         }
     }
@@ -85,20 +96,19 @@ pub async fn receipts(command: ReceiptsCommand) -> anyhow::Result<()> {
         ReceiptsCommand::Stranded { older_than, tenant, json, db } => {
             let tenant = tenant.as_deref().map(tenant_id).transpose()?;
             let before = Utc::now() - chrono::Duration::from_std(*older_than).context("--older-than")?;
-            let found = admin::stranded(&mut connect(&db).await?, before, tenant).await?;
+            let found = connect(&db).await?.stranded(before, tenant).await?;
             print_receipts(&found, json, "stranded (claimed, never handled, no failure recorded)");
         }
         ReceiptsCommand::Failed { tenant, json, db } => {
             let tenant = tenant.as_deref().map(tenant_id).transpose()?;
-            let found = admin::failed(&mut connect(&db).await?, tenant).await?;
+            let found = connect(&db).await?.failed(tenant).await?;
             print_receipts(&found, json, "failed");
         }
         ReceiptsCommand::Prune { retention, batch, json, db } => {
-            let retention =
-                doorman_domain::Retention::new(*retention, batch.max(1)).context("--retention")?;
+            let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
+            let retention = doorman_domain::Retention::new(*retention, batch.get()).context("--retention")?;
             let deleted =
-                admin::prune_all(&mut connect(&db).await?, retention.expiry_cutoff(Utc::now()), batch.max(1))
-                    .await?;
+                connect(&db).await?.prune_expired(retention.expiry_cutoff(Utc::now()), batch).await?;
             if json {
                 output::json(&json!({ "deleted": deleted }));
             } else {

@@ -3,8 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use doorman_adapters::postgres::admin;
-
 use crate::helpers::{TestApp, WAIT, settle};
 
 fn soon() -> chrono::DateTime<chrono::Utc> {
@@ -51,7 +49,7 @@ async fn a_database_cut_after_the_claim_dispatches_once_and_leaves_the_receipt_v
     app.agent.open_gate();
     app.agent.wait_until("the dispatch", WAIT, |a| a.count_for("EvMid") == 1).await;
     settle().await;
-    let stranded = admin::stranded(&mut app.db.owner().await, soon(), None).await.unwrap();
+    let stranded = app.db.operator().await.stranded(soon(), None).await.unwrap();
     assert_eq!(stranded.len(), 1, "delivered, but its completion could not be written: listed as stranded");
     assert_eq!(stranded[0].key.external_id.as_str(), "EvMid");
     assert_eq!(app.event("T1", "EvMid", Some(1)).await.status(), 503, "the database is still down");

@@ -7,15 +7,14 @@ use chrono::{DateTime, Utc};
 use clap::Parser;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use doorman_adapters::postgres::admin;
 use doorman_adapters::postgres::schema::messaging_event_receipts as receipts;
 use doorman_app::cli::{Cli, Command};
 use doorman_app::config::ServeConfig;
 use doorman_app::server::{self, RunningServer};
-use doorman_domain::{Platform, TenantId, WorkspaceId};
+use doorman_domain::TenantId;
 use doorman_testkit::FakeAgent;
 use doorman_testkit::FaultProxy;
-use doorman_testkit::database::{TestDatabase, with_address};
+use doorman_testkit::database::{TestDatabase, tenant_with_agent, with_address};
 use doorman_testkit::slack::sign;
 
 pub const SIGNING_SECRET: &str = "e2e-slack-signing-secret";
@@ -138,12 +137,7 @@ impl TestApp {
 
     /// A tenant with `team` linked and the fake agent set.
     pub async fn tenant(&self, team: &str) -> TenantId {
-        let mut owner = self.db.owner().await;
-        let tenant = admin::create_tenant(&mut owner, team).await.unwrap();
-        let team = WorkspaceId::new(team).unwrap();
-        admin::link_workspace(&mut owner, tenant, Platform::Slack, Some(&team), None).await.unwrap();
-        admin::set_agent(&mut owner, tenant, &self.agent_url(), AGENT_SECRET).await.unwrap();
-        tenant
+        tenant_with_agent(&mut self.db.operator().await, team, &self.agent_url(), AGENT_SECRET).await
     }
 
     pub async fn post(

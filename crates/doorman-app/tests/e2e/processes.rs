@@ -4,10 +4,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use doorman_adapters::postgres::admin;
-use doorman_domain::{Platform, WorkspaceId};
 use doorman_testkit::FakeAgent;
-use doorman_testkit::database::TestDatabase;
+use doorman_testkit::database::{self, TestDatabase};
 
 use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, post_event, settle};
 
@@ -85,12 +83,7 @@ impl Held {
 }
 
 async fn tenant_with_agent(db: &TestDatabase, agent: &FakeAgent, team: &str) {
-    let mut owner = db.owner().await;
-    let tenant = admin::create_tenant(&mut owner, team).await.unwrap();
-    admin::link_workspace(&mut owner, tenant, Platform::Slack, Some(&WorkspaceId::new(team).unwrap()), None)
-        .await
-        .unwrap();
-    admin::set_agent(&mut owner, tenant, agent.url(), AGENT_SECRET).await.unwrap();
+    database::tenant_with_agent(&mut db.operator().await, team, agent.url(), AGENT_SECRET).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,9 +126,7 @@ async fn sigterm_during_a_held_dispatch_waits_for_it_within_the_drain_timeout() 
     assert!(status.success(), "{status:?}");
     assert_eq!(agent.count_for("EvDrain"), 1);
     let stranded =
-        admin::stranded(&mut db.owner().await, chrono::Utc::now() + chrono::Duration::minutes(1), None)
-            .await
-            .unwrap();
+        db.operator().await.stranded(chrono::Utc::now() + chrono::Duration::minutes(1), None).await.unwrap();
     assert!(stranded.is_empty(), "the drained dispatch completed its receipt: {stranded:?}");
 }
 
@@ -149,9 +140,7 @@ async fn a_dispatch_outliving_the_drain_timeout_is_left_visibly_stranded() {
     assert!(!status.success(), "a drain that left work unfinished exits non-zero");
 
     let stranded =
-        admin::stranded(&mut db.owner().await, chrono::Utc::now() + chrono::Duration::minutes(1), None)
-            .await
-            .unwrap();
+        db.operator().await.stranded(chrono::Utc::now() + chrono::Duration::minutes(1), None).await.unwrap();
     assert_eq!(stranded.len(), 1);
     assert_eq!(stranded[0].key.external_id.as_str(), "EvCut");
 }
@@ -163,7 +152,7 @@ async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_
     server.wait_for_exit(WAIT).await.expect("killed");
 
     let soon = chrono::Utc::now() + chrono::Duration::minutes(1);
-    let stranded = admin::stranded(&mut db.owner().await, soon, None).await.unwrap();
+    let stranded = db.operator().await.stranded(soon, None).await.unwrap();
     assert_eq!(stranded.len(), 1, "the loss is visible");
     assert_eq!(stranded[0].key.external_id.as_str(), "EvKilled");
 
@@ -175,6 +164,6 @@ async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_
     assert_eq!(post_event(&http, &restarted.base, "T1", "EvKilled").await, 200);
     settle().await;
     assert_eq!(agent.requests(), 1, "the retry is a duplicate and is not dispatched again");
-    let still = admin::stranded(&mut db.owner().await, soon, None).await.unwrap();
+    let still = db.operator().await.stranded(soon, None).await.unwrap();
     assert_eq!(still.len(), 1, "still listed for an operator to look at");
 }

@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use diesel_async::RunQueryDsl;
-use doorman_adapters::postgres::admin;
 
 use crate::helpers::{TestApp, WAIT, settle};
 
@@ -150,13 +149,13 @@ async fn an_unknown_workspace_gets_200_writes_no_receipt_and_dispatches_nothing(
 async fn a_delivery_answered_503_while_paused_writes_nothing_and_its_retry_dispatches_once() {
     let app = TestApp::spawn().await;
     let tenant = app.tenant("T1").await;
-    admin::set_paused(&mut app.db.owner().await, tenant, true).await.unwrap();
+    app.db.operator().await.set_paused(tenant, true).await.unwrap();
 
     assert_eq!(app.event("T1", "EvPaused", None).await.status(), 503);
     assert!(app.receipts().await.is_empty(), "nothing written");
     assert_eq!(app.agent.requests(), 0);
 
-    admin::set_paused(&mut app.db.owner().await, tenant, false).await.unwrap();
+    app.db.operator().await.set_paused(tenant, false).await.unwrap();
     assert_eq!(app.event("T1", "EvPaused", Some(1)).await.status(), 200);
     app.agent.wait_until("the retry's dispatch", WAIT, |a| a.count() == 1).await;
     assert_eq!(app.event("T1", "EvPaused", Some(2)).await.status(), 200);
@@ -195,7 +194,7 @@ async fn with_the_opt_in_resolve_cache_a_pause_applies_once_the_ttl_has_passed()
     let app = TestApp::spawn_with(&["--resolve-cache-ttl", "700ms"]).await;
     let tenant = app.tenant("T1").await;
     assert_eq!(app.event("T1", "EvCached1", None).await.status(), 200);
-    admin::set_paused(&mut app.db.owner().await, tenant, true).await.unwrap();
+    app.db.operator().await.set_paused(tenant, true).await.unwrap();
 
     // Within the TTL the process still uses what it resolved: the documented price.
     assert_eq!(app.event("T1", "EvCached2", None).await.status(), 200);

@@ -39,6 +39,39 @@ impl fmt::Display for TenantId {
     }
 }
 
+/// A tenant's display name: 1 to 200 characters, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantName(String);
+
+impl TenantName {
+    pub const MAX_CHARS: usize = 200;
+
+    pub fn new(name: impl Into<String>) -> Result<Self, ValidationError> {
+        let name = name.into();
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(ValidationError::new("tenant name", "is empty"));
+        }
+        if name.chars().count() > Self::MAX_CHARS {
+            return Err(ValidationError::new("tenant name", "is longer than 200 characters"));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(ValidationError::new("tenant name", "contains a control character"));
+        }
+        Ok(Self(name.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TenantName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// The secret an agent uses to verify Doorman's dispatches.
 ///
 /// It never prints: `Debug` and `Display` show a placeholder, so the secret cannot reach a
@@ -94,6 +127,15 @@ mod tests {
         assert!(!format!("{secret:?}").contains("c2VjcmV0"));
         let endpoint = AgentEndpoint { url: "http://agent".into(), secret, paused: false };
         assert!(!format!("{endpoint:?}").contains("c2VjcmV0"));
+    }
+
+    #[test]
+    fn a_tenant_name_is_trimmed_bounded_and_printable() {
+        assert_eq!(TenantName::new("  Acme ").unwrap().as_str(), "Acme");
+        assert!(TenantName::new("   ").is_err());
+        assert!(TenantName::new("é".repeat(200)).is_ok());
+        assert!(TenantName::new("é".repeat(201)).is_err());
+        assert!(TenantName::new("a\nb").is_err());
     }
 
     #[test]
