@@ -75,7 +75,7 @@ mod tests {
     use std::pin::Pin;
 
     use doorman_domain::ports::MockTenantDirectory;
-    use doorman_domain::{TenantId, WorkspaceId};
+    use doorman_domain::{Agent, TenantId, WorkspaceId};
 
     use super::*;
 
@@ -88,7 +88,7 @@ mod tests {
     }
 
     fn tenant() -> Tenant {
-        Tenant { id: TenantId::generate(), agent: None }
+        Tenant { id: TenantId::generate(), agent: Agent::NotSet }
     }
 
     #[tokio::test]

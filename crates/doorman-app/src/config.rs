@@ -3,6 +3,7 @@
 //! of a secret.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -81,7 +82,8 @@ impl ServeConfig {
             bridge: BridgeSettings {
                 dispatch_timeout: *args.dispatch_timeout,
                 circuit: CircuitSettings {
-                    failures: args.circuit_failures.max(1),
+                    failures: NonZeroU32::new(args.circuit_failures)
+                        .context("DOORMAN_CIRCUIT_FAILURES must be at least 1")?,
                     cooldown: *args.circuit_cooldown,
                 },
                 ..BridgeSettings::default()
@@ -115,7 +117,7 @@ mod tests {
         assert_eq!(config.retention.keep_for(), Duration::from_secs(7 * 24 * 3600));
         assert_eq!(config.max_body_bytes, 1024 * 1024);
         assert_eq!(config.bridge.dispatch_timeout, Duration::from_secs(60));
-        assert_eq!(config.bridge.circuit.failures, 5);
+        assert_eq!(config.bridge.circuit.failures.get(), 5);
         assert_eq!(config.resolve_cache_ttl, Duration::ZERO, "off unless an operator turns it on");
     }
 
@@ -131,6 +133,12 @@ mod tests {
         assert!(ServeConfig::from_args(&serve_args(&["--db-acquire-timeout", "1250ms"])).is_ok());
         let error = ServeConfig::from_args(&serve_args(&["--db-acquire-timeout", "1500ms"])).unwrap_err();
         assert!(error.to_string().contains("1250ms"), "{error}");
+    }
+
+    #[test]
+    fn zero_circuit_failures_is_refused_not_clamped() {
+        let error = ServeConfig::from_args(&serve_args(&["--circuit-failures", "0"])).unwrap_err();
+        assert!(format!("{error:#}").contains("DOORMAN_CIRCUIT_FAILURES must be at least 1"), "{error:#}");
     }
 
     #[test]

@@ -12,8 +12,8 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod dispatcher;
 pub mod http;
 pub mod metrics;
+pub mod runner;
 pub mod server;
 pub mod telemetry;

@@ -153,9 +153,11 @@ impl Metrics {
             Acknowledgement::Unavailable(why) => {
                 let reason = match why {
                     Unavailability::NoAgent { .. } => "no_agent",
+                    Unavailability::Misconfigured { .. } => "misconfigured",
                     Unavailability::Paused { .. } => "paused",
                     Unavailability::CircuitOpen { .. } => "circuit_open",
                     Unavailability::Storage(_) => "storage",
+                    Unavailability::Internal => "internal",
                 };
                 self.unavailable.get_or_create(&Reason { reason }).inc();
             }

@@ -13,9 +13,9 @@ use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
 
 use crate::config::ServeConfig;
-use crate::dispatcher::Dispatcher;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
+use crate::runner::DeliveryRunner;
 
 /// How long in-flight HTTP requests may take to finish once shutdown starts. Answers are
 /// fast (Slack's deadline is 3 s); this is not the dispatch drain.
@@ -27,7 +27,7 @@ pub struct RunningServer {
     addr: SocketAddr,
     handle: actix_web::dev::ServerHandle,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
-    dispatcher: Dispatcher,
+    runner: DeliveryRunner,
     drain_timeout: Duration,
 }
 
@@ -44,20 +44,16 @@ impl RunningServer {
         self.addr
     }
 
-    pub fn dispatches_in_flight(&self) -> usize {
-        self.dispatcher.in_flight()
-    }
-
     /// Stops accepting, lets in-flight requests answer, then waits up to the drain timeout
     /// for in-flight dispatches.
     pub async fn shutdown(self) -> Drained {
         tracing::info!(
-            in_flight = self.dispatcher.in_flight(),
+            in_flight = self.runner.in_flight(),
             "shutting down: no new requests; draining dispatches"
         );
         self.handle.stop(true).await;
         let _ = self.task.await;
-        let unfinished = self.dispatcher.drain(self.drain_timeout).await;
+        let unfinished = self.runner.drain(self.drain_timeout).await;
         if unfinished == 0 {
             tracing::info!("all dispatches finished; exiting");
         } else {
@@ -86,9 +82,9 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         config.retention,
     );
     let metrics = Arc::new(Metrics::new());
-    let dispatcher = Dispatcher::new(doorman, metrics.clone());
+    let runner = DeliveryRunner::new(doorman, metrics.clone());
     let state = web::Data::new(AppState {
-        dispatcher: dispatcher.clone(),
+        runner: runner.clone(),
         verifier: Arc::new(config.verifier.clone()),
         metrics,
         pool,
@@ -117,7 +113,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         resolve_cache_ttl = %humantime::format_duration(config.resolve_cache_ttl),
         "doorman listening"
     );
-    Ok(RunningServer { addr, handle, task, dispatcher, drain_timeout: config.drain_timeout })
+    Ok(RunningServer { addr, handle, task, runner, drain_timeout: config.drain_timeout })
 }
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.

@@ -73,9 +73,9 @@ pub enum DispatchError {
     /// The request may have reached the agent but the exchange broke (reset mid-response).
     #[error("dispatch interrupted: {0}")]
     Interrupted(String),
-    /// The tenant's agent configuration cannot be used (a URL that does not parse).
-    #[error("agent misconfigured: {0}")]
-    Misconfigured(String),
+    /// The dispatch could not be built (a bug: the payload was checked when it arrived).
+    #[error("dispatch could not be built: {0}")]
+    Internal(String),
 }
 
 #[cfg(test)]

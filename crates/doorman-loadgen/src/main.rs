@@ -48,8 +48,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0.05)]
     pub command_share: f64,
     /// Tenants (each with one workspace) the events are spread over.
-    #[arg(long, default_value_t = 16)]
-    pub tenants: usize,
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    pub tenants: u16,
     /// The server's acknowledgement pool; the floor gets this plus the background pool.
     #[arg(long, default_value_t = 8)]
     pub pool_size: u32,

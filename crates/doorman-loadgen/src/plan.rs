@@ -27,7 +27,7 @@ pub fn build(
     let mut rng = XorShift(seed.max(1));
     (0..events)
         .map(|i| {
-            let tenant = i % tenants.max(1);
+            let tenant = i % tenants;
             if rng.chance(commands) {
                 return Item { tenant, kind: Kind::Command };
             }

@@ -39,7 +39,7 @@ impl Run {
         let agent = FakeAgent::start_counting(AGENT_SECRET);
         let mut operator = PgOperator::connect(&database_url).await?;
         let mut tenants = Vec::new();
-        for i in 0..args.tenants.max(1) {
+        for i in 0..args.tenants {
             let team = format!("TBENCH{i:04}");
             let tenant = tenant_with_agent(&mut operator, &team, agent.url(), AGENT_SECRET).await;
             tenants.push((tenant, team));

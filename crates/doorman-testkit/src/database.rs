@@ -15,7 +15,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use doorman_adapters::postgres::pool::{self, PgPool, PoolSettings};
 use doorman_adapters::postgres::{PgOperator, PgReceiptStore, migrations};
-use doorman_domain::{Platform, TenantId, TenantName, WorkspaceId, WorkspaceRef};
+use doorman_domain::{AgentSecret, AgentUrl, Platform, TenantId, TenantName, WorkspaceId, WorkspaceRef};
 
 const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -119,7 +119,8 @@ pub async fn tenant_with_agent(
     let tenant = operator.create_tenant(&TenantName::new(format!("tenant {team}")).unwrap()).await.unwrap();
     let workspace = WorkspaceRef::team(WorkspaceId::new(team).unwrap());
     operator.link_workspace(tenant, Platform::Slack, &workspace).await.unwrap();
-    operator.set_agent(tenant, agent_url, secret).await.unwrap();
+    let (url, secret) = (AgentUrl::parse(agent_url).unwrap(), AgentSecret::parse(secret).unwrap());
+    operator.set_agent(tenant, &url, &secret).await.unwrap();
     tenant
 }
 

@@ -9,6 +9,7 @@
 //! enough to stop hammering a dead agent and costs no database write per failure.
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -18,14 +19,14 @@ use doorman_domain::ports::BridgeHealth;
 #[derive(Debug, Clone, Copy)]
 pub struct CircuitSettings {
     /// Consecutive failures that open the circuit.
-    pub failures: u32,
+    pub failures: NonZeroU32,
     /// How long it stays open.
     pub cooldown: Duration,
 }
 
 impl Default for CircuitSettings {
     fn default() -> Self {
-        Self { failures: 5, cooldown: Duration::from_secs(30) }
+        Self { failures: const { NonZeroU32::new(5).unwrap() }, cooldown: Duration::from_secs(30) }
     }
 }
 
@@ -63,7 +64,7 @@ impl CircuitBreaker {
         let mut tenants = self.lock();
         let state = tenants.entry(tenant).or_default();
         state.consecutive_failures = state.consecutive_failures.saturating_add(1);
-        if state.consecutive_failures >= self.settings.failures.max(1) {
+        if state.consecutive_failures >= self.settings.failures.get() {
             state.open_until = Some(now + self.settings.cooldown);
             return true;
         }
@@ -88,7 +89,10 @@ mod tests {
 
     #[test]
     fn the_circuit_opens_after_n_failures_and_closes_after_the_cooldown() {
-        let breaker = CircuitBreaker::new(CircuitSettings { failures: 3, cooldown: Duration::from_secs(30) });
+        let breaker = CircuitBreaker::new(CircuitSettings {
+            failures: NonZeroU32::new(3).unwrap(),
+            cooldown: Duration::from_secs(30),
+        });
         let tenant = TenantId::generate();
         let t0 = Instant::now();
         assert!(!breaker.record_failure(tenant, t0));
@@ -105,7 +109,10 @@ mod tests {
 
     #[test]
     fn a_success_resets_the_count_and_tenants_are_independent() {
-        let breaker = CircuitBreaker::new(CircuitSettings { failures: 2, cooldown: Duration::from_secs(30) });
+        let breaker = CircuitBreaker::new(CircuitSettings {
+            failures: NonZeroU32::new(2).unwrap(),
+            cooldown: Duration::from_secs(30),
+        });
         let (a, b) = (TenantId::generate(), TenantId::generate());
         let t0 = Instant::now();
         breaker.record_failure(a, t0);

@@ -66,14 +66,11 @@ impl HttpAgentBridge {
     }
 
     async fn send(&self, job: &Job) -> Result<(), DispatchError> {
-        let key = WebhookKey::parse(job.agent().secret.expose())
-            .map_err(|e| DispatchError::Misconfigured(e.to_string()))?;
-        let url = reqwest::Url::parse(&job.agent().url)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https"))
-            .ok_or_else(|| DispatchError::Misconfigured("agent URL is not an http(s) URL".into()))?;
+        // Both were checked when the directory read them: nothing to re-parse here.
+        let key = WebhookKey::new(&job.agent().secret);
+        let url = job.agent().url.as_url().clone();
         let body = bytes::Bytes::from(
-            document::render(job).map_err(|e| DispatchError::Misconfigured(format!("payload: {e}")))?,
+            document::render(job).map_err(|e| DispatchError::Internal(format!("payload: {e}")))?,
         );
         let id = message_id(job);
 

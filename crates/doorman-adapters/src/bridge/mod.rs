@@ -15,7 +15,7 @@ pub mod signing;
 
 pub use circuit::{CircuitBreaker, CircuitSettings};
 pub use http::{BridgeSettings, HttpAgentBridge};
-pub use signing::{WebhookKey, WebhookKeyError};
+pub use signing::WebhookKey;
 
 /// reqwest is built without a bundled crypto provider (the default one, aws-lc, needs a C
 /// toolchain of its own); Doorman uses ring's, like its signature checks. Call before

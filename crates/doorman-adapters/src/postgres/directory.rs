@@ -1,9 +1,15 @@
 //! The tenant directory: workspace → tenant and its agent bridge.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
 use diesel::sql_types::{Bool, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use doorman_domain::ports::TenantDirectory;
-use doorman_domain::{AgentEndpoint, AgentSecret, Platform, StorageError, Tenant, TenantId, WorkspaceRef};
+use doorman_domain::{
+    Agent, AgentEndpoint, AgentSecret, AgentUrl, Platform, StorageError, Tenant, TenantId, ValidationError,
+    WorkspaceRef,
+};
 use uuid::Uuid;
 
 use super::errors::{from_diesel, from_pool};
@@ -12,15 +18,56 @@ use super::pool::PgPool;
 /// Resolves workspaces in one round trip (`doorman_resolve`): the SECURITY DEFINER lookup,
 /// then the tenant's bridge read under its own row-level-security policy — two indexed
 /// reads, one statement.
+///
+/// The stored agent URL and secret are converted here, with the same constructors the
+/// operator's command uses; a row that does not convert resolves to `Agent::Unusable`, so
+/// deliveries are refused before anything is claimed, and is logged once per tenant until it
+/// converts again.
 #[derive(Debug, Clone)]
 pub struct PgTenantDirectory {
     pool: PgPool,
+    reported_unusable: Arc<Mutex<HashSet<TenantId>>>,
 }
 
 impl PgTenantDirectory {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self { pool, reported_unusable: Arc::default() }
     }
+
+    fn agent(&self, tenant: TenantId, row: StoredAgent) -> Agent {
+        let (Some(url), Some(secret)) = (row.url, row.secret) else { return Agent::NotSet };
+        let converted: Result<AgentEndpoint, ValidationError> = (|| {
+            Ok(AgentEndpoint {
+                url: AgentUrl::parse(&url)?,
+                secret: AgentSecret::parse(&secret)?,
+                paused: row.paused.unwrap_or(false),
+            })
+        })();
+        let mut reported = self.reported_unusable.lock().unwrap_or_else(|p| p.into_inner());
+        match converted {
+            Ok(endpoint) => {
+                reported.remove(&tenant);
+                Agent::Ready(endpoint)
+            }
+            Err(problem) => {
+                if reported.insert(tenant) {
+                    tracing::error!(
+                        tenant.id = %tenant,
+                        problem = %problem,
+                        "the tenant's stored agent settings are not valid: its deliveries are answered 503 until `doorman agent set` fixes them"
+                    );
+                }
+                Agent::Unusable(problem)
+            }
+        }
+    }
+}
+
+/// The agent columns of a resolved row, before conversion.
+struct StoredAgent {
+    url: Option<String>,
+    secret: Option<String>,
+    paused: Option<bool>,
 }
 
 #[derive(diesel::QueryableByName)]
@@ -55,15 +102,7 @@ impl TenantDirectory for PgTenantDirectory {
         .next();
         let Some(row) = found else { return Ok(None) };
         let tenant = TenantId::from_uuid(row.tenant_id);
-        let agent = match (row.agent_url, row.agent_secret) {
-            (Some(url), Some(secret)) => Some(AgentEndpoint {
-                url,
-                secret: AgentSecret::new(secret)
-                    .map_err(|e| StorageError::Unexpected(format!("agent bridge of tenant {tenant}: {e}")))?,
-                paused: row.agent_paused.unwrap_or(false),
-            }),
-            _ => None,
-        };
-        Ok(Some(Tenant { id: tenant, agent }))
+        let stored = StoredAgent { url: row.agent_url, secret: row.agent_secret, paused: row.agent_paused };
+        Ok(Some(Tenant { id: tenant, agent: self.agent(tenant, stored) }))
     }
 }

@@ -14,8 +14,8 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sql_types::{BigInt, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_domain::{
-    ExternalEventId, Failure, OperatorError, Platform, Receipt, ReceiptKey, StorageError, TenantId,
-    TenantName, ValidationError, WorkspaceId, WorkspaceRef,
+    AgentSecret, AgentUrl, ExternalEventId, Failure, OperatorError, Platform, Receipt, ReceiptKey,
+    StorageError, TenantId, TenantName, ValidationError, WorkspaceId, WorkspaceRef,
 };
 use uuid::Uuid;
 
@@ -86,21 +86,22 @@ impl PgOperator {
     pub async fn set_agent(
         &mut self,
         tenant: TenantId,
-        url: &str,
-        secret: &str,
+        url: &AgentUrl,
+        secret: &AgentSecret,
     ) -> Result<(), OperatorError> {
         self.ensure_tenant(tenant).await?;
+        let (url, secret) = (url.as_str(), secret.expose_whsec());
         diesel::insert_into(agent_bridges::table)
             .values((
                 agent_bridges::tenant_id.eq(tenant.as_uuid()),
                 agent_bridges::url.eq(url),
-                agent_bridges::signing_secret.eq(secret),
+                agent_bridges::signing_secret.eq(&secret),
             ))
             .on_conflict(agent_bridges::tenant_id)
             .do_update()
             .set((
                 agent_bridges::url.eq(url),
-                agent_bridges::signing_secret.eq(secret),
+                agent_bridges::signing_secret.eq(&secret),
                 agent_bridges::updated_at.eq(diesel::dsl::now),
             ))
             .execute(&mut self.conn)

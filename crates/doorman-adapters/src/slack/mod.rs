@@ -3,7 +3,7 @@
 //! The order is fixed: [`verify`] the raw bytes first, then [`parse`] them. Nothing parses a
 //! body whose signature has not been checked. Every failure is a typed [`Rejection`] the HTTP
 //! layer maps to a status without matching on strings. The facts this relies on (signing,
-//! envelopes, retries) are in `shared/slack-protocol.md` and the fixtures under
+//! envelopes, retries) are in `docs/slack-protocol.md` and the fixtures under
 //! `tests/fixtures/slack/`.
 
 mod parse;

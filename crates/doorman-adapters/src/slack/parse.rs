@@ -2,7 +2,7 @@
 //!
 //! Only the fields Doorman needs are read; the payload itself is forwarded to the agent
 //! untouched (for forms, as a JSON object of the fields). Which workspace an event is for
-//! follows `shared/slack-protocol.md`: the installing workspace from `authorizations[0]`
+//! follows `docs/slack-protocol.md`: the installing workspace from `authorizations[0]`
 //! first, then the top-level ids (which in a shared channel name the *source* organisation).
 
 use doorman_domain::{

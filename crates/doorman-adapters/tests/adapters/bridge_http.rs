@@ -14,7 +14,11 @@ const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 fn job(url: &str, secret: &str, event_id: Option<&str>) -> Job {
     Job::for_tests(
         "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11".parse().unwrap(),
-        AgentEndpoint { url: url.into(), secret: AgentSecret::new(secret).unwrap(), paused: false },
+        AgentEndpoint {
+            url: AgentUrl::parse(url).unwrap(),
+            secret: AgentSecret::parse(secret).unwrap(),
+            paused: false,
+        },
         InboundEvent {
             platform: Platform::Slack,
             workspace: WorkspaceRef::new(
@@ -112,7 +116,10 @@ async fn consecutive_failures_open_the_tenants_circuit_and_a_success_closes_it()
     let agent = FakeAgent::start(SECRET);
     agent.answer_with(500);
     let settings = BridgeSettings {
-        circuit: CircuitSettings { failures: 2, cooldown: Duration::from_millis(400) },
+        circuit: CircuitSettings {
+            failures: std::num::NonZeroU32::new(2).unwrap(),
+            cooldown: Duration::from_millis(400),
+        },
         ..Default::default()
     };
     let bridge = bridge(settings);
@@ -128,17 +135,4 @@ async fn consecutive_failures_open_the_tenants_circuit_and_a_success_closes_it()
     agent.answer_with(200);
     bridge.dispatch(&job).await.unwrap();
     assert_eq!(bridge.open_circuits(), 0);
-}
-
-#[tokio::test]
-async fn a_misconfigured_agent_is_reported_without_its_secret() {
-    let error = bridge(BridgeSettings::default())
-        .dispatch(&job("http://127.0.0.1:9/x", "not-a-whsec", None))
-        .await
-        .unwrap_err();
-    assert!(matches!(error, DispatchError::Misconfigured(_)), "{error:?}");
-    assert!(!error.to_string().contains("not-a-whsec"));
-    let error =
-        bridge(BridgeSettings::default()).dispatch(&job("ftp://agent/x", SECRET, None)).await.unwrap_err();
-    assert!(matches!(error, DispatchError::Misconfigured(_)), "{error:?}");
 }

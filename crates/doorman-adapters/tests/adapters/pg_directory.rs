@@ -1,8 +1,10 @@
 //! Workspace → tenant resolution, in every install form.
 
+use diesel::sql_types::Text;
+use diesel_async::RunQueryDsl;
 use doorman_adapters::postgres::PgTenantDirectory;
 use doorman_domain::ports::TenantDirectory;
-use doorman_domain::{Platform, WorkspaceRef};
+use doorman_domain::{Agent, AgentEndpoint, Platform, WorkspaceRef};
 use doorman_testkit::database::TestDatabase;
 
 use crate::fixtures::{AGENT_SECRET, AGENT_URL, name, tenant_with_team, ws};
@@ -15,9 +17,9 @@ async fn a_linked_team_resolves_to_its_tenant_and_agent() {
 
     let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
     assert_eq!(found.id, tenant);
-    let agent = found.agent.expect("agent configured");
-    assert_eq!(agent.url, AGENT_URL);
-    assert_eq!(agent.secret.expose(), AGENT_SECRET);
+    let Agent::Ready(agent) = found.agent else { panic!("agent configured: {:?}", found.agent) };
+    assert_eq!(agent.url.as_str(), AGENT_URL);
+    assert_eq!(agent.secret.expose_whsec(), AGENT_SECRET);
     assert!(!agent.paused);
 }
 
@@ -44,7 +46,7 @@ async fn an_org_wide_install_resolves_by_enterprise_and_a_team_link_wins() {
     let org_wide = WorkspaceRef::new(None, Some(ws("E1")), true).unwrap();
     let resolved = directory.resolve(Platform::Slack, &org_wide).await.unwrap().unwrap();
     assert_eq!(resolved.id, org);
-    assert_eq!(resolved.agent, None, "no agent set for the org tenant");
+    assert_eq!(resolved.agent, Agent::NotSet, "no agent set for the org tenant");
 
     let team_in_org = WorkspaceRef::new(Some(ws("T5")), Some(ws("E1")), false).unwrap();
     assert_eq!(directory.resolve(Platform::Slack, &team_in_org).await.unwrap().unwrap().id, org);
@@ -62,5 +64,25 @@ async fn a_paused_bridge_is_reported_paused() {
     let directory = PgTenantDirectory::new(db.pool());
 
     let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
-    assert!(found.agent.unwrap().paused);
+    assert!(matches!(found.agent, Agent::Ready(AgentEndpoint { paused: true, .. })));
+}
+
+#[tokio::test]
+async fn a_stored_agent_that_does_not_convert_resolves_unusable() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let directory = PgTenantDirectory::new(db.pool());
+    // Written by hand, past the operator's checks (as an old row or a manual edit would be).
+    for (url, secret) in [("not a url", AGENT_SECRET), (AGENT_URL, "whsec_c2hvcnQ=")] {
+        diesel::sql_query("UPDATE agent_bridges SET url = $1, signing_secret = $2 WHERE tenant_id = $3")
+            .bind::<Text, _>(url)
+            .bind::<Text, _>(secret)
+            .bind::<diesel::sql_types::Uuid, _>(tenant.as_uuid())
+            .execute(&mut db.owner().await)
+            .await
+            .unwrap();
+        let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
+        assert!(matches!(found.agent, Agent::Unusable(_)), "{url}: {:?}", found.agent);
+        assert!(!format!("{:?}", found.agent).contains("c2hvcnQ"), "the secret is not quoted");
+    }
 }

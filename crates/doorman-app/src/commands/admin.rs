@@ -4,9 +4,10 @@ use std::num::NonZeroU32;
 
 use anyhow::Context;
 use chrono::Utc;
-use doorman_adapters::bridge::WebhookKey;
 use doorman_adapters::postgres::PgOperator;
-use doorman_domain::{OperatorError, Platform, Receipt, TenantId, TenantName, WorkspaceId, WorkspaceRef};
+use doorman_domain::{
+    AgentSecret, AgentUrl, OperatorError, Platform, Receipt, TenantId, TenantName, WorkspaceId, WorkspaceRef,
+};
 use serde_json::json;
 
 use super::output;
@@ -67,13 +68,10 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
     match command {
         AgentCommand::Set { tenant, url, secret, db } => {
             let tenant = tenant_id(&tenant)?;
-            let parsed = url::Url::parse(&url).context("--url is not a URL")?;
-            if !matches!(parsed.scheme(), "http" | "https") {
-                anyhow::bail!("--url must be http or https");
-            }
-            WebhookKey::parse(secret.expose()).context("--secret")?;
-            connect(&db).await?.set_agent(tenant, &url, secret.expose()).await.map_err(explain)?;
-            output::line(&format!("agent for tenant {tenant} set to {}", redact_url(&parsed)));
+            let url = AgentUrl::parse(&url).context("--url")?;
+            let secret = AgentSecret::parse(secret.expose()).context("--secret")?;
+            connect(&db).await?.set_agent(tenant, &url, &secret).await.map_err(explain)?;
+            output::line(&format!("agent for tenant {tenant} set to {}", url.redacted()));
         }
         AgentCommand::Pause(target) => {
             let tenant = tenant_id(&target.tenant)?;
@@ -161,14 +159,4 @@ fn receipt_json(r: &Receipt) -> serde_json::Value {
         "handled_at": r.handled_at.map(|t| t.to_rfc3339()),
         "failure": r.failure.as_ref().map(|f| json!({ "reason": f.reason, "at": f.at.to_rfc3339() })),
     })
-}
-
-/// The URL without credentials or query (either may carry a token).
-fn redact_url(url: &url::Url) -> String {
-    format!(
-        "{}://{}{}",
-        url.scheme(),
-        url.host_str().unwrap_or(""),
-        url.port().map(|p| format!(":{p}")).unwrap_or_default()
-    ) + url.path()
 }

@@ -12,13 +12,13 @@ use actix_web::web;
 use doorman_adapters::postgres::PgPool;
 use doorman_adapters::slack::Verifier;
 
-use crate::dispatcher::Dispatcher;
 use crate::metrics::Metrics;
+use crate::runner::DeliveryRunner;
 
 /// What every handler can reach. Concrete types, chosen once.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    pub dispatcher: Dispatcher,
+    pub runner: DeliveryRunner,
     pub verifier: Arc<Verifier>,
     pub metrics: Arc<Metrics>,
     pub pool: PgPool,

@@ -26,7 +26,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 }
 
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    let open = state.dispatcher.doorman().bridge().open_circuits();
+    let open = state.runner.doorman().bridge().open_circuits();
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
         .body(state.metrics.render(open))

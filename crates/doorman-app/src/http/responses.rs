@@ -56,9 +56,10 @@ pub fn acknowledged(ack: &Acknowledgement) -> HttpResponse {
         Acknowledgement::Unavailable(why) => {
             let reason = match why {
                 Unavailability::NoAgent { .. }
+                | Unavailability::Misconfigured { .. }
                 | Unavailability::Paused { .. }
                 | Unavailability::CircuitOpen { .. } => "agent unavailable",
-                Unavailability::Storage(_) => "temporarily unavailable",
+                Unavailability::Storage(_) | Unavailability::Internal => "temporarily unavailable",
             };
             error(StatusCode::SERVICE_UNAVAILABLE, reason)
         }

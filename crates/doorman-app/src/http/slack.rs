@@ -117,7 +117,7 @@ async fn answer(route: Route, request: &HttpRequest, body: web::Payload, state: 
         state.metrics.retried(event.delivery.retry_reason);
     }
     let workspace = event.workspace.clone();
-    let ack = state.dispatcher.acknowledge(event).await;
+    let ack = state.runner.acknowledge(event).await;
     state.metrics.acknowledged(&ack);
     log_acknowledgement(&ack, &workspace);
     responses::acknowledged(&ack)

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use diesel_async::RunQueryDsl;
 use doorman_testkit::slack::sign;
 
 use crate::helpers::{
@@ -250,4 +251,23 @@ async fn sql_metacharacters_and_unicode_in_ids_are_stored_verbatim() {
     assert_eq!(app.event(team, event_id, Some(1)).await.status(), 200);
     settle().await;
     assert_eq!(app.agent.count_for(event_id), 1, "still deduplicated by the verbatim id");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_agent_url_that_does_not_parse_answers_503_and_claims_nothing() {
+    let app = TestApp::spawn().await;
+    let tenant = app.tenant("T1").await;
+    // Past the operator's checks, as a hand edit or an older row would be.
+    diesel::sql_query("UPDATE agent_bridges SET url = 'http//agent without a scheme' WHERE tenant_id = $1")
+        .bind::<diesel::sql_types::Uuid, _>(tenant.as_uuid())
+        .execute(&mut app.db.owner().await)
+        .await
+        .unwrap();
+
+    for attempt in [None, Some(1)] {
+        assert_answer(app.event("T1", "EvBadUrl", attempt).await, 503, "agent unavailable").await;
+    }
+    assert!(app.receipts().await.is_empty(), "nothing claimed, so Slack's retry is handled once fixed");
+    assert_eq!(app.agent.requests(), 0);
+    assert!(app.metrics().await.contains(r#"doorman_unavailable_total{reason="misconfigured"} 2"#));
 }

@@ -14,5 +14,5 @@ pub use event::{Delivery, EventKind, ExternalEventId, InboundEvent, Label, Paylo
 pub use job::Job;
 pub use platform::Platform;
 pub use receipt::{Claim, Completion, Failure, NewReceipt, Receipt, ReceiptKey, Retention};
-pub use tenant::{AgentEndpoint, AgentSecret, Tenant, TenantId, TenantName};
+pub use tenant::{Agent, AgentEndpoint, AgentSecret, AgentUrl, Tenant, TenantId, TenantName};
 pub use workspace::{WorkspaceId, WorkspaceRef};

@@ -72,25 +72,78 @@ impl fmt::Display for TenantName {
     }
 }
 
-/// The secret an agent uses to verify Doorman's dispatches.
+/// Where a tenant's agent listens: an absolute `http` or `https` URL with a host.
 ///
-/// It never prints: `Debug` and `Display` show a placeholder, so the secret cannot reach a
-/// log line, an error message or a panic by accident. Read it with [`AgentSecret::expose`].
-#[derive(Clone, PartialEq, Eq)]
-pub struct AgentSecret(String);
+/// Parsed once, where it enters (the operator's command, the directory reading a row), so the
+/// bridge never re-parses it and a bad stored value is refused before anything is claimed.
+/// Whether `http` and private addresses are allowed is the bridge's policy, not this type's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentUrl(url::Url);
 
-impl AgentSecret {
-    pub fn new(secret: impl Into<String>) -> Result<Self, ValidationError> {
-        let secret = secret.into();
-        if secret.is_empty() {
-            return Err(ValidationError::new("agent secret", "is empty"));
+impl AgentUrl {
+    pub fn parse(raw: &str) -> Result<Self, ValidationError> {
+        let url =
+            url::Url::parse(raw.trim()).map_err(|_| ValidationError::new("agent URL", "is not a URL"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ValidationError::new("agent URL", "must be http or https"));
         }
-        Ok(Self(secret))
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(ValidationError::new("agent URL", "has no host"));
+        }
+        Ok(Self(url))
     }
 
-    /// The secret itself, for the one place that signs with it.
-    pub fn expose(&self) -> &str {
+    pub fn as_url(&self) -> &url::Url {
         &self.0
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    /// Scheme, host, port and path: no user, password or query, which may carry tokens.
+    pub fn redacted(&self) -> String {
+        let port = self.0.port().map(|p| format!(":{p}")).unwrap_or_default();
+        format!("{}://{}{port}{}", self.0.scheme(), self.0.host_str().unwrap_or(""), self.0.path())
+    }
+}
+
+/// The key an agent uses to verify Doorman's dispatches: `whsec_` followed by base64 of at
+/// least 16 bytes, as Standard Webhooks spells it (it recommends 24 to 64).
+///
+/// It never prints: `Debug` shows a placeholder and errors never quote it, so the secret
+/// cannot reach a log line, an error message or a panic by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AgentSecret(Vec<u8>);
+
+impl AgentSecret {
+    const PREFIX: &'static str = "whsec_";
+    const MIN_BYTES: usize = 16;
+
+    pub fn parse(secret: &str) -> Result<Self, ValidationError> {
+        use base64::Engine;
+        let encoded = secret
+            .trim()
+            .strip_prefix(Self::PREFIX)
+            .ok_or(ValidationError::new("agent secret", "must start with `whsec_`"))?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|_| ValidationError::new("agent secret", "must be `whsec_` followed by base64"))?;
+        if bytes.len() < Self::MIN_BYTES {
+            return Err(ValidationError::new("agent secret", "must decode to at least 16 bytes"));
+        }
+        Ok(Self(bytes))
+    }
+
+    /// The key's bytes, for the one place that signs with them.
+    pub fn expose_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The `whsec_…` form, for the one place that stores it.
+    pub fn expose_whsec(&self) -> String {
+        use base64::Engine;
+        format!("{}{}", Self::PREFIX, base64::engine::general_purpose::STANDARD.encode(&self.0))
     }
 }
 
@@ -103,30 +156,67 @@ impl fmt::Debug for AgentSecret {
 /// Where and how to reach a tenant's agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentEndpoint {
-    /// The agent's URL, as the operator configured it (the bridge adapter validates it).
-    pub url: String,
+    pub url: AgentUrl,
     pub secret: AgentSecret,
     /// An operator paused the bridge: deliveries are answered 503 so Slack retries later.
     pub paused: bool,
+}
+
+/// A tenant's agent, as the directory found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Agent {
+    /// No agent has been set: nothing can be delivered.
+    NotSet,
+    /// An agent is stored but its URL or secret does not convert (changed by hand, or under
+    /// older rules). Deliveries are refused before anything is claimed.
+    Unusable(ValidationError),
+    Ready(AgentEndpoint),
 }
 
 /// A tenant as the inbound path sees it: who it is and where its agent is, if anywhere.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tenant {
     pub id: TenantId,
-    pub agent: Option<AgentEndpoint>,
+    pub agent: Agent,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
     #[test]
-    fn an_agent_secret_never_prints() {
-        let secret = AgentSecret::new("whsec_c2VjcmV0").unwrap();
-        assert!(!format!("{secret:?}").contains("c2VjcmV0"));
-        let endpoint = AgentEndpoint { url: "http://agent".into(), secret, paused: false };
-        assert!(!format!("{endpoint:?}").contains("c2VjcmV0"));
+    fn an_agent_secret_never_prints_and_round_trips() {
+        let secret = AgentSecret::parse(SECRET).unwrap();
+        assert_eq!(secret.expose_whsec(), SECRET);
+        let endpoint = AgentEndpoint { url: AgentUrl::parse("http://agent").unwrap(), secret, paused: false };
+        assert!(!format!("{endpoint:?}").contains("MfKQ9r8"));
+    }
+
+    #[test]
+    fn malformed_agent_secrets_are_refused_without_echoing_them() {
+        for (bad, problem) in [
+            ("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "must start with `whsec_`"),
+            ("whsec_not base64!", "must be `whsec_` followed by base64"),
+            ("whsec_c2hvcnQ=", "must decode to at least 16 bytes"),
+        ] {
+            let error = AgentSecret::parse(bad).unwrap_err();
+            assert_eq!(error.problem, problem, "{bad}");
+            assert!(!error.to_string().contains(bad.trim_start_matches("whsec_")), "{error}");
+        }
+    }
+
+    #[test]
+    fn an_agent_url_is_absolute_http_with_a_host_and_prints_without_credentials() {
+        assert!(AgentUrl::parse("https://agent.example/slack").is_ok());
+        for bad in
+            ["agent.example/slack", "ftp://agent.example/x", "file:///etc/passwd", "http://", "not a url"]
+        {
+            assert!(AgentUrl::parse(bad).is_err(), "{bad}");
+        }
+        let url = AgentUrl::parse("https://user:pw@agent.example:8443/hook?token=t0k").unwrap();
+        assert_eq!(url.redacted(), "https://agent.example:8443/hook");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::Inbound;
 use crate::errors::StorageError;
-use crate::model::{Claim, InboundEvent, Job, NewReceipt, ReceiptKey, TenantId};
+use crate::model::{Agent, Claim, InboundEvent, Job, NewReceipt, ReceiptKey, TenantId};
 use crate::ports::{AgentBridge, BridgeHealth, Clock, ReceiptStore, TenantDirectory};
 
 /// What to answer the platform, and whether there is work to do afterwards.
@@ -26,12 +26,17 @@ pub enum Acknowledgement {
 pub enum Unavailability {
     /// The tenant has no agent configured.
     NoAgent { tenant: TenantId },
+    /// The tenant's stored agent settings do not convert (a URL or secret that is not valid).
+    Misconfigured { tenant: TenantId },
     /// An operator paused the tenant's bridge.
     Paused { tenant: TenantId },
     /// The tenant's agent has been failing; its circuit is open.
     CircuitOpen { tenant: TenantId },
     /// The tenant directory or the receipt store could not answer.
     Storage(StorageError),
+    /// Doorman itself failed while deciding (a bug: the task deciding it panicked). Nothing
+    /// is known to have been written, so the platform is asked to retry.
+    Internal,
 }
 
 impl<D, B, R, C> Inbound<D, B, R, C>
@@ -53,11 +58,16 @@ where
         warn_if_retried(tenant.id, &event);
 
         let agent = match tenant.agent {
-            None => return Acknowledgement::Unavailable(Unavailability::NoAgent { tenant: tenant.id }),
-            Some(agent) if agent.paused => {
+            Agent::NotSet => {
+                return Acknowledgement::Unavailable(Unavailability::NoAgent { tenant: tenant.id });
+            }
+            Agent::Unusable(_) => {
+                return Acknowledgement::Unavailable(Unavailability::Misconfigured { tenant: tenant.id });
+            }
+            Agent::Ready(agent) if agent.paused => {
                 return Acknowledgement::Unavailable(Unavailability::Paused { tenant: tenant.id });
             }
-            Some(agent) => agent,
+            Agent::Ready(agent) => agent,
         };
         if self.bridge.health(tenant.id) == BridgeHealth::CircuitOpen {
             return Acknowledgement::Unavailable(Unavailability::CircuitOpen { tenant: tenant.id });

@@ -13,7 +13,7 @@ use mockall::Sequence;
 use mockall::predicate::always;
 
 use super::{Acknowledgement, Handled, Inbound, Unavailability};
-use crate::errors::{DispatchError, StorageError};
+use crate::errors::{DispatchError, StorageError, ValidationError};
 use crate::model::*;
 use crate::ports::{BridgeHealth, MockAgentBridge, MockClock, MockReceiptStore, MockTenantDirectory};
 
@@ -29,14 +29,14 @@ fn tenant_id() -> TenantId {
 
 fn agent(paused: bool) -> AgentEndpoint {
     AgentEndpoint {
-        url: "http://127.0.0.1:9/agent".into(),
-        secret: AgentSecret::new("whsec_dGVzdA==").unwrap(),
+        url: AgentUrl::parse("http://127.0.0.1:9/agent").unwrap(),
+        secret: AgentSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
         paused,
     }
 }
 
 fn tenant() -> Tenant {
-    Tenant { id: tenant_id(), agent: Some(agent(false)) }
+    Tenant { id: tenant_id(), agent: Agent::Ready(agent(false)) }
 }
 
 fn now() -> DateTime<Utc> {
@@ -178,7 +178,7 @@ async fn a_paused_bridge_never_claims() {
     ports
         .directory
         .expect_resolve()
-        .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: Some(agent(true)) }))));
+        .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::Ready(agent(true)) }))));
     ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
 
     let ack = ports.build().acknowledge(numbered(0)).await;
@@ -201,11 +201,25 @@ async fn a_tenant_without_an_agent_never_claims() {
     ports
         .directory
         .expect_resolve()
-        .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: None }))));
+        .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::NotSet }))));
     ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
 
     let ack = ports.build().acknowledge(numbered(0)).await;
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::NoAgent { tenant: tenant_id() }));
+}
+
+#[tokio::test]
+async fn a_tenant_whose_stored_agent_does_not_convert_never_claims() {
+    let mut ports = Ports::new().never_claims().never_dispatches();
+    let unusable = Agent::Unusable(ValidationError::new("agent URL", "is not a URL"));
+    ports
+        .directory
+        .expect_resolve()
+        .returning(move |_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: unusable.clone() }))));
+    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+
+    let ack = ports.build().acknowledge(numbered(0)).await;
+    assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Misconfigured { tenant: tenant_id() }));
 }
 
 #[tokio::test]

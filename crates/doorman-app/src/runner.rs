@@ -1,4 +1,5 @@
-//! Runs the use cases on the main runtime and tracks background dispatches.
+//! The delivery runner: runs each delivery's acknowledgement, and then its dispatch, on the
+//! main runtime, and tracks them so shutdown can drain them.
 //!
 //! actix-web answers on its own worker threads, each with a runtime of its own. The use
 //! cases do not run there: each delivery is handed to a task on the main runtime that
@@ -27,14 +28,14 @@ use crate::metrics::Metrics;
 pub type Doorman = Inbound<CachedDirectory<PgTenantDirectory>, HttpAgentBridge, PgReceiptStore, SystemClock>;
 
 #[derive(Debug, Clone)]
-pub struct Dispatcher {
+pub struct DeliveryRunner {
     doorman: Arc<Doorman>,
     metrics: Arc<Metrics>,
     runtime: Handle,
     tracker: TaskTracker,
 }
 
-impl Dispatcher {
+impl DeliveryRunner {
     /// Must be created on the main runtime: its tasks run there.
     pub fn new(doorman: Doorman, metrics: Arc<Metrics>) -> Self {
         Self { doorman: Arc::new(doorman), metrics, runtime: Handle::current(), tracker: TaskTracker::new() }
@@ -61,10 +62,8 @@ impl Dispatcher {
             ),
         );
         task.await.unwrap_or_else(|error| {
-            tracing::error!(error = %error, "acknowledgement task failed");
-            Acknowledgement::Unavailable(Unavailability::Storage(doorman_domain::StorageError::Unexpected(
-                "internal error".into(),
-            )))
+            tracing::error!(error = %error, "acknowledgement task failed; answered 503 so Slack retries");
+            Acknowledgement::Unavailable(Unavailability::Internal)
         })
     }
 
