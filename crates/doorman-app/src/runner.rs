@@ -54,7 +54,7 @@ impl DeliveryRunner {
                 async move {
                     let ack = this.doorman.acknowledge(event).await;
                     if let Acknowledgement::Accepted(job) = &ack {
-                        this.spawn_dispatch(job.clone());
+                        this.spawn_dispatch(Job::clone(job));
                     }
                     ack
                 }

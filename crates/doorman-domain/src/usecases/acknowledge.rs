@@ -18,7 +18,7 @@ pub enum Acknowledgement {
     Duplicate { tenant: TenantId },
     /// Answer 200, then run [`Inbound::handle`] on the job. A numbered event's claim is
     /// committed by now.
-    Accepted(Job),
+    Accepted(Box<Job>),
 }
 
 /// Why an event cannot be taken now.
@@ -89,7 +89,7 @@ where
                 Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
             }
         }
-        Acknowledgement::Accepted(Job::new(tenant.id, agent, event, received_at))
+        Acknowledgement::Accepted(Box::new(Job::new(tenant.id, agent, event, received_at)))
     }
 }
 

@@ -116,7 +116,7 @@ impl Ports {
 
 fn accepted(ack: Acknowledgement) -> Job {
     match ack {
-        Acknowledgement::Accepted(job) => job,
+        Acknowledgement::Accepted(job) => *job,
         other => panic!("expected Accepted, got {other:?}"),
     }
 }
