@@ -102,7 +102,7 @@ impl Metrics {
         let dispatches_in_flight = Gauge::default();
         registry.register(
             "dispatches_in_flight",
-            "Dispatches currently running",
+            "Dispatches started and not yet finished (their receipt written), counted before the answer",
             dispatches_in_flight.clone(),
         );
         let open_circuits = Gauge::default();

@@ -76,9 +76,11 @@ impl DeliveryRunner {
         );
         let doorman = self.doorman.clone();
         let metrics = self.metrics.clone();
+        // Counted before the HTTP answer, so a caller that has its answer and then reads
+        // `doorman_dispatches_in_flight` as 0 knows every dispatch it caused has finished.
+        metrics.dispatch_started();
         self.runtime.spawn(self.tracker.track_future(
             async move {
-                metrics.dispatch_started();
                 let started = Instant::now();
                 let handled = doorman.handle(job).await;
                 tracing::debug!(outcome = ?handled, elapsed_ms = started.elapsed().as_millis() as u64, "dispatch finished");

@@ -61,7 +61,7 @@ pub async fn run(
     );
     doorman_adapters::bridge::install_crypto_provider();
     let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build()?;
-    let base = run.server.as_ref().expect("server running").base.clone();
+    let base = run.server.as_ref().expect("server running").base().to_owned();
     let permits = Arc::new(Semaphore::new(concurrency));
     let tally = Arc::new(Tally {
         latency: Mutex::new(Histogram::new_with_bounds(1, 60_000_000, 3)?),

@@ -1,14 +1,13 @@
 //! A fresh database with tenants, the fake agent, and a `doorman serve` process.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_adapters::postgres::{PgOperator, migrations};
 use doorman_domain::TenantId;
 use doorman_testkit::FakeAgent;
+use doorman_testkit::ServeProcess;
 use doorman_testkit::database::{tenant_with_agent, with_database};
 
 use crate::Args;
@@ -70,10 +69,9 @@ async fn recreate_database(admin_url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A `doorman serve` child process.
+/// The `doorman serve` under measurement.
 pub struct Server {
-    child: Child,
-    pub base: String,
+    process: ServeProcess,
 }
 
 impl Server {
@@ -83,31 +81,28 @@ impl Server {
         pool_size: u32,
         background: u32,
     ) -> anyhow::Result<Self> {
-        let mut child = Command::new(binary)
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env("DATABASE_URL", database_url)
-            .env("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-            .env("DOORMAN_DB_POOL_SIZE", pool_size.to_string())
-            .env("DOORMAN_DB_BACKGROUND_POOL_SIZE", background.to_string())
-            .env("RUST_LOG", "error")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| {
-                format!("starting {} (build it with cargo build --release)", binary.display())
-            })?;
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().context("server stdout")?).read_line(&mut line)?;
-        let Some(base) = line.trim().strip_prefix("doorman listening on ") else {
-            bail!("the server did not say where it listens: {line:?}");
-        };
-        Ok(Self { base: base.to_owned(), child })
+        let (pool_size, background) = (pool_size.to_string(), background.to_string());
+        let env = [
+            ("DATABASE_URL", database_url),
+            ("SLACK_SIGNING_SECRET", SIGNING_SECRET),
+            ("DOORMAN_DB_POOL_SIZE", pool_size.as_str()),
+            ("DOORMAN_DB_BACKGROUND_POOL_SIZE", background.as_str()),
+            ("RUST_LOG", "error"),
+        ];
+        let process = ServeProcess::spawn(binary, &env, &[]).with_context(|| {
+            format!("starting {} (build it with cargo build --release)", binary.display())
+        })?;
+        Ok(Self { process })
+    }
+
+    pub fn base(&self) -> &str {
+        self.process.base()
     }
 
     /// The server's own acknowledgement-latency quantiles for `route`, from its `/metrics`
     /// histogram (bucket upper bounds, so each figure is "at most"), in milliseconds.
     pub async fn server_side_latency(&self, route: &str, quantiles: &[f64]) -> Option<Vec<f64>> {
-        let text = reqwest::get(format!("{}/metrics", self.base)).await.ok()?.text().await.ok()?;
+        let text = reqwest::get(format!("{}/metrics", self.base())).await.ok()?.text().await.ok()?;
         let needle = format!("route=\"{route}\"");
         let mut buckets: Vec<(f64, f64)> = text
             .lines()
@@ -133,29 +128,12 @@ impl Server {
         )
     }
 
-    /// Peak resident set size so far (VmHWM), in KiB.
     pub fn peak_rss_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        line.split_whitespace().nth(1)?.parse().ok()
+        self.process.peak_rss_kib()
     }
 
     /// SIGTERM, then wait for the drain.
-    pub async fn stop(mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        for _ in 0..200 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let _ = self.child.kill();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub async fn stop(self) {
+        self.process.stop(Duration::from_secs(10)).await;
     }
 }

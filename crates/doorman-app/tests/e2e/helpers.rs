@@ -1,6 +1,6 @@
 //! `TestApp`: the server, its database and its agent, plus signed Slack requests.
 
-use std::sync::{Mutex, Once};
+use std::sync::Once;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -12,53 +12,28 @@ use doorman_app::cli::{Cli, Command};
 use doorman_app::config::ServeConfig;
 use doorman_app::server::{self, RunningServer};
 use doorman_domain::TenantId;
-use doorman_testkit::FakeAgent;
-use doorman_testkit::FaultProxy;
 use doorman_testkit::database::{TestDatabase, tenant_with_agent, with_address};
 use doorman_testkit::slack::sign;
+use doorman_testkit::{FakeAgent, FaultProxy, ServeProcess};
 
 pub const SIGNING_SECRET: &str = "e2e-slack-signing-secret";
 pub const AGENT_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 pub const WAIT: Duration = Duration::from_secs(10);
 
-/// Every log line of this test process, kept so tests can check what was (not) logged; also
-/// printed when TEST_LOG is set, so a failing test can be re-run with its logs.
-static CAPTURED: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-#[derive(Clone, Copy)]
-struct Capture;
-
-impl std::io::Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        CAPTURED.lock().unwrap().extend_from_slice(bytes);
-        if std::env::var_os("TEST_LOG").is_some() {
-            std::io::stderr().write_all(bytes)?;
-        }
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
+/// Logs of in-process servers go to stderr when TEST_LOG is set, so a failing test can be
+/// re-run with its logs. Tests that check what was (not) logged run the binary instead
+/// ([`TestApp::spawn_process`]), whose logs are its own.
 pub fn init_logs() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        if std::env::var_os("TEST_LOG").is_none() {
+            return;
+        }
         let filter = tracing_subscriber::EnvFilter::new(
             "info,doorman_app=debug,doorman_domain=debug,doorman_adapters=debug",
         );
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(false)
-            .with_writer(|| Capture)
-            .try_init();
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
     });
-}
-
-/// Everything logged in this process so far.
-pub fn captured_logs() -> String {
-    String::from_utf8_lossy(&CAPTURED.lock().unwrap()).into_owned()
 }
 
 pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
@@ -81,6 +56,15 @@ pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
     }
 }
 
+/// Where the server under test runs.
+pub enum Server {
+    /// `server::start` in this test's runtime: fast, and proxies can sit in front of things.
+    /// Held only so the server lives as long as the test.
+    InProcess(#[allow(dead_code)] RunningServer),
+    /// The `doorman` binary: its own process, its own logs.
+    Process(ServeProcess),
+}
+
 pub struct TestApp {
     pub db: TestDatabase,
     pub agent: FakeAgent,
@@ -88,9 +72,7 @@ pub struct TestApp {
     pub db_proxy: Option<FaultProxy>,
     /// Between the server and the agent, when asked for; tenants' agent URLs point at it.
     pub agent_proxy: Option<FaultProxy>,
-    /// Held so the server lives as long as the test.
-    #[allow(dead_code)]
-    pub server: Option<RunningServer>,
+    pub server: Server,
     pub base: String,
     pub http: reqwest::Client,
 }
@@ -124,7 +106,45 @@ impl TestApp {
         };
         let server = server::start(serve_config(&server_url, extra)).await.expect("server starts");
         let base = format!("http://{}", server.addr());
-        Self { db, agent, db_proxy, agent_proxy, server: Some(server), base, http: http_client() }
+        let server = Server::InProcess(server);
+        Self { db, agent, db_proxy, agent_proxy, server, base, http: http_client() }
+    }
+
+    /// The `doorman` binary, logging at debug level into a buffer of its own.
+    pub async fn spawn_process(extra: &[&str]) -> Self {
+        let db = TestDatabase::create().await;
+        let agent = FakeAgent::start(AGENT_SECRET);
+        let env = [
+            ("DATABASE_URL", db.url()),
+            ("SLACK_SIGNING_SECRET", SIGNING_SECRET),
+            ("RUST_LOG", "debug"),
+            ("DOORMAN_WORKERS", "2"),
+        ];
+        let process = ServeProcess::spawn(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, extra)
+            .expect("doorman serve starts");
+        let base = process.base().to_owned();
+        let server = Server::Process(process);
+        Self { db, agent, db_proxy: None, agent_proxy: None, server, base, http: http_client() }
+    }
+
+    /// Everything the server process has logged (only for [`TestApp::spawn_process`]).
+    pub fn logs(&self) -> String {
+        match &self.server {
+            Server::Process(process) => process.logs(),
+            Server::InProcess(_) => panic!("logs are kept only for a server process"),
+        }
+    }
+
+    /// Waits until every dispatch the server has started has finished and written its
+    /// receipt. Dispatches are counted before the answer, so once a test has its answers
+    /// this is when everything they caused is over: nothing more can reach the agent.
+    pub async fn quiesce(&self) {
+        quiesce(&self.http, &self.base).await;
+    }
+
+    /// Dispatches started and not finished, as `/metrics` says.
+    pub async fn dispatches_in_flight(&self) -> u64 {
+        dispatches_in_flight(&self.http, &self.base).await
     }
 
     /// The agent URL tenants are given: through the agent proxy when there is one.
@@ -227,6 +247,20 @@ impl TestApp {
             .collect()
     }
 
+    /// Re-sends an event as Slack does after a 503 (attempt 1, 2, …) until it is answered 200.
+    pub async fn retry_until_taken(&self, team: &str, event_id: &str) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        for attempt in 1.. {
+            match self.event(team, event_id, Some(attempt)).await.status().as_u16() {
+                200 => return,
+                503 => {}
+                other => panic!("{event_id}: unexpected {other}"),
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{event_id} still refused after {WAIT:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Polls the receipts until `predicate` holds.
     pub async fn wait_for_receipts(
         &self,
@@ -293,10 +327,22 @@ pub fn form_urlencoded_pair(name: &str, value: &str) -> String {
     out
 }
 
-/// Waits a little for something that must *not* happen (a second dispatch), after the
-/// thing that must has already been observed.
-pub async fn settle() {
-    tokio::time::sleep(Duration::from_millis(300)).await;
+/// Waits until the server at `base` has no dispatch in flight (see [`TestApp::quiesce`]).
+pub async fn quiesce(http: &reqwest::Client, base: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while dispatches_in_flight(http, base).await > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "dispatches still in flight after {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+pub async fn dispatches_in_flight(http: &reqwest::Client, base: &str) -> u64 {
+    let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("doorman_dispatches_in_flight "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("the doorman_dispatches_in_flight gauge")
 }
 
 /// Sends raw bytes over TCP and returns what came back within `timeout` (for requests no

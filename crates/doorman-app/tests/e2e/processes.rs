@@ -1,63 +1,18 @@
 //! The `doorman` binary itself: several processes on one database, and graceful shutdown.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use doorman_testkit::FakeAgent;
 use doorman_testkit::database::{self, TestDatabase};
+use doorman_testkit::{FakeAgent, ServeProcess};
 
-use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, post_event, settle};
+use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, http_client, post_event, quiesce};
 
-/// A `doorman serve` process on a random port; killed when dropped.
-struct ServeProcess {
-    child: Child,
-    base: String,
-}
-
-impl ServeProcess {
-    fn spawn(database_url: &str, extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_doorman"))
-            .args(["serve", "--bind", "127.0.0.1:0", "--workers", "1"])
-            .args(extra)
-            .env("DATABASE_URL", database_url)
-            .env("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            // Its logs only when asked for (TEST_LOG), like the in-process tests'.
-            .stderr(if std::env::var_os("TEST_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
-            .spawn()
-            .expect("start doorman serve");
-        // The first stdout line says where it listens.
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the listening line");
-        let base = line.trim().strip_prefix("doorman listening on ").expect("a listening line").to_owned();
-        Self { child, base }
-    }
-
-    fn signal(&self, name: &str) {
-        let status =
-            Command::new("kill").args([&format!("-{name}"), &self.child.id().to_string()]).status().unwrap();
-        assert!(status.success());
-    }
-
-    async fn wait_for_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        None
-    }
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `doorman serve` on `database_url`, one worker, quiet unless TEST_LOG is set.
+fn serve(database_url: &str, extra: &[&str]) -> ServeProcess {
+    let env =
+        [("DATABASE_URL", database_url), ("SLACK_SIGNING_SECRET", SIGNING_SECRET), ("RUST_LOG", "warn")];
+    let args = [&["--workers", "1"], extra].concat();
+    ServeProcess::spawn(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &args).expect("doorman serve starts")
 }
 
 /// A server whose one dispatch (`event_id` for T1) the agent is holding at its gate.
@@ -73,10 +28,10 @@ impl Held {
         let db = TestDatabase::create().await;
         let agent = FakeAgent::start(AGENT_SECRET);
         tenant_with_agent(&db, &agent, "T1").await;
-        let server = ServeProcess::spawn(db.url(), flags);
-        let http = crate::helpers::http_client();
+        let server = serve(db.url(), flags);
+        let http = http_client();
         agent.close_gate();
-        assert_eq!(post_event(&http, &server.base, "T1", event_id).await, 200);
+        assert_eq!(post_event(&http, server.base(), "T1", event_id).await, 200);
         agent.wait_until("the dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
         Self { db, agent, server, http }
     }
@@ -91,18 +46,20 @@ async fn two_processes_receiving_the_same_event_at_the_same_moment_dispatch_it_o
     let db = TestDatabase::create().await;
     let agent = FakeAgent::start(AGENT_SECRET);
     tenant_with_agent(&db, &agent, "T1").await;
-    let first = ServeProcess::spawn(db.url(), &[]);
-    let second = ServeProcess::spawn(db.url(), &[]);
-    let http = crate::helpers::http_client();
+    let first = serve(db.url(), &[]);
+    let second = serve(db.url(), &[]);
+    let http = http_client();
 
     let events: Vec<String> = (0..25).map(|i| format!("EvRace{i}")).collect();
     for id in &events {
-        let (a, b) =
-            tokio::join!(post_event(&http, &first.base, "T1", id), post_event(&http, &second.base, "T1", id));
+        let (a, b) = tokio::join!(
+            post_event(&http, first.base(), "T1", id),
+            post_event(&http, second.base(), "T1", id)
+        );
         assert_eq!((a, b), (200, 200), "{id}");
     }
-    agent.wait_until("every event dispatched", WAIT, |a| a.count() >= events.len()).await;
-    settle().await;
+    quiesce(&http, first.base()).await;
+    quiesce(&http, second.base()).await;
 
     for id in &events {
         assert_eq!(agent.count_for(id), 1, "{id} dispatched once across both processes");
@@ -119,7 +76,7 @@ async fn sigterm_during_a_held_dispatch_waits_for_it_within_the_drain_timeout() 
         None,
         "still draining while the dispatch is held"
     );
-    assert!(http.get(format!("{}/healthz", server.base)).send().await.is_err(), "no longer accepting");
+    assert!(http.get(format!("{}/healthz", server.base())).send().await.is_err(), "no longer accepting");
 
     agent.open_gate();
     let status = server.wait_for_exit(WAIT).await.expect("exits once the dispatch finished");
@@ -156,13 +113,13 @@ async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_
     assert_eq!(stranded.len(), 1, "the loss is visible");
     assert_eq!(stranded[0].key.external_id.as_str(), "EvKilled");
 
-    let restarted = ServeProcess::spawn(db.url(), &[]);
+    let restarted = serve(db.url(), &[]);
     agent.open_gate();
     // The held request reached the agent once (whether the agent finishes it after its
     // client died is the agent's business). A second dispatch would be a second request.
     assert_eq!(agent.requests(), 1);
-    assert_eq!(post_event(&http, &restarted.base, "T1", "EvKilled").await, 200);
-    settle().await;
+    assert_eq!(post_event(&http, restarted.base(), "T1", "EvKilled").await, 200);
+    quiesce(&http, restarted.base()).await;
     assert_eq!(agent.requests(), 1, "the retry is a duplicate and is not dispatched again");
     let still = db.operator().await.stranded(soon, None).await.unwrap();
     assert_eq!(still.len(), 1, "still listed for an operator to look at");

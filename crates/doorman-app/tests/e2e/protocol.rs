@@ -38,7 +38,7 @@ async fn a_bad_signature_or_a_stale_timestamp_gets_401_and_nothing_happens() {
         .await;
     assert_eq!(response.status(), 401);
 
-    crate::helpers::settle().await;
+    app.quiesce().await;
     assert!(app.receipts().await.is_empty());
     assert_eq!(app.agent.requests(), 0);
     let metrics = app.metrics().await;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use diesel_async::RunQueryDsl;
 
-use crate::helpers::{TestApp, WAIT, settle};
+use crate::helpers::{TestApp, WAIT};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_of_the_same_event_id_dispatches_once() {
@@ -16,7 +16,7 @@ async fn a_retry_of_the_same_event_id_dispatches_once() {
     for attempt in 1..=3 {
         assert_eq!(app.event("T1", "Ev1", Some(attempt)).await.status(), 200, "attempt {attempt}");
     }
-    settle().await;
+    app.quiesce().await;
 
     assert_eq!(app.agent.count_for("Ev1"), 1);
     let rows = app.receipts().await;
@@ -33,20 +33,23 @@ async fn a_retry_arriving_while_the_first_dispatch_runs_is_answered_and_not_disp
 
     assert_eq!(app.event("T1", "EvHeld", None).await.status(), 200);
     app.agent.wait_until("the first dispatch to be held", WAIT, |a| a.in_flight() == 1).await;
+    // The first dispatch stays held for the rest of the test: a retry blocked on the first
+    // delivery's claim would never be answered, so answering at all (inside Slack's 3 s,
+    // with margin for a loaded machine) is the check.
     let started = std::time::Instant::now();
     assert_eq!(app.event("T1", "EvHeld", Some(1)).await.status(), 200);
     assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "the retry is refused at once, not blocked on the claim"
+        started.elapsed() < Duration::from_millis(2500),
+        "answered inside the deadline: {:?}",
+        started.elapsed()
     );
-    settle().await;
-    assert_eq!(app.agent.in_flight(), 1, "the retry was not dispatched");
+    // Dispatches are counted before the answer: a dispatched retry would make this 2.
+    assert_eq!(app.dispatches_in_flight().await, 1, "the retry was not dispatched");
     assert_eq!(app.receipts().await[0].handled_at, None, "still in flight");
 
     app.agent.open_gate();
-    app.agent.wait_until("the held dispatch", WAIT, |a| a.count() == 1).await;
-    app.wait_for_receipts("handled_at", |rows| rows[0].handled_at.is_some()).await;
-    settle().await;
+    app.quiesce().await;
+    assert!(app.receipts().await[0].handled_at.is_some());
     assert_eq!(app.agent.count_for("EvHeld"), 1);
 }
 
@@ -59,8 +62,7 @@ async fn slash_commands_and_interactions_dispatch_every_time_and_write_no_receip
         assert_eq!(app.command("T1").await.status(), 200);
         assert_eq!(app.interaction("T1").await.status(), 200);
     }
-    app.agent.wait_until("four dispatches", WAIT, |a| a.count() == 4).await;
-    settle().await;
+    app.quiesce().await;
 
     let kinds: Vec<String> =
         app.agent.received().iter().map(|r| r.document["kind"].as_str().unwrap().to_owned()).collect();
@@ -80,9 +82,8 @@ async fn the_same_event_id_for_two_tenants_dispatches_once_for_each() {
 
     assert_eq!(app.event("TA", "EvSame", None).await.status(), 200);
     assert_eq!(app.event("TB", "EvSame", None).await.status(), 200);
-    app.agent.wait_until("two dispatches", WAIT, |a| a.count() == 2).await;
     assert_eq!(app.event("TA", "EvSame", Some(1)).await.status(), 200);
-    settle().await;
+    app.quiesce().await;
 
     let tenants: Vec<String> =
         app.agent.received().iter().map(|r| r.document["tenant_id"].as_str().unwrap().to_owned()).collect();
@@ -138,7 +139,7 @@ async fn an_unknown_workspace_gets_200_writes_no_receipt_and_dispatches_nothing(
 
     assert_eq!(app.event("TUNKNOWN", "Ev1", None).await.status(), 200);
     assert_eq!(app.command("TUNKNOWN").await.status(), 200);
-    settle().await;
+    app.quiesce().await;
 
     assert!(app.receipts().await.is_empty());
     assert_eq!(app.agent.requests(), 0);
@@ -157,48 +158,54 @@ async fn a_delivery_answered_503_while_paused_writes_nothing_and_its_retry_dispa
 
     app.db.operator().await.set_paused(tenant, false).await.unwrap();
     assert_eq!(app.event("T1", "EvPaused", Some(1)).await.status(), 200);
-    app.agent.wait_until("the retry's dispatch", WAIT, |a| a.count() == 1).await;
     assert_eq!(app.event("T1", "EvPaused", Some(2)).await.status(), 200);
-    settle().await;
+    app.quiesce().await;
     assert_eq!(app.agent.count_for("EvPaused"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delivery_answered_503_while_the_circuit_is_open_writes_nothing_and_its_retry_dispatches_once() {
-    let app = TestApp::spawn_with(&["--circuit-failures", "2", "--circuit-cooldown", "1s"]).await;
+    // A cooldown long enough that the circuit cannot close between the checks below on a
+    // loaded machine; the retry then arrives, as Slack's would, until it is taken.
+    let app = TestApp::spawn_with(&["--circuit-failures", "2", "--circuit-cooldown", "3s"]).await;
     app.tenant("T1").await;
     app.agent.answer_with(500);
     for id in ["EvFail1", "EvFail2"] {
         assert_eq!(app.event("T1", id, None).await.status(), 200);
     }
-    app.wait_for_receipts("two failures recorded", |rows| {
-        rows.iter().filter(|r| r.failure.is_some()).count() == 2
-    })
-    .await;
+    app.quiesce().await;
+    assert_eq!(app.receipts().await.iter().filter(|r| r.failure.is_some()).count(), 2);
 
     assert_eq!(app.event("T1", "EvLater", None).await.status(), 503, "the circuit is open");
     assert_eq!(app.receipts().await.len(), 2, "nothing written for the refused delivery");
     assert!(app.metrics().await.contains("doorman_open_circuits 1"));
 
     app.agent.answer_with(200);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(app.event("T1", "EvLater", Some(1)).await.status(), 200);
-    app.agent.wait_until("the retry's dispatch", WAIT, |a| a.count_for("EvLater") == 1).await;
-    settle().await;
+    app.retry_until_taken("T1", "EvLater").await;
+    app.quiesce().await;
+    assert_eq!(app.event("T1", "EvLater", Some(9)).await.status(), 200, "now a duplicate");
+    app.quiesce().await;
     assert_eq!(app.agent.count_for("EvLater"), 1);
     assert_eq!(app.agent.count_for("EvFail1"), 0, "failed events are not re-sent: at most once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_opt_in_resolve_cache_a_pause_applies_once_the_ttl_has_passed() {
-    let app = TestApp::spawn_with(&["--resolve-cache-ttl", "700ms"]).await;
+    // A TTL far longer than the next two lines take, even on a loaded machine.
+    let app = TestApp::spawn_with(&["--resolve-cache-ttl", "4s"]).await;
     let tenant = app.tenant("T1").await;
     assert_eq!(app.event("T1", "EvCached1", None).await.status(), 200);
     app.db.operator().await.set_paused(tenant, true).await.unwrap();
 
     // Within the TTL the process still uses what it resolved: the documented price.
     assert_eq!(app.event("T1", "EvCached2", None).await.status(), 200);
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    assert_eq!(app.event("T1", "EvCached3", None).await.status(), 503, "paused once the entry expired");
-    app.agent.wait_until("two dispatches", WAIT, |a| a.count() == 2).await;
+    let paused_at = std::time::Instant::now();
+    let deadline = paused_at + Duration::from_secs(15);
+    while app.event("T1", "EvCached3", None).await.status() != 503 {
+        assert!(std::time::Instant::now() < deadline, "the pause never applied");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(paused_at.elapsed() >= Duration::from_millis(3500), "not before the entry expired");
+    app.quiesce().await;
+    assert_eq!(app.agent.count_for("EvCached2"), 1, "dispatched while the cache still said unpaused");
 }

@@ -1,0 +1,118 @@
+//! A `doorman serve` child process on a random loopback port, for tests of the binary itself
+//! (several processes, signals, what it logs) and for the load generator.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A running `doorman serve`; killed when dropped.
+#[derive(Debug)]
+pub struct ServeProcess {
+    child: Child,
+    base: String,
+    logs: Arc<Mutex<Vec<u8>>>,
+}
+
+impl ServeProcess {
+    /// Starts `binary serve --bind 127.0.0.1:0 ARGS` with `env` (on top of this process's own
+    /// environment) and waits for the line that says where it listens. Everything it writes
+    /// to stderr (its logs) is kept for [`ServeProcess::logs`], and echoed when `TEST_LOG` is
+    /// set.
+    pub fn spawn(binary: &Path, env: &[(&str, &str)], args: &[&str]) -> std::io::Result<Self> {
+        let mut child = Command::new(binary)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let sink = logs.clone();
+        std::thread::spawn(move || collect(stderr, &sink));
+
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout is piped")).read_line(&mut line)?;
+        let Some(base) = line.trim().strip_prefix("doorman listening on ") else {
+            let _ = child.kill();
+            let _ = child.wait();
+            let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+            return Err(std::io::Error::other(format!("doorman serve did not start: {line:?}\n{logs}")));
+        };
+        Ok(Self { base: base.to_owned(), child, logs })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal by name (`TERM`, `KILL`, …).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill").args([&format!("-{name}"), &self.child.id().to_string()]).status();
+        assert!(status.is_ok_and(|s| s.success()), "kill -{name} failed");
+    }
+
+    /// The exit status, or `None` if it is still running after `timeout`.
+    pub async fn wait_for_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().ok().flatten() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// SIGTERM, then wait for the drain (killed after `timeout`).
+    pub async fn stop(mut self, timeout: Duration) -> Option<ExitStatus> {
+        self.signal("TERM");
+        let status = self.wait_for_exit(timeout).await;
+        if status.is_none() {
+            let _ = self.child.kill();
+        }
+        status
+    }
+
+    /// Everything the process has logged so far.
+    pub fn logs(&self) -> String {
+        String::from_utf8_lossy(&self.logs.lock().unwrap()).into_owned()
+    }
+
+    /// Peak resident set size so far (`VmHWM`), in KiB.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn collect(mut from: impl Read, into: &Mutex<Vec<u8>>) {
+    let echo = std::env::var_os("TEST_LOG").is_some();
+    let mut buffer = [0u8; 8192];
+    while let Ok(n) = from.read(&mut buffer) {
+        if n == 0 {
+            return;
+        }
+        into.lock().unwrap().extend_from_slice(&buffer[..n]);
+        if echo {
+            let _ = std::io::stderr().write_all(&buffer[..n]);
+        }
+    }
+}
