@@ -96,6 +96,9 @@ schema: postgres
 # Benchmark the acknowledgement path against the PostgreSQL floor.
 bench *ARGS: postgres
     cargo build --release --locked -p doorman-app -p doorman-loadgen
+    @# Built in one invocation with the load generator, the server must still hold no test kit.
+    @if grep -qaiE 'FaultProxy|fault_proxy|FakeAgent|fake_agent|doorman_testkit' target/release/doorman; then \
+        echo "target/release/doorman contains test-kit code" >&2; exit 1; fi
     ./target/release/doorman-loadgen --server target/release/doorman {{ARGS}}
 
 # The sweep docs/benchmarks.md reports: concurrency 8/64/256 × payload 1 KiB/16 KiB.
