@@ -2,7 +2,8 @@
 -- completion of a dispatch (as doorman_app, for the tenant it names, under row-level
 -- security) and by `doorman receipts prune` (as the owner, tenant by tenant). It does not
 -- set app.tenant_id itself: under row-level security it deletes only what the caller's
--- tenant may see.
+-- tenant may see. Rows another transaction is pruning (or touching) are skipped, not waited
+-- for, so two completions of one tenant never wait on or deadlock with each other.
 CREATE FUNCTION doorman_prune_expired_receipts(p_tenant uuid, p_expired_before timestamptz, p_limit bigint)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
@@ -15,7 +16,8 @@ BEGIN
         SELECT e.tenant_id, e.platform, e.external_event_id
           FROM public.messaging_event_receipts AS e
          WHERE e.tenant_id = p_tenant AND e.claimed_at < p_expired_before
-         LIMIT p_limit);
+         LIMIT p_limit
+           FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS v_pruned = ROW_COUNT;
     RETURN v_pruned;
 END

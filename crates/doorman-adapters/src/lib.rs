@@ -4,11 +4,12 @@
 //!   diesel-async, bb8), with row-level security doing the tenant isolation.
 //! - [`slack`]: request signature verification (ring) and parsing of events, slash commands
 //!   and interactions into domain events.
-//! - [`directory_cache`]: an opt-in short cache in front of the tenant directory.
+//! - [`notified_directory`]: the directory served from memory, kept true by notices from
+//!   the database (`postgres::listener`), bypassed whenever no listener is subscribed.
 //! - [`bridge`]: the HTTP agent bridge (Standard Webhooks signed dispatches, per-tenant
 //!   circuit breaker).
 
 pub mod bridge;
-pub mod directory_cache;
+pub mod notified_directory;
 pub mod postgres;
 pub mod slack;

@@ -153,12 +153,6 @@ pub struct ServeArgs {
     #[arg(long, env = "DOORMAN_DB_ACQUIRE_TIMEOUT", default_value = "1s")]
     pub db_acquire_timeout: humantime::Duration,
 
-    /// Cache each workspace's tenant and agent for this long (0s: off). On, it roughly halves
-    /// the SQL per acknowledgement, but a pause, resume or agent change takes up to this
-    /// long to apply in each process. Unknown workspaces are never cached.
-    #[arg(long, env = "DOORMAN_RESOLVE_CACHE_TTL", default_value = "0s")]
-    pub resolve_cache_ttl: humantime::Duration,
-
     /// HTTP worker threads (0: one per CPU).
     #[arg(long, env = "DOORMAN_WORKERS", default_value_t = 0)]
     pub workers: usize,

@@ -29,7 +29,6 @@ pub struct ServeConfig {
     pub background_pool: PoolSettings,
     pub bridge: BridgeSettings,
     pub workers: usize,
-    pub resolve_cache_ttl: Duration,
 }
 
 impl ServeConfig {
@@ -89,7 +88,6 @@ impl ServeConfig {
                 ..BridgeSettings::default()
             },
             workers,
-            resolve_cache_ttl: *args.resolve_cache_ttl,
         })
     }
 }
@@ -118,7 +116,6 @@ mod tests {
         assert_eq!(config.max_body_bytes, 1024 * 1024);
         assert_eq!(config.bridge.dispatch_timeout, Duration::from_secs(60));
         assert_eq!(config.bridge.circuit.failures.get(), 5);
-        assert_eq!(config.resolve_cache_ttl, Duration::ZERO, "off unless an operator turns it on");
     }
 
     #[test]

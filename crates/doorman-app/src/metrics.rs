@@ -54,6 +54,16 @@ pub struct Metrics {
     dispatch_seconds: Histogram,
     dispatches_in_flight: Gauge,
     open_circuits: Gauge,
+    directory_listening: Gauge,
+    directory_remembered: Gauge,
+}
+
+/// Gauges read from their owners at scrape time.
+#[derive(Debug, Clone, Copy)]
+pub struct Gauges {
+    pub open_circuits: usize,
+    pub directory_listening: bool,
+    pub directory_remembered: usize,
 }
 
 impl Default for Metrics {
@@ -107,6 +117,18 @@ impl Metrics {
         );
         let open_circuits = Gauge::default();
         registry.register("open_circuits", "Tenants whose agent circuit is open", open_circuits.clone());
+        let directory_listening = Gauge::default();
+        registry.register(
+            "directory_listening",
+            "1 while the directory listener is subscribed and workspaces are served from memory; 0 while every resolve goes to the database",
+            directory_listening.clone(),
+        );
+        let directory_remembered = Gauge::default();
+        registry.register(
+            "directory_remembered_workspaces",
+            "Workspaces (linked or not) the directory has in memory",
+            directory_remembered.clone(),
+        );
         Self {
             registry,
             requests,
@@ -121,6 +143,8 @@ impl Metrics {
             dispatch_seconds,
             dispatches_in_flight,
             open_circuits,
+            directory_listening,
+            directory_remembered,
         }
     }
 
@@ -182,9 +206,12 @@ impl Metrics {
         self.dispatch_seconds.observe(elapsed.as_secs_f64());
     }
 
-    /// Renders every metric; `open_circuits` is read from the bridge at scrape time.
-    pub fn render(&self, open_circuits: usize) -> String {
-        self.open_circuits.set(i64::try_from(open_circuits).unwrap_or(i64::MAX));
+    /// Renders every metric, with the gauges read at scrape time.
+    pub fn render(&self, gauges: &Gauges) -> String {
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.open_circuits.set(count(gauges.open_circuits));
+        self.directory_listening.set(i64::from(gauges.directory_listening));
+        self.directory_remembered.set(count(gauges.directory_remembered));
         let mut out = String::new();
         // Encoding into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_adapters::bridge::HttpAgentBridge;
-use doorman_adapters::directory_cache::CachedDirectory;
+use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{PgReceiptStore, PgTenantDirectory};
 use doorman_domain::Job;
 use doorman_domain::ports::SystemClock;
@@ -25,7 +25,8 @@ use tracing::Instrument;
 use crate::metrics::Metrics;
 
 /// The use cases over the concrete adapters, fixed once here.
-pub type Doorman = Inbound<CachedDirectory<PgTenantDirectory>, HttpAgentBridge, PgReceiptStore, SystemClock>;
+pub type Doorman =
+    Inbound<NotifiedDirectory<PgTenantDirectory>, HttpAgentBridge, PgReceiptStore, SystemClock>;
 
 #[derive(Debug, Clone)]
 pub struct DeliveryRunner {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use doorman_adapters::bridge::HttpAgentBridge;
-use doorman_adapters::directory_cache::CachedDirectory;
+use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{self, PgReceiptStore, PgTenantDirectory};
 use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
@@ -27,6 +27,7 @@ pub struct RunningServer {
     addr: SocketAddr,
     handle: actix_web::dev::ServerHandle,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
+    directory_listener: tokio::task::JoinHandle<()>,
     runner: DeliveryRunner,
     drain_timeout: Duration,
 }
@@ -54,6 +55,7 @@ impl RunningServer {
         self.handle.stop(true).await;
         let _ = self.task.await;
         let unfinished = self.runner.drain(self.drain_timeout).await;
+        self.directory_listener.abort();
         if unfinished == 0 {
             tracing::info!("all dispatches finished; exiting");
         } else {
@@ -72,10 +74,14 @@ impl RunningServer {
 pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let pool = postgres::pool::connect(config.database_url.expose(), &config.pool);
     let background_pool = postgres::pool::connect(config.database_url.expose(), &config.background_pool);
+    let directory = NotifiedDirectory::new(PgTenantDirectory::new(pool.clone()));
+    // Until it has subscribed, the directory resolves from the database.
+    let directory_listener = postgres::listener::spawn(config.database_url.expose(), directory.notices());
+    let directory_status = directory.status();
     let bridge =
         HttpAgentBridge::new(config.bridge.clone()).context("building the agent bridge's HTTP client")?;
     let doorman = Inbound::new(
-        CachedDirectory::new(PgTenantDirectory::new(pool.clone()), config.resolve_cache_ttl),
+        directory,
         bridge,
         PgReceiptStore::with_pools(pool.clone(), background_pool),
         SystemClock,
@@ -87,6 +93,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         runner: runner.clone(),
         verifier: Arc::new(config.verifier.clone()),
         metrics,
+        directory: directory_status,
         pool,
         max_body_bytes: config.max_body_bytes,
     });
@@ -110,10 +117,9 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         retention = %humantime::format_duration(config.retention.keep_for()),
         dispatch_timeout = %humantime::format_duration(config.bridge.dispatch_timeout),
         drain_timeout = %humantime::format_duration(config.drain_timeout),
-        resolve_cache_ttl = %humantime::format_duration(config.resolve_cache_ttl),
         "doorman listening"
     );
-    Ok(RunningServer { addr, handle, task, runner, drain_timeout: config.drain_timeout })
+    Ok(RunningServer { addr, handle, task, directory_listener, runner, drain_timeout: config.drain_timeout })
 }
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.

@@ -1,7 +1,8 @@
 //! A fault-injecting TCP proxy for tests: placed between Doorman and PostgreSQL, or between
 //! Doorman and an agent, it passes bytes through until told to delay them, refuse new
-//! connections (the port closes, so connecting fails with "connection refused"), or cut
-//! every open connection.
+//! connections (the port closes, so connecting fails with "connection refused"), cut every
+//! open connection, or cut them all the moment a client sends given bytes (say, `COMMIT`: a
+//! transaction cut after its statements and before its commit).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,16 @@ struct Shared {
     /// Open connections' forwarding tasks, so they can be cut.
     connections: Mutex<Vec<JoinHandle<()>>>,
     accepted: Mutex<usize>,
+    /// Client bytes that trigger a cut (once), instead of being forwarded.
+    cut_on: Mutex<Option<Vec<u8>>>,
+}
+
+impl Shared {
+    fn cut(&self) {
+        for task in self.connections.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
 }
 
 /// A running proxy. Stops (and cuts everything) when dropped.
@@ -56,9 +67,13 @@ impl FaultProxy {
 
     /// Close every open connection at once, as a network cut or a restarted server would.
     pub fn cut(&self) {
-        for task in self.shared.connections.lock().unwrap().drain(..) {
-            task.abort();
-        }
+        self.shared.cut();
+    }
+
+    /// The next time a client sends a chunk containing `pattern`, drop that chunk and cut
+    /// every open connection. Once: later chunks pass again.
+    pub fn cut_when_client_sends(&self, pattern: &[u8]) {
+        *self.shared.cut_on.lock().unwrap() = Some(pattern.to_vec());
     }
 
     /// Stop listening and cut every open connection: new connections are refused.
@@ -112,8 +127,8 @@ async fn forward(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
     let Ok(server) = TcpStream::connect(upstream).await else { return };
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let up = pipe(client_read, server_write, shared.clone());
-    let down = pipe(server_read, client_write, shared);
+    let up = pipe(client_read, server_write, shared.clone(), true);
+    let down = pipe(server_read, client_write, shared, false);
     // When either direction ends, the connection is over.
     tokio::select! {
         _ = up => {}
@@ -125,6 +140,7 @@ async fn pipe(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     shared: Arc<Shared>,
+    from_client: bool,
 ) {
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
@@ -132,6 +148,17 @@ async fn pipe(
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
+        if from_client {
+            let mut cut_on = shared.cut_on.lock().unwrap();
+            let hit =
+                cut_on.as_ref().is_some_and(|p| buffer[..n].windows(p.len()).any(|w| w == p.as_slice()));
+            if hit {
+                *cut_on = None;
+                drop(cut_on);
+                shared.cut();
+                return;
+            }
+        }
         let delay = *shared.delay.lock().unwrap();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;

@@ -10,9 +10,10 @@ use doorman_domain::StorageError;
 pub(crate) fn from_diesel(error: DieselError) -> StorageError {
     match error {
         DieselError::DatabaseError(kind, info) => match kind {
-            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::SerializationFailure => {
-                StorageError::Unavailable(info.message().to_owned())
-            }
+            // UnableToSendCommand: the connection broke mid-statement (a cut, a restart).
+            DatabaseErrorKind::ClosedConnection
+            | DatabaseErrorKind::UnableToSendCommand
+            | DatabaseErrorKind::SerializationFailure => StorageError::Unavailable(info.message().to_owned()),
             _ => StorageError::Unexpected(info.message().to_owned()),
         },
         DieselError::BrokenTransactionManager => {

@@ -14,6 +14,8 @@
 
 pub mod directory;
 pub mod errors;
+pub mod group_commit;
+pub mod listener;
 pub mod migrations;
 pub mod operator;
 pub mod pool;
@@ -22,6 +24,7 @@ pub mod schema;
 pub mod security;
 
 pub use directory::PgTenantDirectory;
+pub use group_commit::GroupSettings;
 pub use operator::PgOperator;
 pub use pool::{PgPool, PoolSettings};
 pub use receipts::PgReceiptStore;

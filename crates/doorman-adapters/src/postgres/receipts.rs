@@ -1,16 +1,25 @@
-//! The receipt store: claim, complete (+ prune), record a failure.
+//! The receipt store: claim, complete (+ prune), record a failure, each in groups.
 //!
-//! Each operation is one call of a SECURITY INVOKER function (migration
-//! `hot_path_functions`) that names its tenant and does its work in the statement's own
-//! transaction: one round trip, committed when it returns, under row-level security.
+//! Concurrent claims share one transaction, and so do concurrent completions and failures
+//! ([`super::group_commit`]): the port's contract is unchanged (a claim returns only once
+//! it has committed), but the database commits once per batch instead of once per event. Each
+//! batch is one call of a SECURITY INVOKER function (migration `group_commit…`) inside an
+//! explicit transaction; the function names each tenant of the batch with
+//! `set_config('app.tenant_id', …, true)` before touching its rows, so row-level security
+//! applies row by row.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use diesel::sql_types::{BigInt, Bool, Integer, Text, Timestamptz, Uuid as SqlUuid};
-use diesel_async::RunQueryDsl;
+use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::ReceiptStore;
-use doorman_domain::{Claim, Completion, Failure, NewReceipt, ReceiptKey, StorageError};
+use doorman_domain::{Claim, Completion, Failure, NewReceipt, ReceiptKey, StorageError, TenantId};
+use uuid::Uuid;
 
 use super::errors::{from_diesel, from_pool};
+use super::group_commit::{GroupCommit, GroupSettings, Writer};
 use super::pool::PgPool;
 
 /// The longest failure reason stored; the rest is cut (the reason is for an operator's eye).
@@ -19,52 +28,46 @@ const MAX_FAILURE_REASON: usize = 500;
 /// Claims run on the acknowledgement pool; completions and failures, which happen after the
 /// answer and have no deadline, on a pool of their own, so a burst of completions never
 /// makes a delivery wait for a connection inside Slack's 3 seconds.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PgReceiptStore {
-    claims: PgPool,
-    completions: PgPool,
+    claims: GroupCommit<NewReceipt, Claim>,
+    outcomes: GroupCommit<Outcome, u64>,
+}
+
+impl std::fmt::Debug for PgReceiptStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PgReceiptStore")
+    }
 }
 
 impl PgReceiptStore {
-    /// Claims on `claims`; completions and failures on `completions`.
+    /// Claims on `claims`; completions and failures on `completions`. Starts the batch
+    /// writers on the current runtime.
     pub fn with_pools(claims: PgPool, completions: PgPool) -> Self {
-        Self { claims, completions }
+        Self::with_settings(claims, completions, GroupSettings::default())
     }
-}
 
-#[derive(diesel::QueryableByName)]
-struct Claimed {
-    #[diesel(sql_type = Bool)]
-    claimed: bool,
-}
-
-#[derive(diesel::QueryableByName)]
-struct Pruned {
-    #[diesel(sql_type = BigInt)]
-    pruned: i64,
+    pub fn with_settings(claims: PgPool, completions: PgPool, settings: GroupSettings) -> Self {
+        let claim_writer: Writer<NewReceipt, Claim> =
+            Arc::new(move |batch| Box::pin(write_claims(claims.clone(), batch)));
+        let outcome_writer: Writer<Outcome, u64> =
+            Arc::new(move |batch| Box::pin(write_outcomes(completions.clone(), batch)));
+        Self {
+            claims: GroupCommit::start("claim", settings, claim_writer),
+            outcomes: GroupCommit::start("outcome", settings, outcome_writer),
+        }
+    }
 }
 
 impl ReceiptStore for PgReceiptStore {
-    /// `INSERT … ON CONFLICT DO NOTHING` in its own transaction, committed before this
-    /// returns (decision 2): a row inserted means this delivery owns the event.
+    /// `INSERT … ON CONFLICT DO NOTHING` for the whole batch, committed before this returns
+    /// (decision 2): a row inserted means this delivery owns the event.
     async fn claim(&self, receipt: &NewReceipt) -> Result<Claim, StorageError> {
-        let mut conn = self.claims.get().await.map_err(from_pool)?;
-        let Claimed { claimed } =
-            diesel::sql_query("SELECT doorman_claim_receipt($1, $2, $3, $4, $5, $6) AS claimed")
-                .bind::<SqlUuid, _>(*receipt.key.tenant.as_uuid())
-                .bind::<Text, _>(receipt.key.platform.as_str())
-                .bind::<Text, _>(receipt.key.external_id.as_str())
-                .bind::<Text, _>(receipt.event_type.as_str())
-                .bind::<Integer, _>(i32::try_from(receipt.attempt).unwrap_or(i32::MAX))
-                .bind::<Timestamptz, _>(receipt.claimed_at)
-                .get_result(&mut conn)
-                .await
-                .map_err(from_diesel)?;
-        Ok(if claimed { Claim::Claimed } else { Claim::Duplicate })
+        self.claims.submit(receipt.clone()).await
     }
 
-    /// Sets `handled_at` (once) and deletes at most `prune_batch` of the tenant's receipts
-    /// claimed before `expired_before`, in one transaction (decision 8).
+    /// Sets `handled_at` (once); the tenant's expired receipts are pruned once per batch, at
+    /// most `prune_batch` of them, in the same transaction (decision 8).
     async fn complete(
         &self,
         key: &ReceiptKey,
@@ -72,33 +75,156 @@ impl ReceiptStore for PgReceiptStore {
         expired_before: DateTime<Utc>,
         prune_batch: u32,
     ) -> Result<Completion, StorageError> {
-        let mut conn = self.completions.get().await.map_err(from_pool)?;
-        let Pruned { pruned } =
-            diesel::sql_query("SELECT doorman_complete_receipt($1, $2, $3, $4, $5, $6) AS pruned")
-                .bind::<SqlUuid, _>(*key.tenant.as_uuid())
-                .bind::<Text, _>(key.platform.as_str())
-                .bind::<Text, _>(key.external_id.as_str())
-                .bind::<Timestamptz, _>(handled_at)
-                .bind::<Timestamptz, _>(expired_before)
-                .bind::<BigInt, _>(i64::from(prune_batch))
-                .get_result(&mut conn)
-                .await
-                .map_err(from_diesel)?;
-        Ok(Completion { pruned: u64::try_from(pruned).unwrap_or(0) })
+        let outcome = Outcome {
+            key: key.clone(),
+            kind: OutcomeKind::Handled { at: handled_at, expired_before, prune_batch },
+        };
+        let pruned = self.outcomes.submit(outcome).await?;
+        Ok(Completion { pruned })
     }
 
     async fn record_failure(&self, key: &ReceiptKey, failure: &Failure) -> Result<(), StorageError> {
         let reason: String = failure.reason.chars().take(MAX_FAILURE_REASON).collect();
-        let mut conn = self.completions.get().await.map_err(from_pool)?;
-        diesel::sql_query("SELECT doorman_record_failure($1, $2, $3, $4, $5)")
-            .bind::<SqlUuid, _>(*key.tenant.as_uuid())
-            .bind::<Text, _>(key.platform.as_str())
-            .bind::<Text, _>(key.external_id.as_str())
-            .bind::<Text, _>(&reason)
-            .bind::<Timestamptz, _>(failure.at)
-            .execute(&mut conn)
-            .await
-            .map_err(from_diesel)
-            .map(drop)
+        let outcome = Outcome { key: key.clone(), kind: OutcomeKind::Failed { reason, at: failure.at } };
+        self.outcomes.submit(outcome).await.map(drop)
     }
+}
+
+#[derive(diesel::QueryableByName)]
+struct ClaimedKey {
+    #[diesel(sql_type = SqlUuid)]
+    claimed_tenant: Uuid,
+    #[diesel(sql_type = Text)]
+    claimed_platform: String,
+    #[diesel(sql_type = Text)]
+    claimed_event_id: String,
+}
+
+/// One transaction for the batch. A key sent twice in one batch is sent to the database
+/// once: its first delivery gets the database's answer, the others are duplicates of it.
+async fn write_claims(pool: PgPool, batch: Vec<NewReceipt>) -> Result<Vec<Claim>, StorageError> {
+    let mut first_of: HashMap<&ReceiptKey, usize> = HashMap::with_capacity(batch.len());
+    let mut unique = Vec::with_capacity(batch.len());
+    for (i, receipt) in batch.iter().enumerate() {
+        if let std::collections::hash_map::Entry::Vacant(slot) = first_of.entry(&receipt.key) {
+            slot.insert(i);
+            unique.push(receipt);
+        }
+    }
+    let tenants: Vec<Uuid> = unique.iter().map(|r| *r.key.tenant.as_uuid()).collect();
+    let platforms: Vec<&str> = unique.iter().map(|r| r.key.platform.as_str()).collect();
+    let event_ids: Vec<&str> = unique.iter().map(|r| r.key.external_id.as_str()).collect();
+    let event_types: Vec<&str> = unique.iter().map(|r| r.event_type.as_str()).collect();
+    let attempts: Vec<i32> = unique.iter().map(|r| i32::try_from(r.attempt).unwrap_or(i32::MAX)).collect();
+    let claimed_at: Vec<DateTime<Utc>> = unique.iter().map(|r| r.claimed_at).collect();
+
+    let mut conn = pool.get().await.map_err(from_pool)?;
+    let inserted: Vec<ClaimedKey> = conn
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            diesel::sql_query("SELECT * FROM doorman_claim_receipts($1, $2, $3, $4, $5, $6)")
+                .bind::<Array<SqlUuid>, _>(&tenants)
+                .bind::<Array<Text>, _>(&platforms)
+                .bind::<Array<Text>, _>(&event_ids)
+                .bind::<Array<Text>, _>(&event_types)
+                .bind::<Array<Integer>, _>(&attempts)
+                .bind::<Array<Timestamptz>, _>(&claimed_at)
+                .load(conn)
+                .await
+        })
+        .await
+        .map_err(from_diesel)?;
+    let inserted: HashSet<(Uuid, &str, &str)> = inserted
+        .iter()
+        .map(|k| (k.claimed_tenant, k.claimed_platform.as_str(), k.claimed_event_id.as_str()))
+        .collect();
+    Ok(batch
+        .iter()
+        .enumerate()
+        .map(|(i, receipt)| {
+            let key = &receipt.key;
+            let is_first = first_of.get(key) == Some(&i);
+            let was_inserted =
+                inserted.contains(&(*key.tenant.as_uuid(), key.platform.as_str(), key.external_id.as_str()));
+            if is_first && was_inserted { Claim::Claimed } else { Claim::Duplicate }
+        })
+        .collect())
+}
+
+/// A completion or a failure, on its way to the database.
+struct Outcome {
+    key: ReceiptKey,
+    kind: OutcomeKind,
+}
+
+enum OutcomeKind {
+    Handled { at: DateTime<Utc>, expired_before: DateTime<Utc>, prune_batch: u32 },
+    Failed { reason: String, at: DateTime<Utc> },
+}
+
+#[derive(diesel::QueryableByName)]
+struct Pruned {
+    #[diesel(sql_type = SqlUuid)]
+    outcome_tenant: Uuid,
+    #[diesel(sql_type = BigInt)]
+    pruned: i64,
+}
+
+/// One transaction for the batch. Each tenant with a completion in it prunes once; what it
+/// pruned is reported on that tenant's first completion of the batch.
+async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>) -> Result<Vec<u64>, StorageError> {
+    let mut handled_at = Vec::with_capacity(batch.len());
+    let mut reasons = Vec::with_capacity(batch.len());
+    let mut failed_at = Vec::with_capacity(batch.len());
+    // Every completion of a process uses the same retention: the earliest cutoff and the
+    // smallest batch of the group are the ones every request agrees to.
+    let (mut expired_before, mut prune_batch) = (None::<DateTime<Utc>>, None::<u32>);
+    for outcome in &batch {
+        match &outcome.kind {
+            OutcomeKind::Handled { at, expired_before: cutoff, prune_batch: limit } => {
+                handled_at.push(Some(*at));
+                reasons.push(None);
+                failed_at.push(None);
+                expired_before = Some(expired_before.map_or(*cutoff, |e| e.min(*cutoff)));
+                prune_batch = Some(prune_batch.map_or(*limit, |p| p.min(*limit)));
+            }
+            OutcomeKind::Failed { reason, at } => {
+                handled_at.push(None);
+                reasons.push(Some(reason.as_str()));
+                failed_at.push(Some(*at));
+            }
+        }
+    }
+    let tenants: Vec<Uuid> = batch.iter().map(|o| *o.key.tenant.as_uuid()).collect();
+    let platforms: Vec<&str> = batch.iter().map(|o| o.key.platform.as_str()).collect();
+    let event_ids: Vec<&str> = batch.iter().map(|o| o.key.external_id.as_str()).collect();
+
+    let mut conn = pool.get().await.map_err(from_pool)?;
+    let pruned: Vec<Pruned> = conn
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            diesel::sql_query("SELECT * FROM doorman_record_outcomes($1, $2, $3, $4, $5, $6, $7, $8)")
+                .bind::<Array<SqlUuid>, _>(&tenants)
+                .bind::<Array<Text>, _>(&platforms)
+                .bind::<Array<Text>, _>(&event_ids)
+                .bind::<Array<Nullable<Timestamptz>>, _>(&handled_at)
+                .bind::<Array<Nullable<Text>>, _>(&reasons)
+                .bind::<Array<Nullable<Timestamptz>>, _>(&failed_at)
+                // Both are null when the batch holds only failures: nothing is pruned then.
+                .bind::<Nullable<Timestamptz>, _>(expired_before)
+                .bind::<Nullable<BigInt>, _>(prune_batch.map(i64::from))
+                .load(conn)
+                .await
+        })
+        .await
+        .map_err(from_diesel)?;
+    let mut pruned: HashMap<TenantId, u64> = pruned
+        .into_iter()
+        .map(|p| (TenantId::from_uuid(p.outcome_tenant), u64::try_from(p.pruned).unwrap_or(0)))
+        .collect();
+    Ok(batch
+        .iter()
+        .map(|o| match o.kind {
+            OutcomeKind::Handled { .. } => pruned.remove(&o.key.tenant).unwrap_or(0),
+            OutcomeKind::Failed { .. } => 0,
+        })
+        .collect())
 }

@@ -1,6 +1,13 @@
 //! The unique index arbitrates claims: within a request, across requests, across tenants.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use diesel_async::RunQueryDsl;
+use doorman_adapters::postgres::{GroupSettings, PgReceiptStore, pool};
+use doorman_domain::StorageError;
+use doorman_testkit::FaultProxy;
+use doorman_testkit::database::with_address;
 
 use doorman_adapters::postgres::PoolSettings;
 use doorman_domain::Claim;
@@ -59,4 +66,108 @@ async fn an_unreachable_database_is_unavailable_not_a_panic() {
     let store = receipt_store(pool);
     let error = store.claim(&receipt(doorman_domain::TenantId::generate(), "Ev1", now())).await.unwrap_err();
     assert!(matches!(error, doorman_domain::StorageError::Unavailable(_)), "{error:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_concurrent_claims_of_fifty_keys_across_two_processes_stores_claim_each_key_once() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    // Two stores on two pools: as two processes would be.
+    let stores = [Arc::new(receipt_store(db.pool())), Arc::new(receipt_store(db.pool()))];
+
+    let claims = (0..200).map(|i| {
+        let store = stores[i % 2].clone();
+        tokio::spawn(async move { store.claim(&receipt(tenant, &format!("EvKey{}", i % 50), now())).await })
+    });
+    let outcomes: Vec<Claim> =
+        futures_util::future::join_all(claims).await.into_iter().map(|r| r.unwrap().unwrap()).collect();
+
+    assert_eq!(outcomes.iter().filter(|c| **c == Claim::Claimed).count(), 50, "{outcomes:?}");
+    assert_eq!(outcomes.iter().filter(|c| **c == Claim::Duplicate).count(), 150);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_key_twice_in_one_batch_is_claimed_by_the_first_only() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    // One batch at a time and a slow database: while the first batch is on the wire the
+    // rest queue up and travel together.
+    let proxy = FaultProxy::start(db.server_addr()).await;
+    let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
+    let settings = GroupSettings { max_batch: 64, in_flight: 1 };
+    let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, settings));
+    assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
+    proxy.delay(Duration::from_millis(50));
+
+    let first = {
+        let store = store.clone();
+        tokio::spawn(async move { store.claim(&receipt(tenant, "EvOther", now())).await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let same = (0..10).map(|_| {
+        let store = store.clone();
+        tokio::spawn(async move { store.claim(&receipt(tenant, "EvTwice", now())).await })
+    });
+    let outcomes: Vec<Claim> =
+        futures_util::future::join_all(same).await.into_iter().map(|r| r.unwrap().unwrap()).collect();
+    assert_eq!(first.await.unwrap().unwrap(), Claim::Claimed);
+    assert_eq!(outcomes.iter().filter(|c| **c == Claim::Claimed).count(), 1, "{outcomes:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_cut_before_its_commit_writes_nothing_and_every_waiter_is_told_unavailable() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let proxy = FaultProxy::start(db.server_addr()).await;
+    let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
+    let settings = GroupSettings { max_batch: 64, in_flight: 1 };
+    let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, settings));
+    assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
+
+    // The batch's statement reaches the database; its COMMIT never does.
+    proxy.cut_when_client_sends(b"COMMIT");
+    proxy.delay(Duration::from_millis(30));
+    let claims = (0..20).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move { store.claim(&receipt(tenant, &format!("EvCut{i}"), now())).await })
+    });
+    let outcomes: Vec<_> =
+        futures_util::future::join_all(claims).await.into_iter().map(|r| r.unwrap()).collect();
+    proxy.delay(Duration::ZERO);
+
+    let failed = outcomes.iter().filter(|o| matches!(o, Err(StorageError::Unavailable(_)))).count();
+    assert!(failed > 0, "the cut batch's waiters were told: {outcomes:?}");
+    for (i, outcome) in outcomes.iter().enumerate() {
+        let written = count(&db, &format!("EvCut{i}")).await;
+        match outcome {
+            Err(StorageError::Unavailable(_)) => {
+                assert_eq!(written, 0, "EvCut{i}: told unavailable, nothing written")
+            }
+            Ok(Claim::Claimed) => assert_eq!(written, 1, "EvCut{i}: a later batch claimed it"),
+            other => panic!("EvCut{i}: {other:?}"),
+        }
+    }
+    // The retry of every refused claim is handled as a first delivery.
+    for (i, outcome) in outcomes.iter().enumerate() {
+        if outcome.is_err() {
+            assert_eq!(
+                store.claim(&receipt(tenant, &format!("EvCut{i}"), now())).await.unwrap(),
+                Claim::Claimed
+            );
+        }
+    }
+}
+
+async fn count(db: &TestDatabase, event_id: &str) -> i64 {
+    #[derive(diesel::QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    diesel::sql_query("SELECT count(*) AS n FROM messaging_event_receipts WHERE external_event_id = $1")
+        .bind::<diesel::sql_types::Text, _>(event_id)
+        .get_result::<Found>(&mut db.owner().await)
+        .await
+        .unwrap()
+        .n
 }

@@ -9,6 +9,7 @@ mod slack;
 use std::sync::Arc;
 
 use actix_web::web;
+use doorman_adapters::notified_directory::DirectoryStatus;
 use doorman_adapters::postgres::PgPool;
 use doorman_adapters::slack::Verifier;
 
@@ -21,6 +22,8 @@ pub struct AppState {
     pub runner: DeliveryRunner,
     pub verifier: Arc<Verifier>,
     pub metrics: Arc<Metrics>,
+    /// The directory's memory, for its gauges.
+    pub directory: DirectoryStatus,
     pub pool: PgPool,
     pub max_body_bytes: usize,
 }

@@ -5,6 +5,7 @@ use doorman_adapters::postgres::migrations;
 use serde_json::json;
 
 use super::AppState;
+use crate::metrics::Gauges;
 
 /// The process is up and answering.
 pub async fn healthz() -> HttpResponse {
@@ -26,8 +27,12 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 }
 
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    let open = state.runner.doorman().bridge().open_circuits();
+    let gauges = Gauges {
+        open_circuits: state.runner.doorman().bridge().open_circuits(),
+        directory_listening: state.directory.is_listening(),
+        directory_remembered: state.directory.remembered(),
+    };
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
-        .body(state.metrics.render(open))
+        .body(state.metrics.render(&gauges))
 }

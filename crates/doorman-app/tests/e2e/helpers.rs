@@ -261,6 +261,20 @@ impl TestApp {
         }
     }
 
+    /// Sends fresh events for `team` until one is answered `status`; how long that took. A
+    /// change made in another process (the CLI) reaches this one by a notice, in milliseconds.
+    pub async fn until_answered(&self, team: &str, status: u16) -> Duration {
+        let started = tokio::time::Instant::now();
+        for n in 0.. {
+            if self.event(team, &format!("EvUntil{status}x{n}"), None).await.status() == status {
+                return started.elapsed();
+            }
+            assert!(started.elapsed() < WAIT, "never answered {status}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        unreachable!()
+    }
+
     /// Polls the receipts until `predicate` holds.
     pub async fn wait_for_receipts(
         &self,

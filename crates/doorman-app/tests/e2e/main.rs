@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod cli;
+mod directory;
 mod faults;
 mod helpers;
 mod processes;

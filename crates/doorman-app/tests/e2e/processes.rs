@@ -124,3 +124,71 @@ async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_
     let still = db.operator().await.stranded(soon, None).await.unwrap();
     assert_eq!(still.len(), 1, "still listed for an operator to look at");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_drain_under_load_writes_every_completion() {
+    let db = TestDatabase::create().await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    tenant_with_agent(&db, &agent, "T1").await;
+    let server = serve(db.url(), &["--drain-timeout", "20s"]);
+    let http = http_client();
+    let base = server.base().to_owned();
+
+    // 32 senders, 400 events; SIGTERM once a quarter have been answered.
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let senders: Vec<_> = (0..32)
+        .map(|_| {
+            let (http, base, answered, next) = (http.clone(), base.clone(), answered.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut accepted = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if i >= 400 {
+                        return accepted;
+                    }
+                    let id = format!("EvDrain{i}");
+                    let status = try_post_event(&http, &base, "T1", &id).await;
+                    answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if status == Some(200) {
+                        accepted.push(id);
+                    }
+                }
+            })
+        })
+        .collect();
+    while answered.load(std::sync::atomic::Ordering::SeqCst) < 100 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.signal("TERM");
+    let mut accepted = Vec::new();
+    for sender in futures_util::future::join_all(senders).await {
+        accepted.extend(sender.unwrap());
+    }
+    let mut server = server;
+    let status = server.wait_for_exit(WAIT * 3).await.expect("exits after the drain");
+    assert!(status.success(), "a clean drain exits 0: {status:?}");
+
+    assert!(accepted.len() >= 100, "{} accepted before the shutdown", accepted.len());
+    let stranded =
+        db.operator().await.stranded(chrono::Utc::now() + chrono::Duration::minutes(1), None).await.unwrap();
+    assert!(stranded.is_empty(), "no completion left in memory: {} stranded", stranded.len());
+    for id in &accepted {
+        assert_eq!(agent.count_for(id), 1, "{id} acknowledged and dispatched once");
+    }
+}
+
+/// Like `post_event`, but a refused or cut connection (the server shutting down) is `None`.
+async fn try_post_event(http: &reqwest::Client, base: &str, team: &str, event_id: &str) -> Option<u16> {
+    let body = crate::helpers::event_body(team, event_id);
+    let now = chrono::Utc::now().timestamp();
+    http.post(format!("{base}/slack/events"))
+        .header("content-type", "application/json")
+        .header("x-slack-request-timestamp", now.to_string())
+        .header("x-slack-signature", doorman_testkit::slack::sign(SIGNING_SECRET, now, body.as_bytes()))
+        .body(body)
+        .send()
+        .await
+        .ok()
+        .map(|r| r.status().as_u16())
+}

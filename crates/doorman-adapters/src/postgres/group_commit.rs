@@ -1,0 +1,185 @@
+//! Group commit: concurrent writes share one transaction.
+//!
+//! Callers [`GroupCommit::submit`] a request and wait for its answer, which comes only once
+//! the transaction holding it has committed (or failed). A few workers take turns: one takes
+//! whatever is queued (up to a cap) and writes it while the next gathers, so under load
+//! batches grow on their own, and a lone request is written at once. There is no timer: no
+//! request waits for company.
+//!
+//! A failed batch writes nothing (it is one transaction) and every request in it gets the
+//! error. A worker that panics answers its batch with an error and keeps serving.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use doorman_domain::StorageError;
+use futures_util::FutureExt;
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+/// How batches are formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// The most requests in one transaction.
+    pub max_batch: usize,
+    /// Batches being written at once: while one commits, the next gathers.
+    pub in_flight: usize,
+}
+
+impl Default for GroupSettings {
+    fn default() -> Self {
+        Self { max_batch: 256, in_flight: 2 }
+    }
+}
+
+type Reply<A> = oneshot::Sender<Result<A, StorageError>>;
+/// The queue's receiving end, shared by the workers: whoever holds it gathers the next batch.
+type SharedReceiver<R, A> = Arc<Mutex<mpsc::UnboundedReceiver<(R, Reply<A>)>>>;
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Writes one batch in one transaction; one answer per request, in the requests' order.
+pub(crate) type Writer<R, A> = Arc<dyn Fn(Vec<R>) -> BoxFuture<Result<Vec<A>, StorageError>> + Send + Sync>;
+
+pub(crate) struct GroupCommit<R, A> {
+    queue: mpsc::UnboundedSender<(R, Reply<A>)>,
+}
+
+impl<R, A> Clone for GroupCommit<R, A> {
+    fn clone(&self) -> Self {
+        Self { queue: self.queue.clone() }
+    }
+}
+
+impl<R: Send + 'static, A: Send + 'static> GroupCommit<R, A> {
+    /// Starts the workers on the current runtime. They stop once every handle is dropped
+    /// and the queue is empty.
+    pub(crate) fn start(name: &'static str, settings: GroupSettings, writer: Writer<R, A>) -> Self {
+        let (queue, receiver) = mpsc::unbounded_channel();
+        let receiver = Arc::new(Mutex::new(receiver));
+        for _ in 0..settings.in_flight.max(1) {
+            tokio::spawn(work(name, settings.max_batch.max(1), receiver.clone(), writer.clone()));
+        }
+        Self { queue }
+    }
+
+    /// Queues `request` and waits until the transaction holding it has committed.
+    pub(crate) async fn submit(&self, request: R) -> Result<A, StorageError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send((request, reply))
+            .map_err(|_| StorageError::Unexpected("the batch writer has stopped".into()))?;
+        answer
+            .await
+            .unwrap_or_else(|_| Err(StorageError::Unexpected("the batch writer dropped a request".into())))
+    }
+}
+
+async fn work<R, A>(
+    name: &'static str,
+    max_batch: usize,
+    receiver: SharedReceiver<R, A>,
+    writer: Writer<R, A>,
+) {
+    loop {
+        let batch = {
+            let mut receiver = receiver.lock().await;
+            let Some(first) = receiver.recv().await else { return };
+            let mut batch = vec![first];
+            while batch.len() < max_batch {
+                match receiver.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            batch
+        };
+        let (requests, replies): (Vec<R>, Vec<Reply<A>>) = batch.into_iter().unzip();
+        let size = requests.len();
+        let outcome = AssertUnwindSafe(writer(requests))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| Err(StorageError::Unexpected(format!("the {name} batch writer panicked"))));
+        match outcome {
+            Ok(answers) if answers.len() == size => {
+                for (reply, answer) in replies.into_iter().zip(answers) {
+                    // A caller that went away no longer needs its answer; the write stands.
+                    let _ = reply.send(Ok(answer));
+                }
+            }
+            Ok(answers) => {
+                let error = StorageError::Unexpected(format!(
+                    "the {name} batch writer answered {} of {size} requests",
+                    answers.len()
+                ));
+                replies.into_iter().for_each(|reply| drop(reply.send(Err(error.clone()))));
+            }
+            Err(error) => {
+                tracing::warn!(batch = name, size, error = %error, "batch failed; nothing in it was written");
+                replies.into_iter().for_each(|reply| drop(reply.send(Err(error.clone()))));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    fn echo(batches: Arc<std::sync::Mutex<Vec<usize>>>) -> Writer<u32, u32> {
+        Arc::new(move |requests: Vec<u32>| {
+            let batches = batches.clone();
+            Box::pin(async move {
+                batches.lock().unwrap().push(requests.len());
+                tokio::task::yield_now().await;
+                Ok(requests.into_iter().map(|r| r * 10).collect())
+            })
+        })
+    }
+
+    #[tokio::test]
+    async fn a_lone_request_is_written_at_once_and_answered_in_order() {
+        let batches = Arc::default();
+        let group = GroupCommit::start("test", GroupSettings::default(), echo(Arc::clone(&batches)));
+        assert_eq!(group.submit(4).await, Ok(40));
+        assert_eq!(*batches.lock().unwrap(), [1]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_requests_share_batches_up_to_the_cap() {
+        let batches = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let settings = GroupSettings { max_batch: 8, in_flight: 1 };
+        let group = GroupCommit::start("test", settings, echo(batches.clone()));
+        let answers = futures_util::future::join_all((0..100).map(|i| {
+            let g = group.clone();
+            async move { g.submit(i).await }
+        }))
+        .await;
+        assert_eq!(answers, (0..100).map(|i| Ok(i * 10)).collect::<Vec<_>>());
+        let sizes = batches.lock().unwrap().clone();
+        assert!(sizes.iter().all(|s| *s <= 8), "{sizes:?}");
+        assert!(sizes.len() < 100, "requests were grouped: {sizes:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_or_panicking_batch_fails_every_request_in_it_and_the_writer_goes_on() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = calls.clone();
+        let writer: Writer<u32, u32> = Arc::new(move |requests: Vec<u32>| {
+            let call = seen.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                match call {
+                    0 => Err(StorageError::Unavailable("connection cut".into())),
+                    1 => panic!("bug"),
+                    _ => Ok(requests),
+                }
+            })
+        });
+        let group = GroupCommit::start("test", GroupSettings { max_batch: 8, in_flight: 1 }, writer);
+        assert_eq!(group.submit(1).await, Err(StorageError::Unavailable("connection cut".into())));
+        assert!(matches!(group.submit(2).await, Err(StorageError::Unexpected(_))));
+        assert_eq!(group.submit(3).await, Ok(3));
+    }
+}
