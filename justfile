@@ -101,6 +101,20 @@ bench *ARGS: postgres
         echo "target/release/doorman contains test-kit code" >&2; exit 1; fi
     ./target/release/doorman-loadgen --server target/release/doorman {{ARGS}}
 
+# Builds REV's `doorman` (a git revision: a commit, a tag, main~3) into target/bench-base, then
+# runs it and today's alternately in one run (two rounds each unless ARGS say otherwise).
+# Benchmark an earlier revision against today's build, side by side.
+bench-against REV *ARGS: postgres
+    #!/usr/bin/env bash
+    set -euo pipefail
+    base=target/bench-base
+    rm -rf "$base/src" && mkdir -p "$base"
+    git worktree add --detach --force "$base/src" "{{REV}}" >/dev/null
+    trap 'git worktree remove --force "$base/src"' EXIT
+    cargo build --release --locked --manifest-path "$base/src/Cargo.toml" --target-dir "$base/target" -p doorman-app
+    cp "$base/target/release/doorman" "$base/doorman"
+    just bench --compare "$base/doorman" {{ARGS}}
+
 # The sweep docs/benchmarks.md reports: concurrency 8/64/256 × payload 1 KiB/16 KiB.
 bench-sweep: (bench "--concurrency" "8,64,256" "--payload-bytes" "1024,16384")
 

@@ -40,58 +40,44 @@ END
 $$;
 
 -- Outcomes: completions (p_handled_at[i] set) and failures (p_failure_reasons[i] set) of
--- claimed receipts; neither touches a receipt already handled. Each tenant with a completion
--- in the batch then prunes its expired receipts once (decision 8). Returns, per tenant of the
--- batch, how many were pruned.
+-- claimed receipts, one UPDATE per tenant for both; neither touches a receipt already
+-- handled. Each tenant in p_prune_tenants (those with a completion in the batch) then prunes
+-- its expired receipts once (decision 8). Returns, per pruning tenant, how many were pruned.
+-- A receipt has one outcome, written once, so two batches never hold the same row.
 CREATE FUNCTION doorman_record_outcomes(
     p_tenants uuid[], p_platforms text[], p_event_ids text[],
     p_handled_at timestamptz[], p_failure_reasons text[], p_failed_at timestamptz[],
-    p_expired_before timestamptz, p_prune_batch bigint
+    p_prune_tenants uuid[], p_expired_before timestamptz, p_prune_batch bigint
 ) RETURNS TABLE (outcome_tenant uuid, pruned bigint)
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_tenant uuid;
-    v_completed bigint;
 BEGIN
     FOR v_tenant IN SELECT DISTINCT t FROM unnest(p_tenants) AS t ORDER BY t LOOP
         PERFORM set_config('app.tenant_id', v_tenant::text, true);
-        -- Lock this tenant's rows of the batch in key order before updating them.
-        PERFORM 1 FROM public.messaging_event_receipts AS r
-          JOIN unnest(p_tenants, p_platforms, p_event_ids) AS u(tenant, platform, event_id)
-            ON r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
+        UPDATE public.messaging_event_receipts AS r
+           SET handled_at = u.handled_at,
+               failure_reason = CASE WHEN u.handled_at IS NULL THEN u.reason ELSE r.failure_reason END,
+               failed_at = CASE WHEN u.handled_at IS NULL THEN u.failed_at ELSE r.failed_at END
+          FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at)
+               AS u(tenant, platform, event_id, handled_at, reason, failed_at)
          WHERE u.tenant = v_tenant
-         ORDER BY r.platform, r.external_event_id
-           FOR UPDATE OF r;
-        UPDATE public.messaging_event_receipts AS r
-           SET handled_at = u.handled_at
-          FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at) AS u(tenant, platform, event_id, handled_at)
-         WHERE u.tenant = v_tenant AND u.handled_at IS NOT NULL
            AND r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
            AND r.handled_at IS NULL;
-        UPDATE public.messaging_event_receipts AS r
-           SET failure_reason = u.reason, failed_at = u.failed_at
-          FROM unnest(p_tenants, p_platforms, p_event_ids, p_failure_reasons, p_failed_at)
-               AS u(tenant, platform, event_id, reason, failed_at)
-         WHERE u.tenant = v_tenant AND u.reason IS NOT NULL
-           AND r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
-           AND r.handled_at IS NULL;
-        SELECT count(*) INTO v_completed
-          FROM unnest(p_tenants, p_handled_at) AS u(tenant, handled_at)
-         WHERE u.tenant = v_tenant AND u.handled_at IS NOT NULL;
-        outcome_tenant := v_tenant;
-        pruned := CASE WHEN v_completed > 0
-                       THEN public.doorman_prune_expired_receipts(v_tenant, p_expired_before, p_prune_batch)
-                       ELSE 0 END;
-        RETURN NEXT;
+        IF v_tenant = ANY (p_prune_tenants) THEN
+            outcome_tenant := v_tenant;
+            pruned := public.doorman_prune_expired_receipts(v_tenant, p_expired_before, p_prune_batch);
+            RETURN NEXT;
+        END IF;
     END LOOP;
 END
 $$;
 
 REVOKE ALL ON FUNCTION doorman_claim_receipts(uuid[], text[], text[], text[], integer[], timestamptz[]) FROM PUBLIC;
-REVOKE ALL ON FUNCTION doorman_record_outcomes(uuid[], text[], text[], timestamptz[], text[], timestamptz[], timestamptz, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION doorman_record_outcomes(uuid[], text[], text[], timestamptz[], text[], timestamptz[], uuid[], timestamptz, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION doorman_claim_receipts(uuid[], text[], text[], text[], integer[], timestamptz[]) TO doorman_app;
-GRANT EXECUTE ON FUNCTION doorman_record_outcomes(uuid[], text[], text[], timestamptz[], text[], timestamptz[], timestamptz, bigint) TO doorman_app;
+GRANT EXECUTE ON FUNCTION doorman_record_outcomes(uuid[], text[], text[], timestamptz[], text[], timestamptz[], uuid[], timestamptz, bigint) TO doorman_app;
 
 -- Directory notices: every change to who owns a workspace, or to a tenant's agent, is
 -- announced on the channel doorman_directory when its transaction commits, naming what it

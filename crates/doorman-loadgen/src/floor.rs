@@ -1,15 +1,17 @@
-//! The floor: the SQL one numbered event costs — resolve, claim, complete — through the same
-//! adapters the server uses, straight at the same database, at the same concurrency and
-//! with the same two pools, with no HTTP and no dispatch. The service cannot beat it; the
-//! ratio says how much of the database's capacity the rest of Doorman leaves on the table.
-//! It also times resolve + claim, the SQL inside an acknowledgement: no acknowledgement
-//! can be faster than that at this concurrency.
+//! The floor: what one numbered event costs the database — resolve, claim, complete —
+//! through the very adapters the server uses (the directory served from memory with its
+//! listener, claims and completions in groups), straight at the same database, at the same
+//! concurrency and with the same two pools, with no HTTP and no dispatch. The service cannot
+//! beat it; the ratio says how much of the database's capacity the rest of Doorman leaves on
+//! the table. It also times resolve + claim, the work inside an acknowledgement: no
+//! acknowledgement can be faster than that at this concurrency.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use doorman_adapters::postgres::{PgReceiptStore, PgTenantDirectory, PoolSettings, pool};
+use doorman_adapters::notified_directory::NotifiedDirectory;
+use doorman_adapters::postgres::{PgReceiptStore, PgTenantDirectory, PoolSettings, listener, pool};
 use doorman_domain::ports::{ReceiptStore, TenantDirectory};
 use doorman_domain::{
     Claim, ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, WorkspaceId, WorkspaceRef,
@@ -35,7 +37,12 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
     };
     let acks = pool::connect(&run.database_url, &sized(args.pool_size));
     let background = pool::connect(&run.database_url, &sized(args.background_pool_size));
-    let directory = Arc::new(PgTenantDirectory::new(acks.clone()));
+    let directory = NotifiedDirectory::new(PgTenantDirectory::new(acks.clone()));
+    let listener = listener::spawn(&run.database_url, directory.notices());
+    while !directory.status().is_listening() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let directory = Arc::new(directory);
     let receipts = Arc::new(PgReceiptStore::with_pools(acks, background));
     let ack_sql = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?));
     let teams: Arc<Vec<WorkspaceRef>> = Arc::new(
@@ -94,6 +101,7 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
         worker??;
     }
     let elapsed = started.elapsed();
+    listener.abort();
     let ack_sql = ack_sql.lock().unwrap().clone();
     Ok(FloorResult { events, elapsed, ack_sql })
 }

@@ -10,6 +10,7 @@
 //! server's peak RSS; then drives the same SQL a numbered event costs (resolve, claim,
 //! complete) straight at the database at the same concurrency: the floor.
 
+mod fixed;
 mod floor;
 mod load;
 mod plan;
@@ -17,8 +18,11 @@ mod report;
 mod setup;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Parser;
+
+use crate::report::{Comparison, Report, RunFigures};
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -29,6 +33,17 @@ pub struct Args {
     /// The `doorman` binary to start (a release build).
     #[arg(long, default_value = "target/release/doorman")]
     pub server: PathBuf,
+    /// Another `doorman` binary (say, an earlier commit's release build) measured in the same
+    /// run, alternating with `--server`: old, new, old, new, …
+    #[arg(long)]
+    pub compare: Option<PathBuf>,
+    /// Runs of each binary per configuration (default: 2 with --compare, else 1).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Seconds each edge path (url_verification, an unlinked workspace) is driven after the
+    /// load; 0 skips them.
+    #[arg(long, default_value_t = 5)]
+    pub edge_seconds: u64,
     /// A PostgreSQL server URL; a fresh `doorman_bench` database is created on it.
     #[arg(long, env = "TEST_DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
     pub database_server: String,
@@ -56,6 +71,9 @@ pub struct Args {
     /// The server's background (completion) pool.
     #[arg(long, default_value_t = 4)]
     pub background_pool_size: u32,
+    /// Extra environment for the server, `KEY=VALUE` (repeatable), e.g. `TOKIO_WORKER_THREADS=1`.
+    #[arg(long = "server-env")]
+    pub server_env: Vec<String>,
     /// Seed for the delivery plan, so runs are comparable.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
@@ -64,31 +82,73 @@ pub struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    // Each binary under a label; with --compare the earlier one goes first in every round.
+    let mut binaries = vec![("new", args.server.clone())];
+    if let Some(old) = &args.compare {
+        binaries.insert(0, ("old", old.clone()));
+    }
+    let rounds = args.rounds.unwrap_or(if args.compare.is_some() { 2 } else { 1 }).max(1);
     let mut failed_targets = false;
     for &concurrency in &args.concurrency {
         for &payload_bytes in &args.payload_bytes {
-            let mut run = setup::Run::prepare(&args).await?;
-            let service = load::run(&args, &run, concurrency, payload_bytes).await?;
-            let server = run.server.take().expect("started by prepare");
-            let peak_rss = server.peak_rss_kib();
-            let server_latency = server.server_side_latency("events", &[0.5, 0.9, 0.99]).await;
-            server.stop().await;
-            let floor = floor::run(&args, &run, concurrency).await?;
-            let report = report::Report {
-                concurrency,
-                payload_bytes,
-                service,
-                floor,
-                peak_rss_kib: peak_rss,
-                server_latency,
-            };
-            report.print(&args);
-            failed_targets |= !report.correct();
+            let mut comparison = Comparison::new(concurrency, payload_bytes);
+            for round in 1..=rounds {
+                for (label, binary) in &binaries {
+                    let figures = measure(&args, binary, label, round, concurrency, payload_bytes).await?;
+                    failed_targets |= !figures.report.correct();
+                    comparison.runs.push(figures);
+                }
+            }
+            let mut run = setup::Run::prepare(&args, None).await?;
+            comparison.floor = Some(floor::run(&args, &run, concurrency).await?);
+            run.server.take();
             run.finish().await?;
+            comparison.print(&args);
         }
     }
     if failed_targets {
         anyhow::bail!("a run lost or doubled events (see above)");
     }
     Ok(())
+}
+
+/// One run: a fresh database and server, the load, then the edge paths.
+async fn measure(
+    args: &Args,
+    binary: &std::path::Path,
+    label: &'static str,
+    round: usize,
+    concurrency: usize,
+    payload_bytes: usize,
+) -> anyhow::Result<RunFigures> {
+    let mut run = setup::Run::prepare(args, Some(binary)).await?;
+    let service = load::run(args, &run, concurrency, payload_bytes).await?;
+    let server = run.server.take().expect("started by prepare");
+    // Read before the edge paths, so they describe the load alone.
+    let peak_rss_kib = server.peak_rss_kib();
+    let server_latency = server.server_side_latency("events", &[0.5, 0.9, 0.99]).await;
+    let (url_verification, unlinked) = if args.edge_seconds > 0 {
+        let seconds = Duration::from_secs(args.edge_seconds);
+        let url_verification =
+            fixed::run(server.base(), concurrency, fixed::url_verification(), seconds).await?;
+        let unlinked = fixed::run(server.base(), concurrency, fixed::unlinked_event(), seconds).await?;
+        (Some(url_verification), Some(unlinked))
+    } else {
+        (None, None)
+    };
+    server.stop().await;
+    run.finish().await?;
+    let report = Report {
+        label,
+        round,
+        concurrency,
+        payload_bytes,
+        service,
+        peak_rss_kib,
+        server_latency,
+        url_verification,
+        unlinked,
+    };
+    report.print(args);
+    Ok(RunFigures::from(report))
 }

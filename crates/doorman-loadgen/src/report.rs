@@ -1,19 +1,29 @@
-//! Printing a run's figures.
+//! Printing the figures: each run as it ends, then per configuration the floor and a table
+//! of every run side by side (with `--compare`, the earlier binary's runs beside the new).
 
 #![allow(clippy::print_stdout)]
 
 use crate::Args;
+use crate::fixed::FixedResult;
 use crate::floor::FloorResult;
 use crate::load::ServiceResult;
 
+fn ms(micros: u64) -> f64 {
+    micros as f64 / 1000.0
+}
+
+/// One run of one binary.
 pub struct Report {
+    pub label: &'static str,
+    pub round: usize,
     pub concurrency: usize,
     pub payload_bytes: usize,
     pub service: ServiceResult,
-    pub floor: FloorResult,
     pub peak_rss_kib: Option<u64>,
     /// p50, p90, p99 of `/slack/events` as the server measured them (bucket bounds), ms.
     pub server_latency: Option<Vec<f64>>,
+    pub url_verification: Option<FixedResult>,
+    pub unlinked: Option<FixedResult>,
 }
 
 impl Report {
@@ -23,32 +33,37 @@ impl Report {
         s.lost == 0 && s.doubled_events == 0 && s.stranded == 0 && s.commands_dispatched == s.commands_acked
     }
 
+    fn acknowledged_per_s(&self) -> f64 {
+        let s = &self.service;
+        let acked: u64 =
+            s.statuses.iter().filter(|(code, _)| (200..300).contains(*code)).map(|(_, n)| n).sum();
+        acked as f64 / s.answered_in.as_secs_f64()
+    }
+
+    fn numbered_per_s(&self) -> f64 {
+        self.service.numbered_acked as f64 / self.service.handled_in.as_secs_f64()
+    }
+
     pub fn print(&self, args: &Args) {
         let s = &self.service;
-        let ms = |micros: u64| micros as f64 / 1000.0;
-        let unique_per_s = (s.numbered_acked + s.commands_acked) as f64 / s.handled_in.as_secs_f64();
-        let numbered_per_s = s.numbered_acked as f64 / s.handled_in.as_secs_f64();
-        let deliveries_per_s =
-            s.statuses.iter().filter(|(code, _)| (200..300).contains(*code)).map(|(_, n)| n).sum::<u64>()
-                as f64
-                / s.answered_in.as_secs_f64();
-        let floor_per_s = self.floor.events as f64 / self.floor.elapsed.as_secs_f64();
         let non_2xx: Vec<String> = s
             .statuses
             .iter()
             .filter(|(code, _)| !(200..300).contains(*code))
             .map(|(code, n)| if *code == 0 { format!("no answer: {n}") } else { format!("{code}: {n}") })
             .collect();
-
         println!(
-            "== concurrency {} · payload {} B · {} unique deliveries ({:.0}% re-delivered 1-3x, {:.0}% commands) · {} tenants · pool {}",
+            "== {} (round {}) · concurrency {} · payload {} B · {} unique deliveries ({:.0}% re-delivered 1-3x, {:.0}% commands) · {} tenants · pool {}+{}",
+            self.label,
+            self.round,
             self.concurrency,
             self.payload_bytes,
             args.events,
             args.redeliver_share * 100.0,
             args.command_share * 100.0,
             args.tenants,
-            format_args!("{}+{}", args.pool_size, args.background_pool_size)
+            args.pool_size,
+            args.background_pool_size,
         );
         println!(
             "service   deliveries sent {}  non-2xx [{}]",
@@ -69,11 +84,13 @@ impl Report {
             );
         }
         println!(
-            "          acknowledged deliveries/s {deliveries_per_s:.0} (until the last answer, {:.2} s)",
+            "          acknowledged deliveries/s {:.0} (until the last answer, {:.2} s)",
+            self.acknowledged_per_s(),
             s.answered_in.as_secs_f64()
         );
         println!(
-            "          unique events/s {unique_per_s:.0}, numbered events/s {numbered_per_s:.0} (until the last dispatch, {:.2} s)",
+            "          numbered events handled/s {:.0} (until the last dispatch, {:.2} s)",
+            self.numbered_per_s(),
             s.handled_in.as_secs_f64()
         );
         println!(
@@ -91,28 +108,110 @@ impl Report {
             Some(kib) => println!("          server peak RSS {:.1} MiB", kib as f64 / 1024.0),
             None => println!("          server peak RSS unknown"),
         }
-        println!(
-            "floor     resolve+claim+complete events/s {floor_per_s:.0} ({} events in {:.2} s)",
-            self.floor.events,
-            self.floor.elapsed.as_secs_f64()
-        );
-        let f = &self.floor.ack_sql;
-        println!(
-            "          resolve+claim (the SQL in an acknowledgement) ms: p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
-            ms(f.value_at_quantile(0.5)),
-            ms(f.value_at_quantile(0.9)),
-            ms(f.value_at_quantile(0.99)),
-            ms(f.max())
-        );
-        println!(
-            "ratio     numbered events handled/s ÷ floor = {:.2} (strict: end to end, re-deliveries and commands on top)",
-            numbered_per_s / floor_per_s
-        );
-        println!("          acknowledged deliveries/s ÷ floor = {:.2}", deliveries_per_s / floor_per_s);
+        for (name, fixed) in
+            [("url_verification", &self.url_verification), ("unlinked workspace", &self.unlinked)]
+        {
+            if let Some(f) = fixed {
+                let other: u64 = f.statuses.iter().filter(|(code, _)| **code != 200).map(|(_, n)| n).sum();
+                println!(
+                    "edge      {name}: answers/s {:.0}  p50 {:.2} ms  p99 {:.2} ms  (non-200: {other})",
+                    f.per_second(),
+                    ms(f.latency.value_at_quantile(0.5)),
+                    ms(f.latency.value_at_quantile(0.99)),
+                );
+            }
+        }
+        if let (Some(url), Some(unlinked)) = (&self.url_verification, &self.unlinked) {
+            println!(
+                "          unlinked ÷ url_verification = {:.2}",
+                unlinked.per_second() / url.per_second()
+            );
+        }
         println!(
             "verdict   {}",
             if self.correct() { "nothing lost, nothing doubled" } else { "LOST OR DOUBLED EVENTS" }
         );
+        println!();
+    }
+}
+
+/// The figures of one run that the side-by-side table shows.
+pub struct RunFigures {
+    pub report: Report,
+    acknowledged_per_s: f64,
+    numbered_per_s: f64,
+}
+
+impl From<Report> for RunFigures {
+    fn from(report: Report) -> Self {
+        Self {
+            acknowledged_per_s: report.acknowledged_per_s(),
+            numbered_per_s: report.numbered_per_s(),
+            report,
+        }
+    }
+}
+
+/// Every run of one configuration, and the floor measured after them.
+pub struct Comparison {
+    concurrency: usize,
+    payload_bytes: usize,
+    pub runs: Vec<RunFigures>,
+    pub floor: Option<FloorResult>,
+}
+
+impl Comparison {
+    pub fn new(concurrency: usize, payload_bytes: usize) -> Self {
+        Self { concurrency, payload_bytes, runs: Vec::new(), floor: None }
+    }
+
+    pub fn print(&self, _args: &Args) {
+        println!("== side by side · concurrency {} · payload {} B", self.concurrency, self.payload_bytes);
+        let floor_per_s = self.floor.as_ref().map(|f| f.events as f64 / f.elapsed.as_secs_f64());
+        if let Some(f) = &self.floor {
+            println!(
+                "floor     resolve+claim+complete events/s {:.0} ({} events in {:.2} s); resolve+claim ms: p50 {:.2}  p99 {:.2}",
+                floor_per_s.unwrap_or(f64::NAN),
+                f.events,
+                f.elapsed.as_secs_f64(),
+                ms(f.ack_sql.value_at_quantile(0.5)),
+                ms(f.ack_sql.value_at_quantile(0.99)),
+            );
+        }
+        println!(
+            "| binary | round | acked deliveries/s | p50 ms | p99 ms | numbered handled/s ÷ floor | lost/doubled/stranded | peak RSS MiB | url_verification/s | unlinked/s |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+        for run in &self.runs {
+            let r = &run.report;
+            let s = &r.service;
+            let rate = |f: &Option<FixedResult>| {
+                f.as_ref().map_or("-".to_owned(), |f| format!("{:.0}", f.per_second()))
+            };
+            println!(
+                "| {} | {} | {:.0} | {:.2} | {:.2} | {} | {}/{}/{} | {} | {} | {} |",
+                r.label,
+                r.round,
+                run.acknowledged_per_s,
+                ms(s.latency.value_at_quantile(0.5)),
+                ms(s.latency.value_at_quantile(0.99)),
+                floor_per_s.map_or("-".to_owned(), |f| format!("{:.2}", run.numbered_per_s / f)),
+                s.lost,
+                s.doubled_events,
+                s.stranded,
+                r.peak_rss_kib.map_or("-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0)),
+                rate(&r.url_verification),
+                rate(&r.unlinked),
+            );
+        }
+        let mean = |label: &str| {
+            let rates: Vec<f64> =
+                self.runs.iter().filter(|r| r.report.label == label).map(|r| r.acknowledged_per_s).collect();
+            (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64)
+        };
+        if let (Some(old), Some(new)) = (mean("old"), mean("new")) {
+            println!("new ÷ old acknowledged deliveries/s (means of the rounds) = {:.2}", new / old);
+        }
         println!();
     }
 }

@@ -26,7 +26,9 @@ pub struct Run {
 }
 
 impl Run {
-    pub async fn prepare(args: &Args) -> anyhow::Result<Self> {
+    /// A fresh database with the tenants and the fake agent, and `server` (a `doorman`
+    /// binary) serving it; without a server, for the floor.
+    pub async fn prepare(args: &Args, server: Option<&std::path::Path>) -> anyhow::Result<Self> {
         let admin_url = args.database_server.clone();
         recreate_database(&admin_url).await?;
         let database_url = with_database(&admin_url, DATABASE);
@@ -43,9 +45,9 @@ impl Run {
             let tenant = tenant_with_agent(&mut operator, &team, agent.url(), AGENT_SECRET).await;
             tenants.push((tenant, team));
         }
-        let server = Server::start(&args.server, &database_url, args.pool_size, args.background_pool_size)?;
+        let server = server.map(|binary| Server::start(binary, &database_url, args)).transpose()?;
         let run_id = format!("{:x}", chrono::Utc::now().timestamp_millis() % 0xfffff);
-        Ok(Self { database_url, agent, server: Some(server), tenants, run_id, admin_url })
+        Ok(Self { database_url, agent, server, tenants, run_id, admin_url })
     }
 
     pub async fn finish(self) -> anyhow::Result<()> {
@@ -75,20 +77,16 @@ pub struct Server {
 }
 
 impl Server {
-    fn start(
-        binary: &std::path::Path,
-        database_url: &str,
-        pool_size: u32,
-        background: u32,
-    ) -> anyhow::Result<Self> {
-        let (pool_size, background) = (pool_size.to_string(), background.to_string());
-        let env = [
+    fn start(binary: &std::path::Path, database_url: &str, args: &Args) -> anyhow::Result<Self> {
+        let (pool_size, background) = (args.pool_size.to_string(), args.background_pool_size.to_string());
+        let mut env = vec![
             ("DATABASE_URL", database_url),
             ("SLACK_SIGNING_SECRET", SIGNING_SECRET),
             ("DOORMAN_DB_POOL_SIZE", pool_size.as_str()),
             ("DOORMAN_DB_BACKGROUND_POOL_SIZE", background.as_str()),
             ("RUST_LOG", "error"),
         ];
+        env.extend(args.server_env.iter().filter_map(|pair| pair.split_once('=')));
         let process = ServeProcess::spawn(binary, &env, &[]).with_context(|| {
             format!("starting {} (build it with cargo build --release)", binary.display())
         })?;

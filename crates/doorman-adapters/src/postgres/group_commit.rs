@@ -19,17 +19,21 @@ use futures_util::FutureExt;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 /// How batches are formed.
+///
+/// One batch in flight is the default: the next batch gathers in the queue while the current
+/// one commits, and on a 2-core machine a second writer measured 9% slower (more, smaller
+/// batches competing for the same CPU; `docs/benchmarks.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupSettings {
     /// The most requests in one transaction.
     pub max_batch: usize,
-    /// Batches being written at once: while one commits, the next gathers.
+    /// Batches being written at once.
     pub in_flight: usize,
 }
 
 impl Default for GroupSettings {
     fn default() -> Self {
-        Self { max_batch: 256, in_flight: 2 }
+        Self { max_batch: 256, in_flight: 1 }
     }
 }
 

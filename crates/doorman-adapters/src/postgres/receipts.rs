@@ -175,6 +175,7 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>) -> Result<Vec<u64>, S
     let mut handled_at = Vec::with_capacity(batch.len());
     let mut reasons = Vec::with_capacity(batch.len());
     let mut failed_at = Vec::with_capacity(batch.len());
+    let mut prune_tenants: Vec<Uuid> = Vec::new();
     // Every completion of a process uses the same retention: the earliest cutoff and the
     // smallest batch of the group are the ones every request agrees to.
     let (mut expired_before, mut prune_batch) = (None::<DateTime<Utc>>, None::<u32>);
@@ -186,6 +187,9 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>) -> Result<Vec<u64>, S
                 failed_at.push(None);
                 expired_before = Some(expired_before.map_or(*cutoff, |e| e.min(*cutoff)));
                 prune_batch = Some(prune_batch.map_or(*limit, |p| p.min(*limit)));
+                if !prune_tenants.contains(outcome.key.tenant.as_uuid()) {
+                    prune_tenants.push(*outcome.key.tenant.as_uuid());
+                }
             }
             OutcomeKind::Failed { reason, at } => {
                 handled_at.push(None);
@@ -201,13 +205,14 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>) -> Result<Vec<u64>, S
     let mut conn = pool.get().await.map_err(from_pool)?;
     let pruned: Vec<Pruned> = conn
         .transaction::<_, diesel::result::Error, _>(async |conn| {
-            diesel::sql_query("SELECT * FROM doorman_record_outcomes($1, $2, $3, $4, $5, $6, $7, $8)")
+            diesel::sql_query("SELECT * FROM doorman_record_outcomes($1, $2, $3, $4, $5, $6, $7, $8, $9)")
                 .bind::<Array<SqlUuid>, _>(&tenants)
                 .bind::<Array<Text>, _>(&platforms)
                 .bind::<Array<Text>, _>(&event_ids)
                 .bind::<Array<Nullable<Timestamptz>>, _>(&handled_at)
                 .bind::<Array<Nullable<Text>>, _>(&reasons)
                 .bind::<Array<Nullable<Timestamptz>>, _>(&failed_at)
+                .bind::<Array<SqlUuid>, _>(&prune_tenants)
                 // Both are null when the batch holds only failures: nothing is pruned then.
                 .bind::<Nullable<Timestamptz>, _>(expired_before)
                 .bind::<Nullable<BigInt>, _>(prune_batch.map(i64::from))
