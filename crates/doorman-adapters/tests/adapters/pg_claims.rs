@@ -115,7 +115,7 @@ async fn the_same_key_twice_in_one_batch_is_claimed_by_the_first_only() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_cut_before_its_commit_writes_nothing_and_every_waiter_is_told_unavailable() {
+async fn a_batch_cut_on_its_way_to_the_database_writes_nothing_and_every_waiter_is_told_unavailable() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
     let proxy = FaultProxy::start(db.server_addr()).await;
@@ -124,8 +124,8 @@ async fn a_batch_cut_before_its_commit_writes_nothing_and_every_waiter_is_told_u
     let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, settings));
     assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
 
-    // The batch's statement reaches the database; its COMMIT never does.
-    proxy.cut_when_client_sends(b"COMMIT");
+    // The batch is one statement, its own transaction: cut on its way, nothing is committed.
+    proxy.cut_when_client_sends(b"doorman_claim_receipts");
     proxy.delay(Duration::from_millis(30));
     let claims = (0..20).map(|i| {
         let store = store.clone();
