@@ -61,7 +61,9 @@ migrate: postgres
     cargo run --quiet --locked --bin doorman -- migrate
 
 # Without SLACK_SIGNING_SECRET a development secret is generated once and kept in
-# .doorman-dev-secret (git-ignored); set the variable to your Slack app's.
+# .doorman-dev-secret; without DOORMAN_ENCRYPTION_KEYS a development key is generated once and
+# kept in .doorman-dev-encryption-key (both git-ignored). Agents on http and on this machine
+# are allowed (DOORMAN_AGENT_ALLOW_PRIVATE=true): never do that in production.
 # Run the service locally: PostgreSQL up, database created and migrated, then serve.
 run: migrate
     #!/usr/bin/env bash
@@ -75,6 +77,16 @@ run: migrate
         export SLACK_SIGNING_SECRET
         echo "SLACK_SIGNING_SECRET is not set: using the development secret kept in $secret_file" >&2
     fi
+    if [ -z "${DOORMAN_ENCRYPTION_KEYS:-}" ]; then
+        key_file=.doorman-dev-encryption-key
+        if [ ! -s "$key_file" ]; then
+            (umask 077; printf 'dev:%s' "$(head -c 32 /dev/urandom | base64 -w0)" > "$key_file")
+        fi
+        DOORMAN_ENCRYPTION_KEYS="$(cat "$key_file")"
+        export DOORMAN_ENCRYPTION_KEYS
+        echo "DOORMAN_ENCRYPTION_KEYS is not set: using the development key kept in $key_file" >&2
+    fi
+    export DOORMAN_AGENT_ALLOW_PRIVATE="${DOORMAN_AGENT_ALLOW_PRIVATE:-true}"
     exec cargo run --quiet --locked --bin doorman -- serve
 
 # Needs the Diesel CLI (cargo install diesel_cli --no-default-features --features postgres);

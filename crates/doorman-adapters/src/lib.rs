@@ -7,9 +7,11 @@
 //! - [`notified_directory`]: the directory served from memory, kept true by notices from
 //!   the database (`postgres::listener`), bypassed whenever no listener is subscribed.
 //! - [`bridge`]: the HTTP agent bridge (Standard Webhooks signed dispatches, per-tenant
-//!   circuit breaker).
+//!   circuit breaker, bounded work in flight, allowed destinations).
+//! - [`secrets`]: secrets at rest, sealed with AES-256-GCM under the configured keys.
 
 pub mod bridge;
 pub mod notified_directory;
 pub mod postgres;
+pub mod secrets;
 pub mod slack;

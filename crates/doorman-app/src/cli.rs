@@ -47,6 +47,25 @@ pub enum Command {
     /// Inspect and prune event receipts.
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
+    /// Manage secrets at rest.
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Seal every stored secret with the first of DOORMAN_ENCRYPTION_KEYS (those sealed with
+    /// another key, and any stored before encryption), in batches; safe to stop and re-run.
+    Rotate {
+        #[arg(long, default_value_t = 100)]
+        batch: u32,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        keys: KeysArgs,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
 }
 
 /// A value that must not be printed: `Debug` shows a placeholder.
@@ -87,6 +106,24 @@ pub struct DatabaseArgs {
         hide_default_value = false
     )]
     pub database_url: Secret,
+}
+
+/// The keys secrets are sealed with at rest.
+#[derive(Debug, Clone, Args)]
+pub struct KeysArgs {
+    /// Encryption keys for secrets at rest: comma-separated `id:base64(32 bytes)`; the first
+    /// seals, all open (add a new key first, `doorman secrets rotate`, then drop the old).
+    #[arg(long = "encryption-keys", env = "DOORMAN_ENCRYPTION_KEYS", hide_env_values = true)]
+    pub encryption_keys: Option<Secret>,
+}
+
+/// Where agents may be reached.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct DestinationArgs {
+    /// Allow `http` agent URLs and private, loopback and link-local addresses (local
+    /// development and tests; never in production).
+    #[arg(long = "agent-allow-private", env = "DOORMAN_AGENT_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub agent_allow_private: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -156,6 +193,25 @@ pub struct ServeArgs {
     /// HTTP worker threads (0: one per CPU).
     #[arg(long, env = "DOORMAN_WORKERS", default_value_t = 0)]
     pub workers: usize,
+
+    /// Deliveries of one tenant in flight at once (acknowledged and not yet dispatched);
+    /// past it, 503 before anything is claimed. Also the most connections to its agent.
+    #[arg(long, env = "DOORMAN_MAX_IN_FLIGHT_PER_TENANT", default_value_t = 64)]
+    pub max_in_flight_per_tenant: usize,
+
+    /// Deliveries in flight in the whole process; past it, 503 before anything is claimed.
+    #[arg(long, env = "DOORMAN_MAX_IN_FLIGHT", default_value_t = 1024)]
+    pub max_in_flight: usize,
+
+    /// How long a request body may take to arrive; past it, 408 and the connection closes.
+    #[arg(long, env = "DOORMAN_BODY_READ_TIMEOUT", default_value = "5s")]
+    pub body_read_timeout: humantime::Duration,
+
+    #[command(flatten)]
+    pub keys: KeysArgs,
+
+    #[command(flatten)]
+    pub destinations: DestinationArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -196,6 +252,10 @@ pub enum AgentCommand {
         /// Prefer the environment variable: a flag is visible in the process list.
         #[arg(long, env = "DOORMAN_AGENT_SECRET", hide_env_values = true)]
         secret: Secret,
+        #[command(flatten)]
+        keys: KeysArgs,
+        #[command(flatten)]
+        destinations: DestinationArgs,
         #[command(flatten)]
         db: DatabaseArgs,
     },

@@ -3,16 +3,18 @@
 //! of a secret.
 
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroUsize};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use doorman_adapters::bridge::{BridgeSettings, CircuitSettings};
+use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, DestinationPolicy, LimitSettings};
 use doorman_adapters::postgres::PoolSettings;
+use doorman_adapters::secrets::Keyring;
 use doorman_adapters::slack::{SigningSecret, Verifier};
 use doorman_domain::Retention;
 
-use crate::cli::{Secret, ServeArgs};
+use crate::cli::{KeysArgs, Secret, ServeArgs};
 
 /// The longest a request may wait for each of its two database connections.
 pub const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_millis(1250);
@@ -29,6 +31,14 @@ pub struct ServeConfig {
     pub background_pool: PoolSettings,
     pub bridge: BridgeSettings,
     pub workers: usize,
+    pub body_read_timeout: Duration,
+    pub keys: Arc<Keyring>,
+}
+
+/// The keyring from `DOORMAN_ENCRYPTION_KEYS`, for every command that seals or opens secrets.
+pub fn keyring(args: &KeysArgs) -> anyhow::Result<Arc<Keyring>> {
+    let spec = args.encryption_keys.as_ref().map(Secret::expose).unwrap_or("");
+    Ok(Arc::new(Keyring::parse(spec).context("DOORMAN_ENCRYPTION_KEYS")?))
 }
 
 impl ServeConfig {
@@ -54,6 +64,16 @@ impl ServeConfig {
                 "DOORMAN_DB_ACQUIRE_TIMEOUT must be at most 1250ms: an answer may wait for a connection twice inside Slack's 3 s"
             );
         }
+        let positive =
+            |n: usize, name: &str| NonZeroUsize::new(n).with_context(|| format!("{name} must be at least 1"));
+        let limits = LimitSettings {
+            per_tenant: positive(args.max_in_flight_per_tenant, "DOORMAN_MAX_IN_FLIGHT_PER_TENANT")?,
+            total: positive(args.max_in_flight, "DOORMAN_MAX_IN_FLIGHT")?,
+        };
+        if args.body_read_timeout.is_zero() {
+            bail!("DOORMAN_BODY_READ_TIMEOUT must be above zero");
+        }
+        let keys = keyring(&args.keys)?;
         let workers = if args.workers == 0 {
             std::thread::available_parallelism().map(usize::from).unwrap_or(2)
         } else {
@@ -85,9 +105,13 @@ impl ServeConfig {
                         .context("DOORMAN_CIRCUIT_FAILURES must be at least 1")?,
                     cooldown: *args.circuit_cooldown,
                 },
+                limits,
+                destinations: DestinationPolicy { allow_private: args.destinations.agent_allow_private },
                 ..BridgeSettings::default()
             },
             workers,
+            body_read_timeout: *args.body_read_timeout,
+            keys,
         })
     }
 }
@@ -100,7 +124,14 @@ mod tests {
     use crate::cli::{Cli, Command};
 
     fn serve_args(extra: &[&str]) -> ServeArgs {
-        let mut argv = vec!["doorman", "serve", "--slack-signing-secret", "a,b"];
+        let mut argv = vec![
+            "doorman",
+            "serve",
+            "--slack-signing-secret",
+            "a,b",
+            "--encryption-keys",
+            "k:a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+        ];
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Serve(args) => *args,
@@ -116,6 +147,10 @@ mod tests {
         assert_eq!(config.max_body_bytes, 1024 * 1024);
         assert_eq!(config.bridge.dispatch_timeout, Duration::from_secs(60));
         assert_eq!(config.bridge.circuit.failures.get(), 5);
+        assert_eq!(config.bridge.limits.per_tenant.get(), 64);
+        assert_eq!(config.bridge.limits.total.get(), 1024);
+        assert!(!config.bridge.destinations.allow_private, "https and public addresses only");
+        assert_eq!(config.body_read_timeout, Duration::from_secs(5));
     }
 
     #[test]
@@ -136,6 +171,28 @@ mod tests {
     fn zero_circuit_failures_is_refused_not_clamped() {
         let error = ServeConfig::from_args(&serve_args(&["--circuit-failures", "0"])).unwrap_err();
         assert!(format!("{error:#}").contains("DOORMAN_CIRCUIT_FAILURES must be at least 1"), "{error:#}");
+    }
+
+    #[test]
+    fn missing_or_bad_encryption_keys_are_refused_without_quoting_them() {
+        let parse = |extra: &[&str]| {
+            let argv = [&["doorman", "serve", "--slack-signing-secret", "a"], extra].concat();
+            let Command::Serve(args) = Cli::try_parse_from(argv).unwrap().command else { unreachable!() };
+            ServeConfig::from_args(&args).unwrap_err()
+        };
+        let error = parse(&[]);
+        assert!(format!("{error:#}").contains("DOORMAN_ENCRYPTION_KEYS"), "{error:#}");
+        let error = parse(&["--encryption-keys", "k:c2VjcmV0LWJ1dC1zaG9ydA=="]);
+        assert!(format!("{error:#}").contains("32 bytes"), "{error:#}");
+        assert!(!format!("{error:#}").contains("c2VjcmV0"), "{error:#}");
+    }
+
+    #[test]
+    fn zero_bounds_are_refused() {
+        for flag in ["--max-in-flight", "--max-in-flight-per-tenant"] {
+            let error = ServeConfig::from_args(&serve_args(&[flag, "0"])).unwrap_err();
+            assert!(format!("{error:#}").contains("must be at least 1"), "{error:#}");
+        }
     }
 
     #[test]

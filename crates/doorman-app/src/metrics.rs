@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use doorman_domain::{Acknowledgement, Handled, RetryReason, Unavailability};
+
+use crate::runner::Answered;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -35,6 +37,11 @@ struct Outcome {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Limit {
+    limit: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Reason {
     reason: &'static str,
 }
@@ -47,6 +54,8 @@ pub struct Metrics {
     rejections: Family<Cause, Counter>,
     claims: Family<Outcome, Counter>,
     unavailable: Family<Reason, Counter>,
+    busy: Family<Limit, Counter>,
+    in_flight: Gauge,
     unknown_workspaces: Counter,
     rate_limited: Counter,
     retries: Family<Reason, Counter>,
@@ -62,6 +71,7 @@ pub struct Metrics {
 #[derive(Debug, Clone, Copy)]
 pub struct Gauges {
     pub open_circuits: usize,
+    pub in_flight: usize,
     pub directory_listening: bool,
     pub directory_remembered: usize,
 }
@@ -91,6 +101,18 @@ impl Metrics {
         registry.register("claims", "Numbered events claimed or found duplicate", claims.clone());
         let unavailable = Family::<Reason, Counter>::default();
         registry.register("unavailable", "Deliveries answered 503, by reason", unavailable.clone());
+        let busy = Family::<Limit, Counter>::default();
+        registry.register(
+            "busy",
+            "Deliveries answered 503 because work in flight was at its bound, by bound (tenant or process)",
+            busy.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "in_flight",
+            "Deliveries holding a place in the bounded work (from acknowledgement to the end of their dispatch)",
+            in_flight.clone(),
+        );
         let unknown_workspaces = Counter::default();
         registry.register(
             "unknown_workspaces",
@@ -136,6 +158,8 @@ impl Metrics {
             rejections,
             claims,
             unavailable,
+            busy,
+            in_flight,
             unknown_workspaces,
             rate_limited,
             retries,
@@ -166,27 +190,36 @@ impl Metrics {
         self.retries.get_or_create(&Reason { reason }).inc();
     }
 
-    pub fn acknowledged(&self, ack: &Acknowledgement) {
+    pub fn acknowledged(&self, answered: &Answered) {
         let claim = |outcome| {
             self.claims.get_or_create(&Outcome { outcome }).inc();
+        };
+        let ack = match answered {
+            Answered::Accepted { numbered: true, .. } => return claim("claimed"),
+            Answered::Accepted { numbered: false, .. } => return,
+            Answered::Decided(ack) => ack,
         };
         match ack {
             Acknowledgement::Ignored => {
                 self.unknown_workspaces.inc();
             }
+            Acknowledgement::Replayed { .. } => self.rejected("replayed"),
             Acknowledgement::Unavailable(why) => {
                 let reason = match why {
                     Unavailability::NoAgent { .. } => "no_agent",
                     Unavailability::Misconfigured { .. } => "misconfigured",
                     Unavailability::Paused { .. } => "paused",
                     Unavailability::CircuitOpen { .. } => "circuit_open",
+                    Unavailability::Busy { limit, .. } => {
+                        self.busy.get_or_create(&Limit { limit: limit.as_str() }).inc();
+                        "busy"
+                    }
                     Unavailability::Storage(_) => "storage",
                     Unavailability::Internal => "internal",
                 };
                 self.unavailable.get_or_create(&Reason { reason }).inc();
             }
             Acknowledgement::Duplicate { .. } => claim("duplicate"),
-            Acknowledgement::Accepted(job) if job.event().external_id.is_some() => claim("claimed"),
             Acknowledgement::Accepted(_) => {}
         }
     }
@@ -210,6 +243,7 @@ impl Metrics {
     pub fn render(&self, gauges: &Gauges) -> String {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         self.open_circuits.set(count(gauges.open_circuits));
+        self.in_flight.set(count(gauges.in_flight));
         self.directory_listening.set(i64::from(gauges.directory_listening));
         self.directory_remembered.set(count(gauges.directory_remembered));
         let mut out = String::new();

@@ -17,7 +17,7 @@ use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{PgReceiptStore, PgTenantDirectory};
 use doorman_domain::Job;
 use doorman_domain::ports::SystemClock;
-use doorman_domain::{Acknowledgement, Inbound, InboundEvent, Unavailability};
+use doorman_domain::{Acknowledgement, Inbound, InboundEvent, TenantId, Unavailability};
 use tokio::runtime::Handle;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -27,6 +27,16 @@ use crate::metrics::Metrics;
 /// The use cases over the concrete adapters, fixed once here.
 pub type Doorman =
     Inbound<NotifiedDirectory<PgTenantDirectory>, HttpAgentBridge, PgReceiptStore, SystemClock>;
+
+/// How a delivery was answered, once its job (if any) is on its way: the accepted job itself
+/// went to its dispatch task, with its place in the bounded work.
+#[derive(Debug)]
+pub enum Answered {
+    /// Accepted; its dispatch has started. `numbered`: its claim was made.
+    Accepted { tenant: TenantId, numbered: bool },
+    /// Anything but accepted, as the use case decided it.
+    Decided(Acknowledgement),
+}
 
 #[derive(Debug, Clone)]
 pub struct DeliveryRunner {
@@ -48,23 +58,29 @@ impl DeliveryRunner {
 
     /// Acknowledges a delivery on the main runtime; an accepted one starts its dispatch
     /// there before this returns, whether or not the caller is still waiting.
-    pub async fn acknowledge(&self, event: InboundEvent) -> Acknowledgement {
+    pub async fn acknowledge(&self, event: InboundEvent) -> Answered {
         let this = self.clone();
         let task = self.runtime.spawn(
             self.tracker.track_future(
                 async move {
-                    let ack = this.doorman.acknowledge(event).await;
-                    if let Acknowledgement::Accepted(job) = &ack {
-                        this.spawn_dispatch(Job::clone(job));
+                    match this.doorman.acknowledge(event).await {
+                        Acknowledgement::Accepted(job) => {
+                            let answered = Answered::Accepted {
+                                tenant: job.tenant(),
+                                numbered: job.receipt_key().is_some(),
+                            };
+                            this.spawn_dispatch(*job);
+                            answered
+                        }
+                        decided => Answered::Decided(decided),
                     }
-                    ack
                 }
                 .in_current_span(),
             ),
         );
         task.await.unwrap_or_else(|error| {
             tracing::error!(error = %error, "acknowledgement task failed; answered 503 so Slack retries");
-            Acknowledgement::Unavailable(Unavailability::Internal)
+            Answered::Decided(Acknowledgement::Unavailable(Unavailability::Internal))
         })
     }
 

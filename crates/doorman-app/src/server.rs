@@ -74,7 +74,8 @@ impl RunningServer {
 pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let pool = postgres::pool::connect(config.database_url.expose(), &config.pool);
     let background_pool = postgres::pool::connect(config.database_url.expose(), &config.background_pool);
-    let directory = NotifiedDirectory::new(PgTenantDirectory::new(pool.clone()));
+    check_keys(&pool, &config).await?;
+    let directory = NotifiedDirectory::new(PgTenantDirectory::new(pool.clone(), config.keys.clone()));
     // Until it has subscribed, the directory resolves from the database.
     let directory_listener = postgres::listener::spawn(config.database_url.expose(), directory.notices());
     let directory_status = directory.status();
@@ -96,6 +97,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         directory: directory_status,
         pool,
         max_body_bytes: config.max_body_bytes,
+        body_read_timeout: config.body_read_timeout,
     });
 
     let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
@@ -114,12 +116,47 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         db_pool = config.pool.max_size,
         db_background_pool = config.background_pool.max_size,
         signing_secrets = config.verifier.secret_count(),
+        encryption_key = config.keys.current(),
+        max_in_flight = config.bridge.limits.total.get(),
+        max_in_flight_per_tenant = config.bridge.limits.per_tenant.get(),
+        agent_allow_private = config.bridge.destinations.allow_private,
         retention = %humantime::format_duration(config.retention.keep_for()),
         dispatch_timeout = %humantime::format_duration(config.bridge.dispatch_timeout),
         drain_timeout = %humantime::format_duration(config.drain_timeout),
         "doorman listening"
     );
     Ok(RunningServer { addr, handle, task, directory_listener, runner, drain_timeout: config.drain_timeout })
+}
+
+/// Refuses to start when a stored secret is sealed with a key that is not configured (or not
+/// sealed at all): every tenant using it would be answered 503. With the database down the
+/// check cannot run; it is logged, and each such tenant is refused (and logged) on its own.
+async fn check_keys(pool: &postgres::PgPool, config: &ServeConfig) -> anyhow::Result<()> {
+    let uses = match postgres::directory::sealed_key_ids(pool).await {
+        Ok(uses) => uses,
+        Err(error) => {
+            tracing::warn!(error = %error, "could not check which keys the stored secrets use (database unavailable)");
+            return Ok(());
+        }
+    };
+    let unsealed: i64 = uses.iter().filter(|u| u.key_id.is_empty()).map(|u| u.secrets).sum();
+    if unsealed > 0 {
+        anyhow::bail!(
+            "{unsealed} stored agent secret(s) are not encrypted: run `doorman secrets rotate` with DOORMAN_ENCRYPTION_KEYS first"
+        );
+    }
+    let missing: Vec<String> = uses
+        .iter()
+        .filter(|u| !u.key_id.is_empty() && !config.keys.has(&u.key_id))
+        .map(|u| format!("{:?} ({} secrets)", u.key_id, u.secrets))
+        .collect();
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "stored secrets are sealed with encryption key(s) {} that DOORMAN_ENCRYPTION_KEYS does not hold; add them (the first key still seals)",
+            missing.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.

@@ -73,6 +73,10 @@ pub enum DispatchError {
     /// The request may have reached the agent but the exchange broke (reset mid-response).
     #[error("dispatch interrupted: {0}")]
     Interrupted(String),
+    /// The agent's destination is not allowed (not https, or not a public address after
+    /// DNS); nothing was sent.
+    #[error("destination_not_allowed: {0}")]
+    DestinationNotAllowed(String),
     /// The dispatch could not be built (a bug: the payload was checked when it arrived).
     #[error("dispatch could not be built: {0}")]
     Internal(String),

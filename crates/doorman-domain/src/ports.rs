@@ -13,7 +13,8 @@ use chrono::{DateTime, Utc};
 
 use crate::errors::{DispatchError, StorageError};
 use crate::model::{
-    Claim, Completion, Failure, Job, NewReceipt, Platform, ReceiptKey, Tenant, TenantId, WorkspaceRef,
+    Busy, Claim, Completion, Failure, Fingerprint, Job, NewReceipt, Permit, Platform, ReceiptKey, Tenant,
+    TenantId, WorkspaceRef,
 };
 
 /// Finds the tenant a workspace belongs to.
@@ -34,20 +35,27 @@ pub trait TenantDirectory: Send + Sync {
     ) -> impl Future<Output = Result<Option<Tenant>, StorageError>> + Send;
 }
 
-/// Whether a tenant's agent can take work right now, as only the bridge knows it.
+/// Why the bridge cannot take a job for a tenant right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BridgeHealth {
-    Healthy,
+pub enum Unready {
     /// The circuit is open after repeated failures; it closes again after a cooldown.
     CircuitOpen,
+    /// One more job would exceed the tenant's or the process's bound on work in flight.
+    Busy(Busy),
 }
 
 /// Hands events to tenants' agents.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 pub trait AgentBridge: Send + Sync {
-    /// Whether the tenant's agent has been failing (circuit open). Cheap and local: it
-    /// runs before the HTTP answer, on every delivery.
-    fn health(&self, tenant: TenantId) -> BridgeHealth;
+    /// Takes a place for one more job of `tenant`. Cheap and local: it runs before the HTTP
+    /// answer, on every delivery, and before anything is claimed.
+    ///
+    /// - MUST return `Err(Unready::CircuitOpen)` while the tenant's circuit is open, and
+    ///   `Err(Unready::Busy(_))` when one more job would exceed the tenant's or the process's
+    ///   bound on work in flight; either way reserving nothing.
+    /// - The permit MUST give its place back when dropped (the job holds it until its
+    ///   dispatch has ended).
+    fn admit(&self, tenant: TenantId) -> Result<Permit, Unready>;
 
     /// Delivers one job to the tenant's agent and waits for its answer.
     ///
@@ -71,6 +79,18 @@ pub trait ReceiptStore: Send + Sync {
     ///   state (handled, failed or still in flight).
     /// - MUST NOT write anything when it returns an error.
     fn claim(&self, receipt: &NewReceipt) -> impl Future<Output = Result<Claim, StorageError>> + Send;
+
+    /// Records an unnumbered request's fingerprint (its signature) for `tenant` until it
+    /// expires, so a second arrival of the same signed request is known for a replay.
+    ///
+    /// - The same guarantees as [`ReceiptStore::claim`]: atomic against concurrent records of
+    ///   the same fingerprint, committed when it returns `Claim::Claimed`, `Claim::Duplicate`
+    ///   when the fingerprint is already recorded and unexpired, nothing written on error.
+    fn claim_request(
+        &self,
+        tenant: TenantId,
+        fingerprint: &Fingerprint,
+    ) -> impl Future<Output = Result<Claim, StorageError>> + Send;
 
     /// Marks a claimed receipt handled and, in the same transaction, deletes at most
     /// `prune_batch` receipts of the same tenant claimed before `expired_before`.

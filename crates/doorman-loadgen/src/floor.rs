@@ -16,6 +16,7 @@ use doorman_domain::ports::{ReceiptStore, TenantDirectory};
 use doorman_domain::{
     Claim, ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, WorkspaceId, WorkspaceRef,
 };
+use doorman_testkit::database::test_keys;
 use hdrhistogram::Histogram;
 
 use crate::Args;
@@ -37,7 +38,7 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
     };
     let acks = pool::connect(&run.database_url, &sized(args.pool_size));
     let background = pool::connect(&run.database_url, &sized(args.background_pool_size));
-    let directory = NotifiedDirectory::new(PgTenantDirectory::new(acks.clone()));
+    let directory = NotifiedDirectory::new(PgTenantDirectory::new(acks.clone(), Arc::new(test_keys())));
     let listener = listener::spawn(&run.database_url, directory.notices());
     while !directory.status().is_listening() {
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -158,9 +158,12 @@ struct Sender {
 impl Sender {
     async fn deliver(&self, item: Item, team: &str, payload_bytes: usize) {
         match item.kind {
-            Kind::Command => {
+            Kind::Command { trigger } => {
+                // A trigger id of its own, as Slack's commands have: otherwise two commands in
+                // the same second would be one signed request, and the second a replay.
                 let body = format!(
-                    "team_id={team}&command=%2Fask&text=hello&user_id=U1&response_url=https%3A%2F%2Fhooks.slack.com%2Fx"
+                    "team_id={team}&command=%2Fask&text=hello&user_id=U1&response_url=https%3A%2F%2Fhooks.slack.com%2Fx&trigger_id={}",
+                    trigger
                 );
                 if self
                     .send("/slack/commands", "application/x-www-form-urlencoded", body.into_bytes(), 0)

@@ -12,8 +12,8 @@ pub struct Item {
 pub enum Kind {
     /// An Events API callback, with re-deliveries sent alongside the original and after it.
     Event { id: String, concurrent: u32, later: u32 },
-    /// A slash command, sent once.
-    Command,
+    /// A slash command, sent once, with its own trigger id.
+    Command { trigger: String },
 }
 
 pub fn build(
@@ -29,7 +29,7 @@ pub fn build(
         .map(|i| {
             let tenant = i % tenants;
             if rng.chance(commands) {
-                return Item { tenant, kind: Kind::Command };
+                return Item { tenant, kind: Kind::Command { trigger: format!("{run_id}.{i}") } };
             }
             let (mut concurrent, mut later) = (0, 0);
             if rng.chance(redeliver) {
@@ -67,7 +67,7 @@ mod tests {
     use super::*;
 
     fn shares(items: &[Item]) -> (usize, usize, u32) {
-        let commands = items.iter().filter(|i| matches!(i.kind, Kind::Command)).count();
+        let commands = items.iter().filter(|i| matches!(i.kind, Kind::Command { .. })).count();
         let (mut redelivered, mut copies) = (0, 0);
         for item in items {
             if let Kind::Event { concurrent, later, .. } = item.kind

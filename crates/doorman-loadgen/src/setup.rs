@@ -8,7 +8,7 @@ use doorman_adapters::postgres::{PgOperator, migrations};
 use doorman_domain::TenantId;
 use doorman_testkit::FakeAgent;
 use doorman_testkit::ServeProcess;
-use doorman_testkit::database::{tenant_with_agent, with_database};
+use doorman_testkit::database::{TEST_KEYS, tenant_with_agent, with_database};
 
 use crate::Args;
 
@@ -85,6 +85,9 @@ impl Server {
             ("DOORMAN_DB_POOL_SIZE", pool_size.as_str()),
             ("DOORMAN_DB_BACKGROUND_POOL_SIZE", background.as_str()),
             ("RUST_LOG", "error"),
+            ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS),
+            // The fake agent listens on http://127.0.0.1.
+            ("DOORMAN_AGENT_ALLOW_PRIVATE", "true"),
         ];
         env.extend(args.server_env.iter().filter_map(|pair| pair.split_once('=')));
         let process = ServeProcess::spawn(binary, &env, &[]).with_context(|| {

@@ -15,6 +15,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use doorman_adapters::postgres::pool::{self, PgPool, PoolSettings};
 use doorman_adapters::postgres::{PgOperator, PgReceiptStore, migrations};
+use doorman_adapters::secrets::Keyring;
 use doorman_domain::{AgentSecret, AgentUrl, Platform, TenantId, TenantName, WorkspaceId, WorkspaceRef};
 
 const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -60,13 +61,20 @@ impl TestDatabase {
         &self.url
     }
 
-    /// The server pool: connections act as `doorman_app`, under row-level security.
+    /// The database's URL logging in as [`SERVER_ROLE`]: a role whose only membership is
+    /// `doorman_app`, as `doorman serve` runs in production (docs/operations.md).
+    pub fn server_url(&self) -> String {
+        with_user(&self.url, SERVER_ROLE)
+    }
+
+    /// The server pool, logged in as [`SERVER_ROLE`]: connections act as `doorman_app`, under
+    /// row-level security.
     pub fn pool(&self) -> PgPool {
         self.pool_with(&PoolSettings::default())
     }
 
     pub fn pool_with(&self, settings: &PoolSettings) -> PgPool {
-        pool::connect(&self.url, settings)
+        pool::connect(&self.server_url(), settings)
     }
 
     /// The operator adapter, on an owner connection, as operator commands use it.
@@ -102,6 +110,18 @@ impl Drop for TestDatabase {
     }
 }
 
+/// The least-privileged login the tests' servers use: it can log in, and it is a member of
+/// `doorman_app`, nothing more (so `RESET ROLE` gains it nothing). Roles are per cluster: it is
+/// created once, beside the template.
+pub const SERVER_ROLE: &str = "doorman_test_server";
+
+/// The encryption keys tests seal secrets with (`DOORMAN_ENCRYPTION_KEYS`).
+pub const TEST_KEYS: &str = "test:a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=";
+
+pub fn test_keys() -> Keyring {
+    Keyring::parse(TEST_KEYS).expect("the test keys parse")
+}
+
 /// A receipt store with one pool for claims and completions alike (the server gives each
 /// its own).
 pub fn receipt_store(pool: PgPool) -> PgReceiptStore {
@@ -120,7 +140,7 @@ pub async fn tenant_with_agent(
     let workspace = WorkspaceRef::team(WorkspaceId::new(team).unwrap());
     operator.link_workspace(tenant, Platform::Slack, &workspace).await.unwrap();
     let (url, secret) = (AgentUrl::parse(agent_url).unwrap(), AgentSecret::parse(secret).unwrap());
-    operator.set_agent(tenant, &url, &secret).await.unwrap();
+    operator.set_agent(tenant, &url, &secret, &test_keys()).await.unwrap();
     tenant
 }
 
@@ -144,6 +164,15 @@ pub fn with_database(url: &str, database: &str) -> String {
         Some(query) => format!("{base}/{database}?{query}"),
         None => format!("{base}/{database}"),
     }
+}
+
+/// `url` logging in as `user` (no password: the test server trusts loopback).
+pub fn with_user(url: &str, user: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return url.to_owned() };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let host = rest[..authority_end].rsplit('@').next().unwrap_or("");
+    format!("{}{user}@{host}{}", &url[..scheme_end], &rest[authority_end..])
 }
 
 /// `url` with its host and port replaced by `addr` (to route it through a proxy).
@@ -196,6 +225,18 @@ async fn ensure_template(server: &str) -> String {
             .expect("publish the template");
         drop_superseded_templates(&mut admin, &template).await;
     }
+    // Under the same lock: the role outlives databases, so it is made (or found) each time.
+    diesel::sql_query(format!(
+        "DO $$ BEGIN \
+           IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{SERVER_ROLE}') THEN \
+             CREATE ROLE {SERVER_ROLE} LOGIN NOINHERIT; \
+           END IF; \
+           GRANT doorman_app TO {SERVER_ROLE}; \
+         END $$"
+    ))
+    .execute(&mut admin)
+    .await
+    .expect("create the least-privileged server role");
     diesel::sql_query("SELECT pg_advisory_unlock($1)")
         .bind::<BigInt, _>(lock_key)
         .execute(&mut admin)

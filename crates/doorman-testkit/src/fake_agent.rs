@@ -51,6 +51,8 @@ struct Shared {
     status: Mutex<u16>,
     /// Requests currently inside the handler (held at the gate or answering).
     in_flight: Mutex<usize>,
+    /// The most there ever were at once.
+    peak_in_flight: Mutex<usize>,
     keep_documents: bool,
 }
 
@@ -84,6 +86,7 @@ impl FakeAgent {
             gate: watch::channel(true).0,
             status: Mutex::new(200),
             in_flight: Mutex::new(0),
+            peak_in_flight: Mutex::new(0),
             keep_documents,
         });
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
@@ -151,6 +154,11 @@ impl FakeAgent {
         *self.shared.in_flight.lock().unwrap()
     }
 
+    /// The most requests ever held or answered at once.
+    pub fn peak_in_flight(&self) -> usize {
+        *self.shared.peak_in_flight.lock().unwrap()
+    }
+
     /// Waits until `predicate` holds, or panics after `timeout`.
     pub async fn wait_until(&self, what: &str, timeout: Duration, predicate: impl Fn(&Self) -> bool) {
         let deadline = tokio::time::Instant::now() + timeout;
@@ -186,7 +194,12 @@ async fn receive(request: HttpRequest, body: web::Bytes, shared: web::Data<Share
     }
 
     shared.recorded.lock().unwrap().requests += 1;
-    *shared.in_flight.lock().unwrap() += 1;
+    {
+        let mut in_flight = shared.in_flight.lock().unwrap();
+        *in_flight += 1;
+        let mut peak = shared.peak_in_flight.lock().unwrap();
+        *peak = (*peak).max(*in_flight);
+    }
     let mut gate = shared.gate.subscribe();
     let _ = gate.wait_for(|open| *open).await;
     let status = *shared.status.lock().unwrap();

@@ -14,7 +14,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use doorman_domain::TenantId;
-use doorman_domain::ports::BridgeHealth;
 
 #[derive(Debug, Clone, Copy)]
 pub struct CircuitSettings {
@@ -47,12 +46,9 @@ impl CircuitBreaker {
         Self { settings, tenants: Mutex::default() }
     }
 
-    pub fn health(&self, tenant: TenantId, now: Instant) -> BridgeHealth {
-        let tenants = self.lock();
-        match tenants.get(&tenant).and_then(|s| s.open_until) {
-            Some(until) if now < until => BridgeHealth::CircuitOpen,
-            _ => BridgeHealth::Healthy,
-        }
+    /// Whether the tenant's circuit is open at `now`.
+    pub fn is_open(&self, tenant: TenantId, now: Instant) -> bool {
+        self.lock().get(&tenant).and_then(|s| s.open_until).is_some_and(|until| now < until)
     }
 
     pub fn record_success(&self, tenant: TenantId) {
@@ -97,14 +93,14 @@ mod tests {
         let t0 = Instant::now();
         assert!(!breaker.record_failure(tenant, t0));
         assert!(!breaker.record_failure(tenant, t0));
-        assert_eq!(breaker.health(tenant, t0), BridgeHealth::Healthy);
+        assert!(!breaker.is_open(tenant, t0));
         assert!(breaker.record_failure(tenant, t0));
-        assert_eq!(breaker.health(tenant, t0 + Duration::from_secs(29)), BridgeHealth::CircuitOpen);
+        assert!(breaker.is_open(tenant, t0 + Duration::from_secs(29)));
         assert_eq!(breaker.open_count(t0), 1);
-        assert_eq!(breaker.health(tenant, t0 + Duration::from_secs(30)), BridgeHealth::Healthy);
+        assert!(!breaker.is_open(tenant, t0 + Duration::from_secs(30)));
         // Half-open: one more failure reopens at once.
         assert!(breaker.record_failure(tenant, t0 + Duration::from_secs(31)));
-        assert_eq!(breaker.health(tenant, t0 + Duration::from_secs(32)), BridgeHealth::CircuitOpen);
+        assert!(breaker.is_open(tenant, t0 + Duration::from_secs(32)));
     }
 
     #[test]
@@ -120,7 +116,7 @@ mod tests {
         assert!(!breaker.record_failure(a, t0), "the count restarted");
         breaker.record_failure(b, t0);
         assert!(breaker.record_failure(b, t0));
-        assert_eq!(breaker.health(a, t0), BridgeHealth::Healthy);
-        assert_eq!(breaker.health(b, t0), BridgeHealth::CircuitOpen);
+        assert!(!breaker.is_open(a, t0));
+        assert!(breaker.is_open(b, t0));
     }
 }

@@ -3,12 +3,13 @@
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
-use doorman_domain::Job;
-use doorman_domain::ports::{AgentBridge, BridgeHealth};
-use doorman_domain::{DispatchError, TenantId};
+use doorman_domain::ports::{AgentBridge, Unready};
+use doorman_domain::{DispatchError, Job, Permit, TenantId};
 
 use super::circuit::{CircuitBreaker, CircuitSettings};
+use super::destination::{DestinationPolicy, NotAllowed, PublicOnlyResolver};
 use super::document;
+use super::limits::{InFlightLimits, LimitSettings};
 use super::signing::WebhookKey;
 
 #[derive(Debug, Clone)]
@@ -23,6 +24,8 @@ pub struct BridgeSettings {
     /// The time within which those attempts must fit; after it, the failure is returned.
     pub connect_retry_budget: Duration,
     pub circuit: CircuitSettings,
+    pub limits: LimitSettings,
+    pub destinations: DestinationPolicy,
 }
 
 impl Default for BridgeSettings {
@@ -33,6 +36,8 @@ impl Default for BridgeSettings {
             connect_attempts: 3,
             connect_retry_budget: Duration::from_secs(2),
             circuit: CircuitSettings::default(),
+            limits: LimitSettings::default(),
+            destinations: DestinationPolicy::default(),
         }
     }
 }
@@ -46,18 +51,35 @@ pub struct HttpAgentBridge {
     client: reqwest::Client,
     settings: BridgeSettings,
     circuit: CircuitBreaker,
+    limits: InFlightLimits,
 }
 
 impl HttpAgentBridge {
     pub fn new(settings: BridgeSettings) -> Result<Self, reqwest::Error> {
         super::install_crypto_provider();
-        let client = reqwest::Client::builder()
+        let mut client = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             // A redirect would re-send a signed body somewhere the operator did not configure.
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("doorman/", env!("CARGO_PKG_VERSION")))
-            .build()?;
-        Ok(Self { client, circuit: CircuitBreaker::new(settings.circuit), settings })
+            // At most this many dispatches of one tenant run at once, so no more connections
+            // to its agent are ever needed (nor kept).
+            .pool_max_idle_per_host(settings.limits.per_tenant.get())
+            .user_agent(concat!("doorman/", env!("CARGO_PKG_VERSION")));
+        if !settings.destinations.allow_private {
+            client = client.dns_resolver(PublicOnlyResolver::shared());
+        }
+        let client = client.build()?;
+        Ok(Self {
+            client,
+            circuit: CircuitBreaker::new(settings.circuit),
+            limits: InFlightLimits::new(settings.limits),
+            settings,
+        })
+    }
+
+    /// Deliveries holding a place in the bounded work right now.
+    pub fn in_flight(&self) -> usize {
+        self.limits.in_flight()
     }
 
     /// Tenants whose circuit is open right now.
@@ -68,6 +90,7 @@ impl HttpAgentBridge {
     async fn send(&self, job: &Job) -> Result<(), DispatchError> {
         // Both were checked when the directory read them: nothing to re-parse here.
         let key = WebhookKey::new(&job.agent().secret);
+        self.settings.destinations.check_url(&job.agent().url).map_err(not_allowed)?;
         let url = job.agent().url.as_url().clone();
         let body = bytes::Bytes::from(
             document::render(job).map_err(|e| DispatchError::Internal(format!("payload: {e}")))?,
@@ -108,6 +131,12 @@ impl HttpAgentBridge {
                         Err(DispatchError::Rejected(status.as_u16()))
                     };
                 }
+                // The resolver found only addresses that are not public: nothing was sent.
+                Err(error) if refused_destination(&error).is_some() => {
+                    return Err(not_allowed(
+                        refused_destination(&error).cloned().unwrap_or(NotAllowed("refused")),
+                    ));
+                }
                 // Connecting failed: nothing was sent, so trying again cannot deliver twice.
                 Err(error) if error.is_connect() => {
                     let retry_in = Duration::from_millis(100 * 2u64.pow(attempt - 1));
@@ -131,8 +160,11 @@ impl HttpAgentBridge {
 }
 
 impl AgentBridge for HttpAgentBridge {
-    fn health(&self, tenant: TenantId) -> BridgeHealth {
-        self.circuit.health(tenant, Instant::now())
+    fn admit(&self, tenant: TenantId) -> Result<Permit, Unready> {
+        if self.circuit.is_open(tenant, Instant::now()) {
+            return Err(Unready::CircuitOpen);
+        }
+        self.limits.try_take(tenant).map_err(Unready::Busy)
     }
 
     async fn dispatch(&self, job: &Job) -> Result<(), DispatchError> {
@@ -161,6 +193,22 @@ fn message_id(job: &Job) -> String {
         Some(id) => format!("evt_{id}"),
         None => format!("msg_{}", uuid::Uuid::new_v4().simple()),
     }
+}
+
+fn not_allowed(reason: NotAllowed) -> DispatchError {
+    DispatchError::DestinationNotAllowed(reason.0.to_owned())
+}
+
+/// The destination check of the resolver, if that is what failed.
+fn refused_destination(error: &reqwest::Error) -> Option<&NotAllowed> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = error.source();
+    while let Some(cause) = current {
+        if let Some(refused) = cause.downcast_ref::<NotAllowed>() {
+            return Some(refused);
+        }
+        current = cause.source();
+    }
+    None
 }
 
 /// The error and its causes, without the URL (which may carry credentials or tokens).

@@ -5,16 +5,22 @@
 //!   library.
 //! - [`circuit`]: per-tenant circuit breaker; an open circuit makes deliveries answer 503 so
 //!   Slack's own retries arrive once the agent is back.
+//! - [`limits`]: bounded work in flight, per tenant and per process.
+//! - [`destination`]: where dispatches may go (https, public addresses, after DNS).
 //! - [`http`]: the `AgentBridge` port over reqwest, with the only retries allowed: those of a
 //!   request that provably never reached the agent.
 
 pub mod circuit;
+pub mod destination;
 pub mod document;
 pub mod http;
+pub mod limits;
 pub mod signing;
 
 pub use circuit::{CircuitBreaker, CircuitSettings};
+pub use destination::DestinationPolicy;
 pub use http::{BridgeSettings, HttpAgentBridge};
+pub use limits::{InFlightLimits, LimitSettings};
 pub use signing::WebhookKey;
 
 /// reqwest is built without a bundled crypto provider (the default one, aws-lc, needs a C

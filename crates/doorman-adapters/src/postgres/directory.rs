@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::errors::{from_diesel, from_pool};
 use super::pool::PgPool;
+use crate::secrets::{Keyring, OpenError, SealedIn};
 
 /// Resolves workspaces in one round trip (`doorman_resolve`): the SECURITY DEFINER lookup,
 /// then the tenant's bridge read under its own row-level-security policy — two indexed
@@ -23,20 +24,31 @@ use super::pool::PgPool;
 /// operator's command uses; a row that does not convert resolves to `Agent::Unusable`, so
 /// deliveries are refused before anything is claimed, and is logged once per tenant until it
 /// converts again.
+///
+/// The secret is stored sealed (`crate::secrets`); it is opened here, for this tenant's row
+/// only. A secret that does not open (its key is not configured, or it was copied from another
+/// row) makes the agent unusable, like any other value that does not convert.
 #[derive(Debug, Clone)]
 pub struct PgTenantDirectory {
     pool: PgPool,
+    keys: Arc<Keyring>,
     reported_unusable: Arc<Mutex<HashSet<TenantId>>>,
 }
 
 impl PgTenantDirectory {
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool, reported_unusable: Arc::default() }
+    pub fn new(pool: PgPool, keys: Arc<Keyring>) -> Self {
+        Self { pool, keys, reported_unusable: Arc::default() }
     }
 
     fn agent(&self, tenant: TenantId, row: StoredAgent) -> Agent {
-        let (Some(url), Some(secret)) = (row.url, row.secret) else { return Agent::NotSet };
+        let (Some(url), Some(sealed)) = (row.url, row.secret) else { return Agent::NotSet };
         let converted: Result<AgentEndpoint, ValidationError> = (|| {
+            let secret = self
+                .keys
+                .open(&sealed, SealedIn { tenant, column: AGENT_SECRET_COLUMN })
+                .map_err(|problem| ValidationError::new("agent secret", unopenable(&problem)))?;
+            let secret =
+                String::from_utf8(secret).map_err(|_| ValidationError::new("agent secret", "is not text"))?;
             Ok(AgentEndpoint {
                 url: AgentUrl::parse(&url)?,
                 secret: AgentSecret::parse(&secret)?,
@@ -60,6 +72,17 @@ impl PgTenantDirectory {
                 Agent::Unusable(problem)
             }
         }
+    }
+}
+
+/// Where agents' signing secrets are sealed (the associated data of each value).
+pub const AGENT_SECRET_COLUMN: &str = "agent_bridges.signing_secret";
+
+fn unopenable(problem: &OpenError) -> &'static str {
+    match problem {
+        OpenError::NotSealed => "is stored unsealed (run `doorman secrets rotate`)",
+        OpenError::UnknownKey(_) => "is sealed with a key that is not configured",
+        OpenError::Corrupt => "does not open (altered, or copied from another row)",
     }
 }
 
@@ -105,4 +128,23 @@ impl TenantDirectory for PgTenantDirectory {
         let stored = StoredAgent { url: row.agent_url, secret: row.agent_secret, paused: row.agent_paused };
         Ok(Some(Tenant { id: tenant, agent: self.agent(tenant, stored) }))
     }
+}
+
+/// How many stored secrets are sealed with one key (`key_id` empty: not sealed at all).
+#[derive(Debug, Clone, PartialEq, Eq, diesel::QueryableByName)]
+pub struct KeyUse {
+    #[diesel(sql_type = Text)]
+    pub key_id: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub secrets: i64,
+}
+
+/// Which keys the stored secrets are sealed with, across tenants (`doorman_secret_key_ids`:
+/// ids and counts only), so a starting server can refuse to run without one of them.
+pub async fn sealed_key_ids(pool: &PgPool) -> Result<Vec<KeyUse>, StorageError> {
+    let mut conn = pool.get().await.map_err(from_pool)?;
+    diesel::sql_query("SELECT key_id, secrets FROM doorman_secret_key_ids()")
+        .load(&mut conn)
+        .await
+        .map_err(from_diesel)
 }

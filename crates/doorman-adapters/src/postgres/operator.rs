@@ -19,8 +19,10 @@ use doorman_domain::{
 };
 use uuid::Uuid;
 
+use super::directory::AGENT_SECRET_COLUMN;
 use super::errors::{from_connection, from_diesel};
 use super::schema::{agent_bridges, messaging_event_receipts as receipts, messaging_workspaces, tenants};
+use crate::secrets::{Keyring, OpenError, SealedIn};
 
 /// The most rows a listing returns; listings are for eyes and scripts, not exports.
 pub const LISTING_LIMIT: i64 = 1000;
@@ -81,16 +83,19 @@ impl PgOperator {
         Ok(())
     }
 
-    /// Sets (or replaces) a tenant's agent URL and dispatch signing secret. A bridge that
-    /// was paused stays paused.
+    /// Sets (or replaces) a tenant's agent URL and dispatch signing secret, the secret sealed
+    /// with the current key for this tenant's row. A bridge that was paused stays paused.
     pub async fn set_agent(
         &mut self,
         tenant: TenantId,
         url: &AgentUrl,
         secret: &AgentSecret,
+        keys: &Keyring,
     ) -> Result<(), OperatorError> {
         self.ensure_tenant(tenant).await?;
-        let (url, secret) = (url.as_str(), secret.expose_whsec());
+        let sealed =
+            keys.seal(secret.expose_whsec().as_bytes(), SealedIn { tenant, column: AGENT_SECRET_COLUMN });
+        let (url, secret) = (url.as_str(), sealed);
         diesel::insert_into(agent_bridges::table)
             .values((
                 agent_bridges::tenant_id.eq(tenant.as_uuid()),
@@ -123,6 +128,61 @@ impl PgOperator {
             return Err(OperatorError::NoAgent(tenant));
         }
         Ok(())
+    }
+
+    /// Re-seals every stored secret that is not sealed with the current key (or not sealed
+    /// at all: stored before encryption), `batch` rows per transaction, so it can be stopped
+    /// and run again at any point. Stops at the first value no configured key opens, naming
+    /// its tenant and key.
+    pub async fn rotate_secrets(
+        &mut self,
+        keys: &Keyring,
+        batch: NonZeroU32,
+    ) -> Result<Rotation, OperatorError> {
+        let current = format!("v1:{}:%", keys.current());
+        let mut rotation = Rotation::default();
+        loop {
+            let done = self
+                .conn
+                .transaction::<_, RotationError, _>(async |conn| {
+                    let rows: Vec<(Uuid, String)> = agent_bridges::table
+                        .filter(agent_bridges::signing_secret.not_like(&current))
+                        .select((agent_bridges::tenant_id, agent_bridges::signing_secret))
+                        .order(agent_bridges::tenant_id)
+                        .limit(i64::from(batch.get()))
+                        .for_update()
+                        .skip_locked()
+                        .load(conn)
+                        .await?;
+                    for (tenant, stored) in &rows {
+                        let tenant = TenantId::from_uuid(*tenant);
+                        let place = SealedIn { tenant, column: AGENT_SECRET_COLUMN };
+                        let plaintext = match keys.open(stored, place) {
+                            Ok(plaintext) => plaintext,
+                            Err(OpenError::NotSealed) => stored.as_bytes().to_vec(),
+                            Err(problem) => return Err(RotationError::Unopenable(tenant, problem)),
+                        };
+                        diesel::update(
+                            agent_bridges::table.filter(agent_bridges::tenant_id.eq(tenant.as_uuid())),
+                        )
+                        .set(agent_bridges::signing_secret.eq(keys.seal(&plaintext, place)))
+                        .execute(conn)
+                        .await?;
+                    }
+                    Ok(rows.len())
+                })
+                .await
+                .map_err(|e| match e {
+                    RotationError::Database(e) => OperatorError::Storage(from_diesel(e)),
+                    RotationError::Unopenable(tenant, problem) => OperatorError::Storage(
+                        StorageError::Unexpected(format!("the agent secret of tenant {tenant}: {problem}")),
+                    ),
+                })?;
+            rotation.resealed += done as u64;
+            if done < batch.get() as usize {
+                return Ok(rotation);
+            }
+        }
     }
 
     /// Receipts claimed before `claimed_before`, never handled, with no failure recorded:
@@ -212,6 +272,24 @@ impl PgOperator {
             return Err(OperatorError::UnknownTenant(tenant));
         }
         Ok(())
+    }
+}
+
+/// What `rotate_secrets` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rotation {
+    /// Secrets sealed again with the current key.
+    pub resealed: u64,
+}
+
+enum RotationError {
+    Database(DieselError),
+    Unopenable(TenantId, OpenError),
+}
+
+impl From<DieselError> for RotationError {
+    fn from(error: DieselError) -> Self {
+        Self::Database(error)
     }
 }
 

@@ -17,7 +17,9 @@ use chrono::{DateTime, Utc};
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use doorman_domain::ports::ReceiptStore;
-use doorman_domain::{Claim, Completion, Failure, NewReceipt, ReceiptKey, StorageError, TenantId};
+use doorman_domain::{
+    Claim, Completion, Failure, Fingerprint, NewReceipt, ReceiptKey, StorageError, TenantId,
+};
 use uuid::Uuid;
 
 use super::errors::{from_diesel, from_pool};
@@ -33,6 +35,7 @@ const MAX_FAILURE_REASON: usize = 500;
 #[derive(Clone)]
 pub struct PgReceiptStore {
     claims: GroupCommit<NewReceipt, Claim>,
+    requests: GroupCommit<(TenantId, Fingerprint), Claim>,
     outcomes: GroupCommit<Outcome, u64>,
 }
 
@@ -50,12 +53,16 @@ impl PgReceiptStore {
     }
 
     pub fn with_settings(claims: PgPool, completions: PgPool, settings: GroupSettings) -> Self {
+        let request_pool = claims.clone();
+        let request_writer: Writer<(TenantId, Fingerprint), Claim> =
+            Arc::new(move |batch| Box::pin(write_requests(request_pool.clone(), batch)));
         let claim_writer: Writer<NewReceipt, Claim> =
             Arc::new(move |batch| Box::pin(write_claims(claims.clone(), batch)));
         let outcome_writer: Writer<Outcome, u64> =
             Arc::new(move |batch| Box::pin(write_outcomes(completions.clone(), batch)));
         Self {
             claims: GroupCommit::start("claim", settings, claim_writer),
+            requests: GroupCommit::start("request", settings, request_writer),
             outcomes: GroupCommit::start("outcome", settings, outcome_writer),
         }
     }
@@ -66,6 +73,15 @@ impl ReceiptStore for PgReceiptStore {
     /// (decision 2): a row inserted means this delivery owns the event.
     async fn claim(&self, receipt: &NewReceipt) -> Result<Claim, StorageError> {
         self.claims.submit(receipt.clone()).await
+    }
+
+    /// Records the fingerprint with the claims' pool and batching (`doorman_claim_requests`).
+    async fn claim_request(
+        &self,
+        tenant: TenantId,
+        fingerprint: &Fingerprint,
+    ) -> Result<Claim, StorageError> {
+        self.requests.submit((tenant, fingerprint.clone())).await
     }
 
     /// Sets `handled_at` (once); the tenant's expired receipts are pruned once per batch, at
@@ -145,6 +161,56 @@ async fn write_claims(pool: PgPool, batch: Vec<NewReceipt>) -> Result<Vec<Claim>
             let was_inserted =
                 inserted.contains(&(*key.tenant.as_uuid(), key.platform.as_str(), key.external_id.as_str()));
             if is_first && was_inserted { Claim::Claimed } else { Claim::Duplicate }
+        })
+        .collect())
+}
+
+#[derive(diesel::QueryableByName)]
+struct ClaimedRequest {
+    #[diesel(sql_type = SqlUuid)]
+    claimed_tenant: Uuid,
+    #[diesel(sql_type = Text)]
+    claimed_signature: String,
+}
+
+/// Like [`write_claims`], for fingerprints of unnumbered requests.
+async fn write_requests(
+    pool: PgPool,
+    batch: Vec<(TenantId, Fingerprint)>,
+) -> Result<Vec<Claim>, StorageError> {
+    let mut first_of: HashMap<(TenantId, &str), usize> = HashMap::with_capacity(batch.len());
+    let mut unique = Vec::with_capacity(batch.len());
+    for (i, (tenant, fingerprint)) in batch.iter().enumerate() {
+        if let std::collections::hash_map::Entry::Vacant(slot) =
+            first_of.entry((*tenant, fingerprint.signature()))
+        {
+            slot.insert(i);
+            unique.push((tenant, fingerprint));
+        }
+    }
+    let tenants: Vec<Uuid> = unique.iter().map(|(t, _)| *t.as_uuid()).collect();
+    let signatures: Vec<&str> = unique.iter().map(|(_, f)| f.signature()).collect();
+    let expires_at: Vec<DateTime<Utc>> = unique.iter().map(|(_, f)| f.expires_at()).collect();
+    let mut conn = pool.get().await.map_err(from_pool)?;
+    let inserted: Vec<ClaimedRequest> = diesel::sql_query("SELECT * FROM doorman_claim_requests($1, $2, $3)")
+        .bind::<Array<SqlUuid>, _>(&tenants)
+        .bind::<Array<Text>, _>(&signatures)
+        .bind::<Array<Timestamptz>, _>(&expires_at)
+        .load(&mut conn)
+        .await
+        .map_err(from_diesel)?;
+    let inserted: HashSet<(Uuid, &str)> =
+        inserted.iter().map(|r| (r.claimed_tenant, r.claimed_signature.as_str())).collect();
+    Ok(batch
+        .iter()
+        .enumerate()
+        .map(|(i, (tenant, fingerprint))| {
+            let is_first = first_of.get(&(*tenant, fingerprint.signature())) == Some(&i);
+            if is_first && inserted.contains(&(*tenant.as_uuid(), fingerprint.signature())) {
+                Claim::Claimed
+            } else {
+                Claim::Duplicate
+            }
         })
         .collect())
 }

@@ -25,6 +25,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    messaging_request_replays (tenant_id, signature) {
+        tenant_id -> Uuid,
+        signature -> Text,
+        expires_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     messaging_workspaces (id) {
         id -> Int8,
         tenant_id -> Uuid,
@@ -45,11 +53,13 @@ diesel::table! {
 
 diesel::joinable!(agent_bridges -> tenants (tenant_id));
 diesel::joinable!(messaging_event_receipts -> tenants (tenant_id));
+diesel::joinable!(messaging_request_replays -> tenants (tenant_id));
 diesel::joinable!(messaging_workspaces -> tenants (tenant_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     agent_bridges,
     messaging_event_receipts,
+    messaging_request_replays,
     messaging_workspaces,
     tenants,
 );

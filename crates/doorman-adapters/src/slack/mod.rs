@@ -14,4 +14,4 @@ mod verify;
 pub use parse::{Parsed, parse_command, parse_events, parse_interaction};
 pub use rejection::{Rejection, SignatureProblem};
 pub use retry::delivery_from_headers;
-pub use verify::{DEFAULT_WINDOW, SignatureHeaders, SigningSecret, Verifier};
+pub use verify::{DEFAULT_WINDOW, SignatureHeaders, SigningSecret, Verified, Verifier};

@@ -221,7 +221,17 @@ fn slack_event(
     delivery: Delivery,
     payload: Payload,
 ) -> Parsed {
-    Parsed::Event(InboundEvent { platform: Platform::Slack, workspace, kind, external_id, delivery, payload })
+    // The fingerprint of an unnumbered request comes from its verified signature, which the
+    // caller holds (`Verified::fingerprint`).
+    Parsed::Event(InboundEvent {
+        platform: Platform::Slack,
+        workspace,
+        kind,
+        external_id,
+        delivery,
+        payload,
+        fingerprint: None,
+    })
 }
 
 /// Builds the workspace reference. An org-wide install is named by its enterprise alone:

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use doorman_domain::Fingerprint;
 use ring::hmac;
 
 use super::rejection::{Rejection, SignatureProblem};
@@ -63,7 +64,12 @@ impl Verifier {
     /// Verifies the raw request: the timestamp within the window of `now_unix` in both
     /// directions, then the signature in constant time (length included) against each
     /// configured secret.
-    pub fn verify(&self, headers: SignatureHeaders<'_>, body: &[u8], now_unix: i64) -> Result<(), Rejection> {
+    pub fn verify(
+        &self,
+        headers: SignatureHeaders<'_>,
+        body: &[u8],
+        now_unix: i64,
+    ) -> Result<Verified, Rejection> {
         let (Some(timestamp), Some(signature)) = (headers.timestamp, headers.signature) else {
             return Err(Rejection::Signature(SignatureProblem::MissingHeaders));
         };
@@ -77,7 +83,32 @@ impl Verifier {
         if matched == 0 {
             return Err(Rejection::Signature(SignatureProblem::Mismatch));
         }
-        Ok(())
+        let window = i64::try_from(self.window.as_secs()).unwrap_or(i64::MAX);
+        Ok(Verified { signature: expected, valid_until: seconds.saturating_add(window) })
+    }
+}
+
+/// What a verified request proved: its signature, and until when that signature is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verified {
+    signature: [u8; 32],
+    /// Unix seconds: the request's timestamp plus the window.
+    valid_until: i64,
+}
+
+impl Verified {
+    /// The request's fingerprint, for refusing a replay of it: the signature in one spelling
+    /// (`v0=` + lowercase hex, whatever case it arrived in), remembered until it would be
+    /// refused as stale anyway.
+    pub fn fingerprint(&self) -> Fingerprint {
+        let mut text = String::with_capacity(3 + 64);
+        text.push_str("v0=");
+        for byte in self.signature {
+            text.push_str(&format!("{byte:02x}"));
+        }
+        let expires_at = chrono::DateTime::from_timestamp(self.valid_until, 0)
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
+        Fingerprint::new(text, expires_at).expect("v0= and 64 hex digits is a valid fingerprint")
     }
 }
 

@@ -3,9 +3,11 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, HttpAgentBridge};
+use doorman_adapters::bridge::{
+    BridgeSettings, CircuitSettings, DestinationPolicy, HttpAgentBridge, LimitSettings,
+};
 use doorman_domain::Job;
-use doorman_domain::ports::{AgentBridge, BridgeHealth};
+use doorman_domain::ports::{AgentBridge, Unready};
 use doorman_domain::*;
 use doorman_testkit::FakeAgent;
 
@@ -31,12 +33,16 @@ fn job(url: &str, secret: &str, event_id: Option<&str>) -> Job {
             external_id: event_id.map(|id| ExternalEventId::new(id).unwrap()),
             delivery: Delivery { attempt: 2, retry_reason: Some(RetryReason::HttpTimeout) },
             payload: Payload::from_json_text(r#"{"type":"event_callback","event":{"text":"hi \"there\""}}"#),
+            fingerprint: None,
         },
         DateTime::<Utc>::from_timestamp(1_700_000_000, 123_000_000).unwrap(),
     )
 }
 
+/// The fake agents listen on http://127.0.0.1: private destinations allowed unless a test says
+/// otherwise.
 fn bridge(settings: BridgeSettings) -> HttpAgentBridge {
+    let settings = BridgeSettings { destinations: DestinationPolicy { allow_private: true }, ..settings };
     HttpAgentBridge::new(settings).unwrap()
 }
 
@@ -125,14 +131,53 @@ async fn consecutive_failures_open_the_tenants_circuit_and_a_success_closes_it()
     let bridge = bridge(settings);
     let job = job(agent.url(), SECRET, None);
     let _ = bridge.dispatch(&job).await;
-    assert_eq!(bridge.health(job.tenant()), BridgeHealth::Healthy);
+    assert!(bridge.admit(job.tenant()).is_ok());
     let _ = bridge.dispatch(&job).await;
-    assert_eq!(bridge.health(job.tenant()), BridgeHealth::CircuitOpen);
+    assert_eq!(bridge.admit(job.tenant()).unwrap_err(), Unready::CircuitOpen);
     assert_eq!(bridge.open_circuits(), 1);
 
     tokio::time::sleep(Duration::from_millis(450)).await;
-    assert_eq!(bridge.health(job.tenant()), BridgeHealth::Healthy, "cooldown over");
+    assert!(bridge.admit(job.tenant()).is_ok(), "cooldown over");
     agent.answer_with(200);
     bridge.dispatch(&job).await.unwrap();
     assert_eq!(bridge.open_circuits(), 0);
+}
+
+#[tokio::test]
+async fn a_tenant_gets_at_most_its_bound_of_places_and_they_come_back_with_the_jobs() {
+    let settings = BridgeSettings {
+        limits: LimitSettings {
+            per_tenant: std::num::NonZeroUsize::new(2).unwrap(),
+            total: std::num::NonZeroUsize::new(3).unwrap(),
+        },
+        ..Default::default()
+    };
+    let bridge = bridge(settings);
+    let (a, b) = (TenantId::generate(), TenantId::generate());
+    let held = [bridge.admit(a).unwrap(), bridge.admit(a).unwrap()];
+    assert_eq!(bridge.admit(a).unwrap_err(), Unready::Busy(Busy::Tenant));
+    let third = bridge.admit(b).unwrap();
+    assert_eq!(bridge.admit(b).unwrap_err(), Unready::Busy(Busy::Process));
+    assert_eq!(bridge.in_flight(), 3);
+    drop(held);
+    drop(third);
+    assert_eq!(bridge.in_flight(), 0);
+}
+
+#[tokio::test]
+async fn by_default_an_http_or_private_destination_gets_nothing_sent() {
+    let agent = FakeAgent::start(SECRET);
+    let strict = HttpAgentBridge::new(BridgeSettings::default()).unwrap();
+    let port = agent.url().rsplit(':').next().unwrap().trim_end_matches("/dispatch").to_owned();
+    for url in [
+        agent.url().to_owned(),                                // http, loopback
+        format!("https://127.0.0.1:{port}/dispatch"),          // loopback written in the URL
+        format!("https://localhost:{port}/dispatch"),          // a name that resolves to loopback
+        "https://169.254.169.254/latest/meta-data".to_owned(), // cloud metadata
+    ] {
+        let error = strict.dispatch(&job(&url, SECRET, Some("Ev1"))).await.unwrap_err();
+        assert!(matches!(error, DispatchError::DestinationNotAllowed(_)), "{url}: {error:?}");
+        assert!(error.to_string().starts_with("destination_not_allowed"), "{error}");
+    }
+    assert_eq!(agent.requests() + agent.bad_signatures(), 0, "nothing was sent");
 }

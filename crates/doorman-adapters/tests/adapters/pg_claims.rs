@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use diesel_async::RunQueryDsl;
 use doorman_adapters::postgres::{GroupSettings, PgReceiptStore, pool};
-use doorman_domain::StorageError;
+use doorman_domain::{Fingerprint, StorageError};
 use doorman_testkit::FaultProxy;
 use doorman_testkit::database::with_address;
 
@@ -170,4 +170,27 @@ async fn count(db: &TestDatabase, event_id: &str) -> i64 {
         .await
         .unwrap()
         .n
+}
+
+#[tokio::test]
+async fn a_request_fingerprint_is_recorded_once_per_tenant_until_it_expires() {
+    let db = TestDatabase::create().await;
+    let mut op = db.operator().await;
+    let a = tenant_with_team(&mut op, "TA").await;
+    let b = tenant_with_team(&mut op, "TB").await;
+    let store = receipt_store(db.pool());
+    let fingerprint = |expires_in: i64| {
+        Fingerprint::new(format!("v0={}", "ab".repeat(32)), now() + chrono::Duration::seconds(expires_in))
+            .unwrap()
+    };
+
+    assert_eq!(store.claim_request(a, &fingerprint(300)).await.unwrap(), Claim::Claimed);
+    assert_eq!(store.claim_request(a, &fingerprint(300)).await.unwrap(), Claim::Duplicate, "a replay");
+    assert_eq!(store.claim_request(b, &fingerprint(300)).await.unwrap(), Claim::Claimed, "tenant-local");
+
+    // Past its window the record is no longer needed: the signature itself is refused as
+    // stale before it could be replayed, and the record gives way.
+    let stale = Fingerprint::new("v0=stale", now() - chrono::Duration::seconds(1)).unwrap();
+    assert_eq!(store.claim_request(a, &stale).await.unwrap(), Claim::Claimed);
+    assert_eq!(store.claim_request(a, &stale).await.unwrap(), Claim::Claimed, "expired: replaced");
 }

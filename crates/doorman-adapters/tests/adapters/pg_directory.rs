@@ -3,9 +3,13 @@
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 use doorman_adapters::postgres::PgTenantDirectory;
+use doorman_adapters::postgres::directory::AGENT_SECRET_COLUMN;
+use doorman_adapters::secrets::SealedIn;
 use doorman_domain::ports::TenantDirectory;
 use doorman_domain::{Agent, AgentEndpoint, Platform, WorkspaceRef};
-use doorman_testkit::database::TestDatabase;
+use std::sync::Arc;
+
+use doorman_testkit::database::{TestDatabase, test_keys};
 
 use crate::fixtures::{AGENT_SECRET, AGENT_URL, name, tenant_with_team, ws};
 
@@ -13,13 +17,13 @@ use crate::fixtures::{AGENT_SECRET, AGENT_URL, name, tenant_with_team, ws};
 async fn a_linked_team_resolves_to_its_tenant_and_agent() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
-    let directory = PgTenantDirectory::new(db.pool());
+    let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
 
     let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
     assert_eq!(found.id, tenant);
     let Agent::Ready(agent) = found.agent else { panic!("agent configured: {:?}", found.agent) };
     assert_eq!(agent.url.as_str(), AGENT_URL);
-    assert_eq!(agent.secret.expose_whsec(), AGENT_SECRET);
+    assert_eq!(agent.secret.expose_whsec(), AGENT_SECRET, "opened from its sealed form");
     assert!(!agent.paused);
 }
 
@@ -27,7 +31,7 @@ async fn a_linked_team_resolves_to_its_tenant_and_agent() {
 async fn an_unknown_workspace_resolves_to_nothing() {
     let db = TestDatabase::create().await;
     tenant_with_team(&mut db.operator().await, "T1").await;
-    let directory = PgTenantDirectory::new(db.pool());
+    let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
 
     assert_eq!(directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T2"))).await.unwrap(), None);
 }
@@ -41,7 +45,7 @@ async fn an_org_wide_install_resolves_by_enterprise_and_a_team_link_wins() {
         .await
         .unwrap();
     let team = tenant_with_team(&mut op, "T9").await;
-    let directory = PgTenantDirectory::new(db.pool());
+    let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
 
     let org_wide = WorkspaceRef::new(None, Some(ws("E1")), true).unwrap();
     let resolved = directory.resolve(Platform::Slack, &org_wide).await.unwrap().unwrap();
@@ -61,7 +65,7 @@ async fn a_paused_bridge_is_reported_paused() {
     let mut op = db.operator().await;
     let tenant = tenant_with_team(&mut op, "T1").await;
     op.set_paused(tenant, true).await.unwrap();
-    let directory = PgTenantDirectory::new(db.pool());
+    let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
 
     let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
     assert!(matches!(found.agent, Agent::Ready(AgentEndpoint { paused: true, .. })));
@@ -71,9 +75,22 @@ async fn a_paused_bridge_is_reported_paused() {
 async fn a_stored_agent_that_does_not_convert_resolves_unusable() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
-    let directory = PgTenantDirectory::new(db.pool());
-    // Written by hand, past the operator's checks (as an old row or a manual edit would be).
-    for (url, secret) in [("not a url", AGENT_SECRET), (AGENT_URL, "whsec_c2hvcnQ=")] {
+    let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
+    // Written by hand, past the operator's checks (as an old row or a manual edit would be):
+    // a bad URL; a secret too short once opened; a secret stored unsealed; a sealed secret
+    // copied from another tenant's row.
+    let keys = test_keys();
+    let sealed =
+        |tenant, text: &str| keys.seal(text.as_bytes(), SealedIn { tenant, column: AGENT_SECRET_COLUMN });
+    let short = sealed(tenant, "whsec_c2hvcnQ=");
+    let good = sealed(tenant, AGENT_SECRET);
+    let elsewhere = sealed(doorman_domain::TenantId::generate(), AGENT_SECRET);
+    for (url, secret) in [
+        ("not a url", good.as_str()),
+        (AGENT_URL, short.as_str()),
+        (AGENT_URL, AGENT_SECRET),
+        (AGENT_URL, elsewhere.as_str()),
+    ] {
         diesel::sql_query("UPDATE agent_bridges SET url = $1, signing_secret = $2 WHERE tenant_id = $3")
             .bind::<Text, _>(url)
             .bind::<Text, _>(secret)

@@ -57,7 +57,7 @@ async fn the_server_pool_acts_as_doorman_app() {
 }
 
 #[tokio::test]
-async fn another_tenants_rows_are_invisible_and_unchangeable() {
+async fn another_tenants_rows_are_invisible_and_its_receipts_unchangeable() {
     let db = TestDatabase::create().await;
     let (a, b) = two_tenants(&db).await;
     let pool = db.pool();
@@ -71,18 +71,17 @@ async fn another_tenants_rows_are_invisible_and_unchangeable() {
             let theirs =
                 count(conn, &format!("SELECT count(*) AS n FROM {table} WHERE tenant_id = '{b}'")).await;
             assert_eq!(theirs, 0, "{table}: tenant B's rows are invisible");
-
-            let updated = diesel::sql_query(format!(
-                "UPDATE {table} SET tenant_id = tenant_id WHERE tenant_id = '{b}'"
-            ))
-            .execute(conn)
-            .await?;
-            assert_eq!(updated, 0, "{table}: tenant B's rows cannot be updated");
-            let deleted = diesel::sql_query(format!("DELETE FROM {table} WHERE tenant_id = '{b}'"))
+        }
+        // Receipts are written by the server, so row-level security is what keeps B's safe.
+        let table = "messaging_event_receipts";
+        let updated =
+            diesel::sql_query(format!("UPDATE {table} SET tenant_id = tenant_id WHERE tenant_id = '{b}'"))
                 .execute(conn)
                 .await?;
-            assert_eq!(deleted, 0, "{table}: tenant B's rows cannot be deleted");
-        }
+        assert_eq!(updated, 0, "tenant B's receipts cannot be updated");
+        let deleted =
+            diesel::sql_query(format!("DELETE FROM {table} WHERE tenant_id = '{b}'")).execute(conn).await?;
+        assert_eq!(deleted, 0, "tenant B's receipts cannot be deleted");
         Ok(())
     })
     .await
@@ -99,35 +98,97 @@ async fn another_tenants_rows_are_invisible_and_unchangeable() {
 }
 
 #[tokio::test]
-async fn inserting_a_row_for_another_tenant_is_rejected() {
+async fn writing_a_receipt_for_another_tenant_is_refused_by_row_level_security() {
     let db = TestDatabase::create().await;
     let (a, b) = two_tenants(&db).await;
     let pool = db.pool();
     let mut conn = pool.get().await.unwrap();
 
-    let inserts = [
+    let writes = [
         format!(
             "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
              VALUES ('{b}', 'slack', 'EvForged', 'message', 0, now())"
         ),
-        format!(
-            "INSERT INTO messaging_workspaces (tenant_id, platform, team_id) VALUES ('{b}', 'slack', 'TForged')"
-        ),
-        format!(
-            "INSERT INTO agent_bridges (tenant_id, url, signing_secret) VALUES ('{b}', 'http://forged', 'whsec_dGVzdC1hZ2VudC1zZWNyZXQtMjQtYnl0ZXM=')"
-        ),
-        format!("UPDATE agent_bridges SET tenant_id = '{b}' WHERE tenant_id = '{a}'"),
+        format!("UPDATE messaging_event_receipts SET tenant_id = '{b}' WHERE tenant_id = '{a}'"),
     ];
-    for sql in inserts {
+    for sql in writes {
         let result = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 set_tenant(conn, a).await;
                 diesel::sql_query(sql.as_str()).execute(conn).await
             })
             .await;
-        let error = result.expect_err("writing a row for another tenant must fail");
+        let error = result.expect_err("writing a receipt for another tenant must fail");
         assert!(error.to_string().contains("row-level security"), "{sql}: {error}");
     }
+}
+
+#[tokio::test]
+async fn the_server_cannot_write_the_directory_even_for_its_own_tenant() {
+    let db = TestDatabase::create().await;
+    let (a, _) = two_tenants(&db).await;
+    let pool = db.pool();
+    let mut conn = pool.get().await.unwrap();
+    let writes = [
+        format!(
+            "INSERT INTO tenants (id, name) VALUES ('{}', 'forged')",
+            doorman_domain::TenantId::generate()
+        ),
+        format!("UPDATE tenants SET name = 'renamed' WHERE id = '{a}'"),
+        format!(
+            "INSERT INTO messaging_workspaces (tenant_id, platform, team_id) VALUES ('{a}', 'slack', 'TForged')"
+        ),
+        format!("DELETE FROM messaging_workspaces WHERE tenant_id = '{a}'"),
+        format!("UPDATE agent_bridges SET paused = true WHERE tenant_id = '{a}'"),
+        format!("DELETE FROM agent_bridges WHERE tenant_id = '{a}'"),
+    ];
+    for sql in writes {
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                set_tenant(conn, a).await;
+                diesel::sql_query(sql.as_str()).execute(conn).await
+            })
+            .await;
+        let error = result.expect_err("the server's role has no write grant on the directory");
+        assert!(error.to_string().contains("permission denied"), "{sql}: {error}");
+    }
+}
+
+#[tokio::test]
+async fn the_server_login_gains_nothing_by_leaving_doorman_app() {
+    let db = TestDatabase::create().await;
+    two_tenants(&db).await;
+    // The login itself, without the pool's SET ROLE (as RESET ROLE would leave it).
+    let mut login = AsyncPgConnection::establish(&db.server_url()).await.unwrap();
+    for sql in ["SELECT count(*) AS n FROM messaging_event_receipts", "SELECT count(*) AS n FROM tenants"] {
+        let error = diesel::sql_query(sql).get_result::<Count>(&mut login).await.unwrap_err();
+        assert!(error.to_string().contains("permission denied"), "{sql}: {error}");
+    }
+}
+
+#[tokio::test]
+async fn the_hot_path_functions_give_back_the_callers_tenant() {
+    let db = TestDatabase::create().await;
+    let (a, _) = two_tenants(&db).await;
+    let pool = db.pool();
+    let mut conn = pool.get().await.unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Setting {
+        #[diesel(sql_type = Text)]
+        tenant: String,
+    }
+    conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+        set_tenant(conn, a).await;
+        // Tenant B's workspace: the function names B inside, then hands A back.
+        diesel::sql_query("SELECT * FROM doorman_resolve('slack', 'TB', NULL)").execute(conn).await?;
+        let after: Setting = diesel::sql_query("SELECT current_setting('app.tenant_id', true) AS tenant")
+            .get_result(conn)
+            .await?;
+        assert_eq!(after.tenant, a.to_string());
+        Ok(())
+    })
+    .await
+    .unwrap();
 }
 
 #[tokio::test]

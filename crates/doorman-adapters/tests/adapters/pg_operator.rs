@@ -5,7 +5,7 @@ use std::num::NonZeroU32;
 use chrono::Duration;
 use doorman_domain::ports::ReceiptStore;
 use doorman_domain::{AgentSecret, AgentUrl, Failure, OperatorError, Platform, TenantId, WorkspaceRef};
-use doorman_testkit::database::{TestDatabase, receipt_store};
+use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
 use crate::fixtures::{AGENT_SECRET, AGENT_URL, days_ago, key, name, now, receipt, tenant_with_team, ws};
 
@@ -31,7 +31,10 @@ async fn actions_on_an_unknown_tenant_or_a_missing_agent_say_so_without_cli_word
     let ghost = TenantId::generate();
     assert_eq!(op.set_paused(ghost, true).await, Err(OperatorError::UnknownTenant(ghost)));
     let (url, secret) = (AgentUrl::parse(AGENT_URL).unwrap(), AgentSecret::parse(AGENT_SECRET).unwrap());
-    assert_eq!(op.set_agent(ghost, &url, &secret).await, Err(OperatorError::UnknownTenant(ghost)));
+    assert_eq!(
+        op.set_agent(ghost, &url, &secret, &test_keys()).await,
+        Err(OperatorError::UnknownTenant(ghost))
+    );
     let no_agent = op.create_tenant(&name("bare")).await.unwrap();
     let error = op.set_paused(no_agent, true).await.unwrap_err();
     assert_eq!(error, OperatorError::NoAgent(no_agent));

@@ -16,7 +16,22 @@ fn verifier(secrets: &[&str]) -> Verifier {
 }
 
 fn check(v: &Verifier, timestamp: &[u8], signature: &[u8], body: &[u8], now: i64) -> Result<(), Rejection> {
-    v.verify(SignatureHeaders { timestamp: Some(timestamp), signature: Some(signature) }, body, now)
+    v.verify(SignatureHeaders { timestamp: Some(timestamp), signature: Some(signature) }, body, now).map(drop)
+}
+
+#[test]
+fn a_verified_request_has_one_fingerprint_whatever_the_case_of_its_signature() {
+    let v = verifier(&[SECRET]);
+    let upper = SIGNATURE.replacen("v0=", "", 1).to_uppercase();
+    let upper = format!("v0={upper}");
+    fn headers(signature: &[u8]) -> SignatureHeaders<'_> {
+        SignatureHeaders { timestamp: Some(TIMESTAMP.as_bytes()), signature: Some(signature) }
+    }
+    let lower = v.verify(headers(SIGNATURE.as_bytes()), BODY.as_bytes(), NOW).unwrap().fingerprint();
+    let from_upper = v.verify(headers(upper.as_bytes()), BODY.as_bytes(), NOW).unwrap().fingerprint();
+    assert_eq!(lower, from_upper, "a replay cannot dodge the record by changing case");
+    assert_eq!(lower.signature(), SIGNATURE);
+    assert_eq!(lower.expires_at().timestamp(), NOW + 300, "kept until the signature would be stale anyway");
 }
 
 #[test]

@@ -4,6 +4,7 @@ use std::num::NonZeroU32;
 
 use anyhow::Context;
 use chrono::Utc;
+use doorman_adapters::bridge::DestinationPolicy;
 use doorman_adapters::postgres::PgOperator;
 use doorman_domain::{
     AgentSecret, AgentUrl, OperatorError, Platform, Receipt, TenantId, TenantName, WorkspaceId, WorkspaceRef,
@@ -11,7 +12,10 @@ use doorman_domain::{
 use serde_json::json;
 
 use super::output;
-use crate::cli::{AgentCommand, DatabaseArgs, ReceiptsCommand, TenantCommand, WorkspaceCommand};
+use crate::cli::{
+    AgentCommand, DatabaseArgs, ReceiptsCommand, SecretsCommand, TenantCommand, WorkspaceCommand,
+};
+use crate::config::keyring;
 
 async fn connect(db: &DatabaseArgs) -> anyhow::Result<PgOperator> {
     PgOperator::connect(db.database_url.expose()).await.context("connecting to the database")
@@ -66,11 +70,17 @@ pub async fn workspace(command: WorkspaceCommand) -> anyhow::Result<()> {
 
 pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
     match command {
-        AgentCommand::Set { tenant, url, secret, db } => {
+        AgentCommand::Set { tenant, url, secret, keys, destinations, db } => {
             let tenant = tenant_id(&tenant)?;
             let url = AgentUrl::parse(&url).context("--url")?;
+            // The rule the bridge applies when it dispatches, checked before anything is stored.
+            DestinationPolicy { allow_private: destinations.agent_allow_private }
+                .check_resolved(&url)
+                .await
+                .map_err(|refused| anyhow::anyhow!("--url refused: {refused}"))?;
             let secret = AgentSecret::parse(secret.expose()).context("--secret")?;
-            connect(&db).await?.set_agent(tenant, &url, &secret).await.map_err(explain)?;
+            let keys = keyring(&keys)?;
+            connect(&db).await?.set_agent(tenant, &url, &secret, &keys).await.map_err(explain)?;
             output::line(&format!("agent for tenant {tenant} set to {}", url.redacted()));
         }
         AgentCommand::Pause(target) => {
@@ -84,6 +94,26 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
             let tenant = tenant_id(&target.tenant)?;
             connect(&target.db).await?.set_paused(tenant, false).await.map_err(explain)?;
             output::line(&format!("agent for tenant {tenant} resumed"));
+        }
+    }
+    Ok(())
+}
+
+pub async fn secrets(command: SecretsCommand) -> anyhow::Result<()> {
+    match command {
+        SecretsCommand::Rotate { batch, json, keys, db } => {
+            let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
+            let keys = keyring(&keys)?;
+            let rotation = connect(&db).await?.rotate_secrets(&keys, batch).await.map_err(explain)?;
+            if json {
+                output::json(&json!({ "resealed": rotation.resealed, "key": keys.current() }));
+            } else {
+                output::line(&format!(
+                    "sealed {} secret(s) with key {:?}; every stored secret now uses it",
+                    rotation.resealed,
+                    keys.current()
+                ));
+            }
         }
     }
     Ok(())

@@ -26,6 +26,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Workspace(command) => admin::workspace(command).await,
         Command::Agent(command) => admin::agent(command).await,
         Command::Receipts(command) => admin::receipts(command).await,
+        Command::Secrets(command) => admin::secrets(command).await,
     }
 }
 

@@ -1,4 +1,6 @@
-//! Reading a request body with a hard limit.
+//! Reading a request body with a hard limit, in size and in time.
+
+use std::time::Duration;
 
 use actix_web::HttpRequest;
 use actix_web::http::header::CONTENT_LENGTH;
@@ -11,15 +13,23 @@ pub enum BodyError {
     TooLarge,
     /// The client stopped sending or the stream broke.
     Incomplete,
+    /// The body did not arrive within the read timeout (a client trickling bytes).
+    TimedOut,
 }
 
-/// Reads the whole body, refusing at once when `Content-Length` announces more than `limit`
-/// and stopping as soon as the bytes read pass it (the rest is never buffered).
+/// Reads the whole body, refusing at once when `Content-Length` announces more than `limit`,
+/// stopping as soon as the bytes read pass it (the rest is never buffered), and giving up
+/// when the whole body has not arrived within `timeout`.
 pub async fn read_limited(
     request: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
     limit: usize,
+    timeout: Duration,
 ) -> Result<Bytes, BodyError> {
+    tokio::time::timeout(timeout, read(request, payload, limit)).await.unwrap_or(Err(BodyError::TimedOut))
+}
+
+async fn read(request: &HttpRequest, mut payload: web::Payload, limit: usize) -> Result<Bytes, BodyError> {
     let announced = request
         .headers()
         .get(CONTENT_LENGTH)

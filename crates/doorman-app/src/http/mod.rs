@@ -26,6 +26,7 @@ pub struct AppState {
     pub directory: DirectoryStatus,
     pub pool: PgPool,
     pub max_body_bytes: usize,
+    pub body_read_timeout: std::time::Duration,
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {

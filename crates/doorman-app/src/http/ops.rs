@@ -29,6 +29,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let gauges = Gauges {
         open_circuits: state.runner.doorman().bridge().open_circuits(),
+        in_flight: state.runner.doorman().bridge().in_flight(),
         directory_listening: state.directory.is_listening(),
         directory_remembered: state.directory.remembered(),
     };

@@ -5,6 +5,8 @@ use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use doorman_adapters::slack::Rejection;
 use doorman_domain::{Acknowledgement, Unavailability};
+
+use crate::runner::Answered;
 use serde_json::json;
 
 use super::body::BodyError;
@@ -22,6 +24,7 @@ pub fn body_error(error_kind: &BodyError) -> HttpResponse {
             response
         }
         BodyError::Incomplete => error(StatusCode::BAD_REQUEST, "request body incomplete"),
+        BodyError::TimedOut => body_timeout(),
     }
 }
 
@@ -47,23 +50,37 @@ pub fn rejected(rejection: &Rejection) -> HttpResponse {
 }
 
 /// 200 for everything Slack should not re-send (handled, duplicate, unknown workspace),
-/// 503 for what it should (nothing was written, so the retry is handled afresh).
-pub fn acknowledged(ack: &Acknowledgement) -> HttpResponse {
+/// 503 for what it should (nothing was written, so the retry is handled afresh), 401 for a
+/// replayed request.
+pub fn acknowledged(answered: &Answered) -> HttpResponse {
+    let ack = match answered {
+        Answered::Accepted { .. } => return HttpResponse::Ok().finish(),
+        Answered::Decided(ack) => ack,
+    };
     match ack {
         Acknowledgement::Accepted(_) | Acknowledgement::Duplicate { .. } | Acknowledgement::Ignored => {
             HttpResponse::Ok().finish()
         }
+        Acknowledgement::Replayed { .. } => error(StatusCode::UNAUTHORIZED, "replayed"),
         Acknowledgement::Unavailable(why) => {
             let reason = match why {
                 Unavailability::NoAgent { .. }
                 | Unavailability::Misconfigured { .. }
                 | Unavailability::Paused { .. }
                 | Unavailability::CircuitOpen { .. } => "agent unavailable",
+                Unavailability::Busy { .. } => "busy",
                 Unavailability::Storage(_) | Unavailability::Internal => "temporarily unavailable",
             };
             error(StatusCode::SERVICE_UNAVAILABLE, reason)
         }
     }
+}
+
+/// 408 for a body that did not arrive in time; the connection is closed.
+pub fn body_timeout() -> HttpResponse {
+    let mut response = error(StatusCode::REQUEST_TIMEOUT, "request body not received in time");
+    response.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
+    response
 }
 
 pub fn challenge(challenge: &str) -> HttpResponse {

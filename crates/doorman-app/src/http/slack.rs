@@ -10,6 +10,7 @@ use tracing::{Instrument, field};
 use super::AppState;
 use super::body::read_limited;
 use super::responses;
+use crate::runner::Answered;
 
 #[derive(Debug, Clone, Copy)]
 enum Route {
@@ -73,7 +74,7 @@ async fn receive(
 
 /// read (limit) → verify → parse → acknowledge; every step's failure answers at once.
 async fn answer(route: Route, request: &HttpRequest, body: web::Payload, state: &AppState) -> HttpResponse {
-    let body = match read_limited(request, body, state.max_body_bytes).await {
+    let body = match read_limited(request, body, state.max_body_bytes, state.body_read_timeout).await {
         Ok(body) => body,
         Err(error) => {
             tracing::info!(error = ?error, "request body refused");
@@ -85,9 +86,10 @@ async fn answer(route: Route, request: &HttpRequest, body: web::Payload, state: 
         timestamp: header("x-slack-request-timestamp"),
         signature: header("x-slack-signature"),
     };
-    if let Err(rejection) = state.verifier.verify(signature, &body, chrono::Utc::now().timestamp()) {
-        return reject(state, &rejection);
-    }
+    let verified = match state.verifier.verify(signature, &body, chrono::Utc::now().timestamp()) {
+        Ok(verified) => verified,
+        Err(rejection) => return reject(state, &rejection),
+    };
     let delivery = delivery_from_headers(header("x-slack-retry-num"), header("x-slack-retry-reason"));
     let content_type = request.headers().get("content-type").and_then(|v| v.to_str().ok());
     let parsed = match route.parse(content_type, &body, delivery) {
@@ -95,7 +97,7 @@ async fn answer(route: Route, request: &HttpRequest, body: web::Payload, state: 
         Err(rejection) => return reject(state, &rejection),
     };
 
-    let event = match parsed {
+    let mut event = match parsed {
         Parsed::Event(event) => event,
         Parsed::UrlVerification { challenge } => return responses::challenge(&challenge),
         Parsed::SslCheck => return HttpResponse::Ok().finish(),
@@ -116,6 +118,10 @@ async fn answer(route: Route, request: &HttpRequest, body: web::Payload, state: 
     if event.delivery.attempt > 0 {
         state.metrics.retried(event.delivery.retry_reason);
     }
+    if event.external_id.is_none() {
+        // Never re-sent by Slack: a second arrival of this very request is a replay.
+        event.fingerprint = Some(verified.fingerprint());
+    }
     let workspace = event.workspace.clone();
     let ack = state.runner.acknowledge(event).await;
     state.metrics.acknowledged(&ack);
@@ -129,22 +135,39 @@ fn reject(state: &AppState, rejection: &Rejection) -> HttpResponse {
     responses::rejected(rejection)
 }
 
-fn log_acknowledgement(ack: &Acknowledgement, workspace: &doorman_domain::WorkspaceRef) {
+fn log_acknowledgement(answered: &Answered, workspace: &doorman_domain::WorkspaceRef) {
     let span = tracing::Span::current();
-    match ack {
-        Acknowledgement::Accepted(job) => {
-            span.record("tenant.id", field::display(job.tenant()));
+    let ack = match answered {
+        Answered::Accepted { tenant, .. } => {
+            span.record("tenant.id", field::display(tenant));
             tracing::debug!("accepted");
+            return;
         }
+        Answered::Decided(ack) => ack,
+    };
+    match ack {
+        Acknowledgement::Accepted(_) => {}
         Acknowledgement::Duplicate { tenant } => {
             span.record("tenant.id", field::display(tenant));
             tracing::info!("duplicate delivery: already claimed, not dispatched again");
+        }
+        Acknowledgement::Replayed { tenant } => {
+            span.record("tenant.id", field::display(tenant));
+            tracing::warn!("replayed request: this signed request was already accepted; refused (401)");
         }
         Acknowledgement::Ignored => {
             tracing::warn!(workspace = %workspace, "no tenant has linked this workspace; ignored");
         }
         Acknowledgement::Unavailable(Unavailability::Storage(error)) => {
             tracing::error!(error = %error, "database unavailable; answered 503 with nothing written");
+        }
+        Acknowledgement::Unavailable(Unavailability::Busy { tenant, limit }) => {
+            span.record("tenant.id", field::display(tenant));
+            tracing::warn!(
+                reason = "busy",
+                limit = limit.as_str(),
+                "work in flight at its bound; answered 503 with nothing written"
+            );
         }
         Acknowledgement::Unavailable(why) => {
             tracing::warn!(reason = ?why, "agent unavailable; answered 503 with nothing written");

@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 
-use doorman_testkit::database::TestDatabase;
+use doorman_testkit::database::{TEST_KEYS, TestDatabase};
 
 use crate::helpers::{AGENT_SECRET, TestApp, WAIT};
 
@@ -11,6 +11,8 @@ fn doorman(database_url: &str, args: &[&str]) -> Output {
         .args(args)
         .env("DATABASE_URL", database_url)
         .env("RUST_LOG", "warn")
+        .env("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS)
+        .env("DOORMAN_AGENT_ALLOW_PRIVATE", "true")
         .env_remove("DOORMAN_AGENT_SECRET")
         .output()
         .expect("run doorman")

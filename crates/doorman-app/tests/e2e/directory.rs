@@ -9,15 +9,13 @@ use doorman_domain::{Platform, WorkspaceId, WorkspaceRef};
 use doorman_testkit::database::{TestDatabase, tenant_with_agent};
 use doorman_testkit::{FakeAgent, ServeProcess};
 
-use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, http_client, post_event};
+use crate::helpers::{AGENT_SECRET, WAIT, http_client, post_event, spawn_serve};
 
 /// The bound the issue sets for a change to apply in every process.
 const WITHIN: Duration = Duration::from_millis(200);
 
 fn serve(db: &TestDatabase) -> ServeProcess {
-    let env = [("DATABASE_URL", db.url()), ("SLACK_SIGNING_SECRET", SIGNING_SECRET), ("RUST_LOG", "warn")];
-    ServeProcess::spawn(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
-        .expect("serve starts")
+    spawn_serve(db, "warn", &["--workers", "1"])
 }
 
 /// Two processes whose listeners have subscribed, with tenant T1 and its agent.

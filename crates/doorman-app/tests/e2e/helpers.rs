@@ -12,7 +12,7 @@ use doorman_app::cli::{Cli, Command};
 use doorman_app::config::ServeConfig;
 use doorman_app::server::{self, RunningServer};
 use doorman_domain::TenantId;
-use doorman_testkit::database::{TestDatabase, tenant_with_agent, with_address};
+use doorman_testkit::database::{TEST_KEYS, TestDatabase, tenant_with_agent, with_address};
 use doorman_testkit::slack::sign;
 use doorman_testkit::{FakeAgent, FaultProxy, ServeProcess};
 
@@ -36,6 +36,8 @@ pub fn init_logs() {
     });
 }
 
+/// `doorman serve` as the tests run it: in production's least-privileged login (the URL
+/// given), with the test keys, and the fake agents' http://127.0.0.1 allowed.
 pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
     let mut argv = vec![
         "doorman",
@@ -44,6 +46,10 @@ pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
         database_url,
         "--slack-signing-secret",
         SIGNING_SECRET,
+        "--encryption-keys",
+        TEST_KEYS,
+        "--agent-allow-private",
+        "true",
         "--bind",
         "127.0.0.1:0",
         "--workers",
@@ -101,8 +107,8 @@ impl TestApp {
             None
         };
         let server_url = match &db_proxy {
-            Some(proxy) => with_address(db.url(), proxy.addr()),
-            None => db.url().to_owned(),
+            Some(proxy) => with_address(&db.server_url(), proxy.addr()),
+            None => db.server_url(),
         };
         let server = server::start(serve_config(&server_url, extra)).await.expect("server starts");
         let base = format!("http://{}", server.addr());
@@ -114,14 +120,7 @@ impl TestApp {
     pub async fn spawn_process(extra: &[&str]) -> Self {
         let db = TestDatabase::create().await;
         let agent = FakeAgent::start(AGENT_SECRET);
-        let env = [
-            ("DATABASE_URL", db.url()),
-            ("SLACK_SIGNING_SECRET", SIGNING_SECRET),
-            ("RUST_LOG", "debug"),
-            ("DOORMAN_WORKERS", "2"),
-        ];
-        let process = ServeProcess::spawn(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, extra)
-            .expect("doorman serve starts");
+        let process = spawn_serve(&db, "debug", &[&["--workers", "2"], extra].concat());
         let base = process.base().to_owned();
         let server = Server::Process(process);
         Self { db, agent, db_proxy: None, agent_proxy: None, server, base, http: http_client() }
@@ -208,15 +207,16 @@ impl TestApp {
         self.post("/slack/events", "application/json", event_body(team, event_id).as_bytes(), attempt).await
     }
 
+    /// A slash command; each carries a fresh `trigger_id`, as Slack's do, so no two are the
+    /// same signed request.
     pub async fn command(&self, team: &str) -> reqwest::Response {
-        let body = format!(
-            "team_id={team}&command=%2Fweather&text=paris&user_id=U1&response_url=https%3A%2F%2Fhooks.slack.com%2Fx"
-        );
-        self.post("/slack/commands", "application/x-www-form-urlencoded", body.as_bytes(), None).await
+        self.post("/slack/commands", "application/x-www-form-urlencoded", command_body(team).as_bytes(), None)
+            .await
     }
 
     pub async fn interaction(&self, team: &str) -> reqwest::Response {
-        let payload = serde_json::json!({"type": "block_actions", "team": {"id": team}, "user": {"id": "U1", "team_id": team}});
+        let trigger = uuid::Uuid::new_v4().simple().to_string();
+        let payload = serde_json::json!({"type": "block_actions", "trigger_id": trigger, "team": {"id": team}, "user": {"id": "U1", "team_id": team}});
         let body = form_urlencoded_pair("payload", &payload.to_string());
         self.post("/slack/interactions", "application/x-www-form-urlencoded", body.as_bytes(), None).await
     }
@@ -329,6 +329,13 @@ pub fn event_body(team: &str, event_id: &str) -> String {
     .to_string()
 }
 
+pub fn command_body(team: &str) -> String {
+    format!(
+        "team_id={team}&command=%2Fweather&text=paris&user_id=U1&response_url=https%3A%2F%2Fhooks.slack.com%2Fx&trigger_id={}",
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
 pub fn form_urlencoded_pair(name: &str, value: &str) -> String {
     let mut out = format!("{name}=");
     for byte in value.bytes() {
@@ -339,6 +346,20 @@ pub fn form_urlencoded_pair(name: &str, value: &str) -> String {
         }
     }
     out
+}
+
+/// The `doorman serve` binary on `db`, logging in as the least-privileged server role, with
+/// the test keys and private agents allowed; its logs at `rust_log`, kept per process.
+pub fn spawn_serve(db: &TestDatabase, rust_log: &str, args: &[&str]) -> ServeProcess {
+    let url = db.server_url();
+    let env = [
+        ("DATABASE_URL", url.as_str()),
+        ("SLACK_SIGNING_SECRET", SIGNING_SECRET),
+        ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS),
+        ("DOORMAN_AGENT_ALLOW_PRIVATE", "true"),
+        ("RUST_LOG", rust_log),
+    ];
+    ServeProcess::spawn(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, args).expect("doorman serve starts")
 }
 
 /// Waits until the server at `base` has no dispatch in flight (see [`TestApp::quiesce`]).

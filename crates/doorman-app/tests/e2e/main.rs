@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod directory;
 mod faults;
+mod hardening;
 mod helpers;
 mod processes;
 mod protocol;

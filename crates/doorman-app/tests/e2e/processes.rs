@@ -5,14 +5,11 @@ use std::time::Duration;
 use doorman_testkit::database::{self, TestDatabase};
 use doorman_testkit::{FakeAgent, ServeProcess};
 
-use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, http_client, post_event, quiesce};
+use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, http_client, post_event, quiesce, spawn_serve};
 
-/// `doorman serve` on `database_url`, one worker, quiet unless TEST_LOG is set.
-fn serve(database_url: &str, extra: &[&str]) -> ServeProcess {
-    let env =
-        [("DATABASE_URL", database_url), ("SLACK_SIGNING_SECRET", SIGNING_SECRET), ("RUST_LOG", "warn")];
-    let args = [&["--workers", "1"], extra].concat();
-    ServeProcess::spawn(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &args).expect("doorman serve starts")
+/// `doorman serve` on `db`, one worker, quiet unless TEST_LOG is set.
+fn serve(db: &TestDatabase, extra: &[&str]) -> ServeProcess {
+    spawn_serve(db, "warn", &[&["--workers", "1"], extra].concat())
 }
 
 /// A server whose one dispatch (`event_id` for T1) the agent is holding at its gate.
@@ -28,7 +25,7 @@ impl Held {
         let db = TestDatabase::create().await;
         let agent = FakeAgent::start(AGENT_SECRET);
         tenant_with_agent(&db, &agent, "T1").await;
-        let server = serve(db.url(), flags);
+        let server = serve(&db, flags);
         let http = http_client();
         agent.close_gate();
         assert_eq!(post_event(&http, server.base(), "T1", event_id).await, 200);
@@ -46,8 +43,8 @@ async fn two_processes_receiving_the_same_event_at_the_same_moment_dispatch_it_o
     let db = TestDatabase::create().await;
     let agent = FakeAgent::start(AGENT_SECRET);
     tenant_with_agent(&db, &agent, "T1").await;
-    let first = serve(db.url(), &[]);
-    let second = serve(db.url(), &[]);
+    let first = serve(&db, &[]);
+    let second = serve(&db, &[]);
     let http = http_client();
 
     let events: Vec<String> = (0..25).map(|i| format!("EvRace{i}")).collect();
@@ -113,7 +110,7 @@ async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_
     assert_eq!(stranded.len(), 1, "the loss is visible");
     assert_eq!(stranded[0].key.external_id.as_str(), "EvKilled");
 
-    let restarted = serve(db.url(), &[]);
+    let restarted = serve(&db, &[]);
     agent.open_gate();
     // The held request reached the agent once (whether the agent finishes it after its
     // client died is the agent's business). A second dispatch would be a second request.
@@ -130,7 +127,7 @@ async fn a_clean_drain_under_load_writes_every_completion() {
     let db = TestDatabase::create().await;
     let agent = FakeAgent::start(AGENT_SECRET);
     tenant_with_agent(&db, &agent, "T1").await;
-    let server = serve(db.url(), &["--drain-timeout", "20s"]);
+    let server = serve(&db, &["--drain-timeout", "20s"]);
     let http = http_client();
     let base = server.base().to_owned();
 

@@ -36,7 +36,8 @@ async fn secrets_never_appear_in_logs_or_error_bodies() {
     let agent_key = AGENT_SECRET.trim_start_matches("whsec_");
     let logs = app.logs();
     assert!(logs.contains("EvS3") && logs.contains("dispatch failed"), "the process did log: {logs}");
-    for secret in [SIGNING_SECRET, AGENT_SECRET, agent_key] {
+    let encryption_key = doorman_testkit::database::TEST_KEYS.trim_start_matches("test:");
+    for secret in [SIGNING_SECRET, AGENT_SECRET, agent_key, encryption_key] {
         assert!(!logs.contains(secret), "a secret reached the logs");
         assert!(bodies.iter().all(|b| !b.contains(secret)), "a secret reached a response body");
     }

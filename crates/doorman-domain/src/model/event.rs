@@ -161,6 +161,36 @@ impl fmt::Debug for Payload {
     }
 }
 
+/// What identifies one signed request, for telling a replay from a first arrival: the
+/// signature the platform put on it (its hex text), and when that signature stops being
+/// accepted anyway (its timestamp plus the signature window), after which it need not be
+/// remembered.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    signature: String,
+    expires_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl Fingerprint {
+    /// `signature`: printable ASCII, at most 255 bytes (Slack's is `v0=` and 64 hex digits).
+    pub fn new(
+        signature: impl Into<String>,
+        expires_at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Self, ValidationError> {
+        let signature = signature.into();
+        check_printable_ascii("request signature", &signature)?;
+        Ok(Self { signature, expires_at })
+    }
+
+    pub fn signature(&self) -> &str {
+        &self.signature
+    }
+
+    pub fn expires_at(&self) -> chrono::DateTime<chrono::Utc> {
+        self.expires_at
+    }
+}
+
 /// One inbound delivery, converted at the edge into domain terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboundEvent {
@@ -172,6 +202,10 @@ pub struct InboundEvent {
     pub external_id: Option<ExternalEventId>,
     pub delivery: Delivery,
     pub payload: Payload,
+    /// For an unnumbered event, the signed request's fingerprint: recorded when the event is
+    /// accepted, so a replay of the same request is refused (numbered events are protected
+    /// by their claim instead).
+    pub fingerprint: Option<Fingerprint>,
 }
 
 #[cfg(test)]

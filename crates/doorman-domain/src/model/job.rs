@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{AgentEndpoint, InboundEvent, ReceiptKey, TenantId};
+use super::{AgentEndpoint, InboundEvent, Permit, ReceiptKey, TenantId};
 
 /// An accepted event on its way to a tenant's agent.
 ///
@@ -15,15 +15,15 @@ use super::{AgentEndpoint, InboundEvent, ReceiptKey, TenantId};
 ///
 /// ```compile_fail
 /// # use doorman_domain::*;
-/// fn forge(tenant: TenantId, agent: AgentEndpoint, event: InboundEvent) -> Job {
-///     Job { tenant, agent, event, received_at: chrono::Utc::now() }
+/// fn forge(tenant: TenantId, agent: AgentEndpoint, event: InboundEvent, permit: Permit) -> Job {
+///     Job { tenant, agent, event, received_at: chrono::Utc::now(), permit }
 /// }
 /// ```
 ///
 /// ```compile_fail
 /// # use doorman_domain::*;
-/// fn forge(tenant: TenantId, agent: AgentEndpoint, event: InboundEvent) -> Job {
-///     Job::new(tenant, agent, event, chrono::Utc::now())
+/// fn forge(tenant: TenantId, agent: AgentEndpoint, event: InboundEvent, permit: Permit) -> Job {
+///     Job::new(tenant, agent, event, chrono::Utc::now(), permit)
 /// }
 /// ```
 ///
@@ -33,12 +33,16 @@ use super::{AgentEndpoint, InboundEvent, ReceiptKey, TenantId};
 ///     format!("{} {} {}", job.tenant(), job.event().kind.name(), job.received_at())
 /// }
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// A job holds its place in the bounded work in flight (a [`Permit`]) until it is dropped,
+/// when its dispatch has ended; so it is not `Clone`.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Job {
     tenant: TenantId,
     agent: AgentEndpoint,
     event: InboundEvent,
     received_at: DateTime<Utc>,
+    permit: Permit,
 }
 
 impl Job {
@@ -47,8 +51,9 @@ impl Job {
         agent: AgentEndpoint,
         event: InboundEvent,
         received_at: DateTime<Utc>,
+        permit: Permit,
     ) -> Self {
-        Self { tenant, agent, event, received_at }
+        Self { tenant, agent, event, received_at, permit }
     }
 
     /// Builds a job without an acknowledgement, for adapters' tests of the bridge. Only with
@@ -60,7 +65,7 @@ impl Job {
         event: InboundEvent,
         received_at: DateTime<Utc>,
     ) -> Self {
-        Self::new(tenant, agent, event, received_at)
+        Self::new(tenant, agent, event, received_at, Permit::unbounded())
     }
 
     pub fn tenant(&self) -> TenantId {

@@ -2,6 +2,7 @@
 //! value that exists is a value that is valid: adapters convert at the edge and the use
 //! cases never re-check.
 
+mod admission;
 mod event;
 mod job;
 mod platform;
@@ -10,7 +11,10 @@ mod tenant;
 mod text;
 mod workspace;
 
-pub use event::{Delivery, EventKind, ExternalEventId, InboundEvent, Label, Payload, RetryReason};
+pub use admission::{Busy, Permit};
+pub use event::{
+    Delivery, EventKind, ExternalEventId, Fingerprint, InboundEvent, Label, Payload, RetryReason,
+};
 pub use job::Job;
 pub use platform::Platform;
 pub use receipt::{Claim, Completion, Failure, NewReceipt, Receipt, ReceiptKey, Retention};

@@ -2,11 +2,11 @@
 
 use super::Inbound;
 use crate::errors::StorageError;
-use crate::model::{Agent, Claim, InboundEvent, Job, NewReceipt, ReceiptKey, TenantId};
-use crate::ports::{AgentBridge, BridgeHealth, Clock, ReceiptStore, TenantDirectory};
+use crate::model::{Agent, Busy, Claim, InboundEvent, Job, NewReceipt, ReceiptKey, TenantId};
+use crate::ports::{AgentBridge, Clock, ReceiptStore, TenantDirectory, Unready};
 
 /// What to answer the platform, and whether there is work to do afterwards.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Acknowledgement {
     /// No tenant has linked this workspace. Answer 200 (a retry would not help) and do
     /// nothing; nothing was written.
@@ -16,6 +16,9 @@ pub enum Acknowledgement {
     Unavailable(Unavailability),
     /// Another delivery of the same event already claimed it. Answer 200, do nothing.
     Duplicate { tenant: TenantId },
+    /// This very signed request (unnumbered, so never re-sent by the platform) was already
+    /// accepted: someone is replaying it. Answer 401, do nothing.
+    Replayed { tenant: TenantId },
     /// Answer 200, then run [`Inbound::handle`] on the job. A numbered event's claim is
     /// committed by now.
     Accepted(Box<Job>),
@@ -32,6 +35,8 @@ pub enum Unavailability {
     Paused { tenant: TenantId },
     /// The tenant's agent has been failing; its circuit is open.
     CircuitOpen { tenant: TenantId },
+    /// As much work is in flight as the tenant, or the process, may have.
+    Busy { tenant: TenantId, limit: Busy },
     /// The tenant directory or the receipt store could not answer.
     Storage(StorageError),
     /// Doorman itself failed while deciding (a bug: the task deciding it panicked). Nothing
@@ -46,9 +51,10 @@ where
     R: ReceiptStore,
     C: Clock,
 {
-    /// Decides the answer to one delivery: resolve, check the bridge, claim (numbered
-    /// events only). The claim is the last step and is committed when this returns, so a
-    /// concurrent retry is refused at once (decisions 1, 2 and 5).
+    /// Decides the answer to one delivery: resolve, take a place with the bridge (circuit
+    /// and bounds), claim (numbered events) or record the request's fingerprint (unnumbered
+    /// ones). The claim is the last step and is committed when this returns, so a concurrent
+    /// retry is refused at once (decisions 1, 2 and 5).
     pub async fn acknowledge(&self, event: InboundEvent) -> Acknowledgement {
         let tenant = match self.directory.resolve(event.platform, &event.workspace).await {
             Ok(Some(tenant)) => tenant,
@@ -69,13 +75,22 @@ where
             }
             Agent::Ready(agent) => agent,
         };
-        if self.bridge.health(tenant.id) == BridgeHealth::CircuitOpen {
-            return Acknowledgement::Unavailable(Unavailability::CircuitOpen { tenant: tenant.id });
-        }
+        // A place in the bounded work, before anything is written: a delivery refused here is
+        // answered 503 and its retry is handled afresh (decision 5).
+        let permit = match self.bridge.admit(tenant.id) {
+            Ok(permit) => permit,
+            Err(Unready::CircuitOpen) => {
+                return Acknowledgement::Unavailable(Unavailability::CircuitOpen { tenant: tenant.id });
+            }
+            Err(Unready::Busy(limit)) => {
+                return Acknowledgement::Unavailable(Unavailability::Busy { tenant: tenant.id, limit });
+            }
+        };
 
         let received_at = self.clock.now();
         // Only numbered events are retried by the platform, so only they are claimed. An
-        // unnumbered one is dispatched every time it arrives (decision 6).
+        // unnumbered one is dispatched every time it arrives (decision 6), but the same
+        // signed request arriving twice is a replay, not a second arrival.
         if let Some(external_id) = event.external_id.clone() {
             let receipt = NewReceipt {
                 key: ReceiptKey { tenant: tenant.id, platform: event.platform, external_id },
@@ -88,8 +103,14 @@ where
                 Ok(Claim::Duplicate) => return Acknowledgement::Duplicate { tenant: tenant.id },
                 Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
             }
+        } else if let Some(fingerprint) = &event.fingerprint {
+            match self.receipts.claim_request(tenant.id, fingerprint).await {
+                Ok(Claim::Claimed) => {}
+                Ok(Claim::Duplicate) => return Acknowledgement::Replayed { tenant: tenant.id },
+                Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
+            }
         }
-        Acknowledgement::Accepted(Box::new(Job::new(tenant.id, agent, event, received_at)))
+        Acknowledgement::Accepted(Box::new(Job::new(tenant.id, agent, event, received_at, permit)))
     }
 }
 

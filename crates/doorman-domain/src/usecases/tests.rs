@@ -15,7 +15,7 @@ use mockall::predicate::always;
 use super::{Acknowledgement, Handled, Inbound, Unavailability};
 use crate::errors::{DispatchError, StorageError, ValidationError};
 use crate::model::*;
-use crate::ports::{BridgeHealth, MockAgentBridge, MockClock, MockReceiptStore, MockTenantDirectory};
+use crate::ports::{MockAgentBridge, MockClock, MockReceiptStore, MockTenantDirectory, Unready};
 
 type Fut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -55,6 +55,7 @@ fn callback(event_id: Option<&str>, attempt: u32) -> InboundEvent {
         external_id: event_id.map(|id| ExternalEventId::new(id).unwrap()),
         delivery: Delivery { attempt, retry_reason: (attempt > 0).then_some(RetryReason::HttpTimeout) },
         payload: Payload::from_json_text("{}"),
+        fingerprint: None,
     }
 }
 
@@ -89,12 +90,13 @@ impl Ports {
     /// Resolves to a healthy tenant, no order imposed.
     fn with_healthy_tenant(mut self) -> Self {
         self.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
-        self.bridge.expect_health().return_const(BridgeHealth::Healthy);
+        self.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
         self
     }
 
     fn never_claims(mut self) -> Self {
         self.receipts.expect_claim().never();
+        self.receipts.expect_claim_request().never();
         self
     }
 
@@ -133,7 +135,7 @@ async fn resolve_happens_before_the_bridge_check_and_the_claim() {
         .times(1)
         .in_sequence(&mut seq)
         .returning(|_, _| ready(Ok(Some(tenant()))));
-    ports.bridge.expect_health().times(1).in_sequence(&mut seq).return_const(BridgeHealth::Healthy);
+    ports.bridge.expect_admit().times(1).in_sequence(&mut seq).returning(|_| Ok(Permit::unbounded()));
     ports.receipts.expect_claim().times(1).in_sequence(&mut seq).returning(|_| ready(Ok(Claim::Claimed)));
 
     let job = accepted(ports.build().acknowledge(numbered(0)).await);
@@ -144,7 +146,7 @@ async fn resolve_happens_before_the_bridge_check_and_the_claim() {
 async fn the_claim_names_the_tenant_event_type_and_attempt() {
     let mut ports = Ports::new();
     ports.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
-    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+    ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
     ports
         .receipts
         .expect_claim()
@@ -167,7 +169,7 @@ async fn the_claim_names_the_tenant_event_type_and_attempt() {
 async fn an_unknown_workspace_never_claims_nor_dispatches() {
     let mut ports = Ports::new().never_claims().never_dispatches().never_writes_after_dispatch();
     ports.directory.expect_resolve().times(1).returning(|_, _| ready(Ok(None)));
-    ports.bridge.expect_health().never();
+    ports.bridge.expect_admit().never();
 
     assert_eq!(ports.build().acknowledge(numbered(0)).await, Acknowledgement::Ignored);
 }
@@ -179,7 +181,7 @@ async fn a_paused_bridge_never_claims() {
         .directory
         .expect_resolve()
         .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::Ready(agent(true)) }))));
-    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+    ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
     let ack = ports.build().acknowledge(numbered(0)).await;
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Paused { tenant: tenant_id() }));
@@ -189,7 +191,7 @@ async fn a_paused_bridge_never_claims() {
 async fn an_open_circuit_never_claims() {
     let mut ports = Ports::new().never_claims().never_dispatches();
     ports.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
-    ports.bridge.expect_health().with(always()).return_const(BridgeHealth::CircuitOpen);
+    ports.bridge.expect_admit().with(always()).returning(|_| Err(Unready::CircuitOpen));
 
     let ack = ports.build().acknowledge(numbered(0)).await;
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::CircuitOpen { tenant: tenant_id() }));
@@ -202,7 +204,7 @@ async fn a_tenant_without_an_agent_never_claims() {
         .directory
         .expect_resolve()
         .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::NotSet }))));
-    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+    ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
     let ack = ports.build().acknowledge(numbered(0)).await;
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::NoAgent { tenant: tenant_id() }));
@@ -216,7 +218,7 @@ async fn a_tenant_whose_stored_agent_does_not_convert_never_claims() {
         .directory
         .expect_resolve()
         .returning(move |_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: unusable.clone() }))));
-    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+    ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
     let ack = ports.build().acknowledge(numbered(0)).await;
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Misconfigured { tenant: tenant_id() }));
@@ -228,7 +230,7 @@ async fn a_directory_failure_never_claims_nor_dispatches() {
     let down = StorageError::Unavailable("pool timed out".into());
     let returned = down.clone();
     ports.directory.expect_resolve().returning(move |_, _| ready(Err(returned.clone())));
-    ports.bridge.expect_health().never();
+    ports.bridge.expect_admit().never();
 
     let ack = ports.build().acknowledge(numbered(0)).await;
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Storage(down)));
@@ -263,7 +265,7 @@ async fn the_retry_attempt_does_not_change_any_outcome() {
         for attempt in [0, 3] {
             let mut ports = Ports::new();
             ports.directory.expect_resolve().times(1).returning(|_, _| ready(Ok(Some(tenant()))));
-            ports.bridge.expect_health().times(1).return_const(BridgeHealth::Healthy);
+            ports.bridge.expect_admit().times(1).returning(|_| Ok(Permit::unbounded()));
             ports.receipts.expect_claim().times(1).returning(move |_| ready(Ok(claim)));
             let ack = ports.build().acknowledge(numbered(attempt)).await;
             // Compare the decision, not the job's copy of the (differing) delivery header.
@@ -290,7 +292,7 @@ async fn the_claim_returns_before_any_dispatch_can_start() {
         .times(1)
         .in_sequence(&mut seq)
         .returning(|_, _| ready(Ok(Some(tenant()))));
-    ports.bridge.expect_health().times(1).in_sequence(&mut seq).return_const(BridgeHealth::Healthy);
+    ports.bridge.expect_admit().times(1).in_sequence(&mut seq).returning(|_| Ok(Permit::unbounded()));
     let on_claim = committed.clone();
     ports.receipts.expect_claim().times(1).in_sequence(&mut seq).returning(move |_| {
         let on_claim = on_claim.clone();
@@ -335,7 +337,7 @@ async fn an_unnumbered_event_never_claims_and_always_dispatches() {
 // --- handle --------------------------------------------------------------------------------
 
 fn claimed_job() -> Job {
-    Job::new(tenant_id(), agent(false), numbered(0), now())
+    Job::new(tenant_id(), agent(false), numbered(0), now(), Permit::unbounded())
 }
 
 #[tokio::test]
@@ -393,7 +395,7 @@ async fn a_failed_dispatch_records_the_failure_and_never_completes() {
 async fn a_failed_unnumbered_dispatch_writes_nothing() {
     let mut ports = Ports::new().never_writes_after_dispatch();
     ports.bridge.expect_dispatch().times(1).returning(|_| ready(Err(DispatchError::TimedOut(60))));
-    let job = Job::new(tenant_id(), agent(false), command(), now());
+    let job = Job::new(tenant_id(), agent(false), command(), now(), Permit::unbounded());
 
     let handled = ports.build().handle(job).await;
     assert_eq!(handled, Handled::Failed { error: DispatchError::TimedOut(60), recorded: false });
@@ -470,7 +472,7 @@ async fn acknowledge_accepts_only_once_its_claim_has_finished_and_claims_only_on
     let mut ports = Ports::new();
     let j = journal.clone();
     ports.directory.expect_resolve().returning(move |_, _| j.step("resolve", "resolved", Ok(Some(tenant()))));
-    ports.bridge.expect_health().return_const(BridgeHealth::Healthy);
+    ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
     let j = journal.clone();
     ports.receipts.expect_claim().returning(move |_| j.step("claim", "claim committed", Ok(Claim::Claimed)));
 
@@ -505,4 +507,128 @@ async fn handle_records_the_outcome_only_once_the_dispatch_has_finished() {
         assert_eq!(&entries[..3], ["dispatch", "dispatched", written], "{entries:?}");
         assert_eq!(entries.len(), 4, "exactly one write after the dispatch: {entries:?}");
     }
+}
+
+// --- bounded work ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_delivery_over_a_bound_is_unavailable_and_never_claims() {
+    for limit in [Busy::Tenant, Busy::Process] {
+        for event in [numbered(0), fingerprinted(command())] {
+            let mut ports = Ports::new().never_claims().never_dispatches();
+            ports.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
+            ports.bridge.expect_admit().times(1).returning(move |_| Err(Unready::Busy(limit)));
+            let ack = ports.build().acknowledge(event).await;
+            assert_eq!(
+                ack,
+                Acknowledgement::Unavailable(Unavailability::Busy { tenant: tenant_id(), limit })
+            );
+        }
+    }
+}
+
+/// A permit that says when its place was given back.
+fn watched_permit(given_back: &Arc<AtomicBool>) -> Permit {
+    struct Guard(Arc<AtomicBool>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    Permit::new(Guard(given_back.clone()))
+}
+
+#[tokio::test]
+async fn the_place_is_held_until_the_dispatch_has_ended() {
+    let given_back = Arc::new(AtomicBool::new(false));
+    let mut ports = Ports::new();
+    ports.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
+    let permit = Mutex::new(Some(watched_permit(&given_back)));
+    ports.bridge.expect_admit().times(1).returning(move |_| Ok(permit.lock().unwrap().take().unwrap()));
+    ports.receipts.expect_claim().returning(|_| ready(Ok(Claim::Claimed)));
+    let during = given_back.clone();
+    ports.bridge.expect_dispatch().times(1).returning(move |_| {
+        assert!(!during.load(Ordering::SeqCst), "the place was given back before the dispatch");
+        ready(Ok(()))
+    });
+    ports.receipts.expect_complete().returning(|_, _, _, _| ready(Ok(Completion::default())));
+
+    let inbound = ports.build();
+    let job = accepted(inbound.acknowledge(numbered(0)).await);
+    assert!(!given_back.load(Ordering::SeqCst), "held by the accepted job");
+    inbound.handle(job).await;
+    assert!(given_back.load(Ordering::SeqCst), "given back once handled");
+}
+
+#[tokio::test]
+async fn a_duplicate_gives_its_place_back_at_once() {
+    let given_back = Arc::new(AtomicBool::new(false));
+    let mut ports = Ports::new().never_dispatches();
+    ports.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
+    let permit = Mutex::new(Some(watched_permit(&given_back)));
+    ports.bridge.expect_admit().returning(move |_| Ok(permit.lock().unwrap().take().unwrap()));
+    ports.receipts.expect_claim().returning(|_| ready(Ok(Claim::Duplicate)));
+
+    assert_eq!(
+        ports.build().acknowledge(numbered(1)).await,
+        Acknowledgement::Duplicate { tenant: tenant_id() }
+    );
+    assert!(given_back.load(Ordering::SeqCst));
+}
+
+// --- replays of unnumbered requests ---------------------------------------------------------
+
+fn fingerprinted(event: InboundEvent) -> InboundEvent {
+    InboundEvent {
+        fingerprint: Some(Fingerprint::new(format!("v0={}", "ab".repeat(32)), now()).unwrap()),
+        ..event
+    }
+}
+
+#[tokio::test]
+async fn an_unnumbered_request_is_recorded_and_its_replay_refused() {
+    let mut ports = Ports::new().with_healthy_tenant();
+    ports.receipts.expect_claim().never();
+    let mut seq = Sequence::new();
+    ports
+        .receipts
+        .expect_claim_request()
+        .withf(|tenant, fp| *tenant == tenant_id() && fp.signature().starts_with("v0=abab"))
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| ready(Ok(Claim::Claimed)));
+    ports
+        .receipts
+        .expect_claim_request()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| ready(Ok(Claim::Duplicate)));
+    ports.bridge.expect_dispatch().never();
+
+    let inbound = ports.build();
+    let job = accepted(inbound.acknowledge(fingerprinted(command())).await);
+    assert_eq!(job.receipt_key(), None, "still unclaimed: recorded, not numbered");
+    assert_eq!(
+        inbound.acknowledge(fingerprinted(command())).await,
+        Acknowledgement::Replayed { tenant: tenant_id() }
+    );
+}
+
+#[tokio::test]
+async fn a_fingerprint_that_cannot_be_recorded_is_unavailable_and_never_dispatches() {
+    let mut ports = Ports::new().with_healthy_tenant().never_dispatches();
+    ports
+        .receipts
+        .expect_claim_request()
+        .returning(|_, _| ready(Err(StorageError::Unavailable("down".into()))));
+    let ack = ports.build().acknowledge(fingerprinted(command())).await;
+    assert!(matches!(ack, Acknowledgement::Unavailable(Unavailability::Storage(_))), "{ack:?}");
+}
+
+#[tokio::test]
+async fn a_numbered_event_is_claimed_not_fingerprinted() {
+    let mut ports = Ports::new().with_healthy_tenant();
+    ports.receipts.expect_claim_request().never();
+    ports.receipts.expect_claim().times(1).returning(|_| ready(Ok(Claim::Claimed)));
+    accepted(ports.build().acknowledge(fingerprinted(numbered(0))).await);
 }
