@@ -10,8 +10,8 @@ default:
 
 # `--all-targets` leaves out doc tests, so they run second (the sealed Job's compile-fail
 # tests are among them).
-# Run every test in the workspace (needs PostgreSQL: see `just postgres`).
-test: postgres
+# Run every test in the workspace (needs PostgreSQL and Chromium: see `just postgres`, `just browser`).
+test: postgres browser
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
 
@@ -147,6 +147,16 @@ fuzz SECONDS="60":
 
 # What CI runs: the hexagon check, lint, then the tests.
 ci: check-hexagon lint test
+
+# The install flow's browser test drives Debian's Chromium through chromium-driver.
+# Make sure headless Chromium and its WebDriver are installed (apt on a fresh Debian machine).
+browser:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then exit 0; fi
+    echo "installing chromium and chromium-driver from Debian's packages" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
 
 # Make sure a local PostgreSQL is up (installs and starts it on a fresh Debian machine).
 postgres:

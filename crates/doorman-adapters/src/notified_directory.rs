@@ -203,7 +203,7 @@ mod tests {
     }
 
     fn tenant(id: TenantId) -> Tenant {
-        Tenant { id, agent: Agent::NotSet }
+        Tenant { id, agent: Agent::NotSet, installation: None }
     }
 
     /// A directory whose inner one answers `tenant` for everything, `calls` times at most.

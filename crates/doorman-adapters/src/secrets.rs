@@ -166,6 +166,21 @@ fn valid_id(id: &str) -> bool {
     (1..=32).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// A fresh unguessable token for a URL or a cookie: 32 random bytes, base64url without padding.
+pub fn random_token() -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut bytes = [0u8; 32];
+    SystemRandom::new().fill(&mut bytes).expect("the system random number generator works");
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// What is stored of a token that is handed out (install links, OAuth states, browser
+/// cookies): its SHA-256 in hex, so reading the table does not yield a usable token.
+pub fn token_hash(token: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,5 +230,16 @@ mod tests {
         let error = Keyring::parse("a:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwd").unwrap_err().to_string();
         assert!(!error.contains("AAECAw"), "{error}");
         assert!(!format!("{:?}", Keyring::parse(A).unwrap()).contains("AAECAw"));
+    }
+
+    #[test]
+    fn handed_out_tokens_are_random_and_stored_only_as_their_hash() {
+        let (a, b) = (random_token(), random_token());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 43, "32 bytes, base64url without padding");
+        assert!(a.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'), "{a}");
+        assert_eq!(token_hash(&a), token_hash(&a));
+        assert_ne!(token_hash(&a), token_hash(&b));
+        assert_eq!(token_hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

@@ -50,6 +50,55 @@ pub enum Command {
     /// Manage secrets at rest.
     #[command(subcommand)]
     Secrets(SecretsCommand),
+    /// Install the Slack app into customers' workspaces, list and remove installations.
+    #[command(subcommand)]
+    Slack(SlackCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SlackCommand {
+    /// Print an install link for a tenant's customer: `{DOORMAN_PUBLIC_URL}/slack/install/…`,
+    /// usable for several installs until it expires.
+    InstallLink {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long, default_value = "24h")]
+        expires_in: humantime::Duration,
+        #[command(flatten)]
+        slack_app: SlackAppArgs,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// List installations (never their tokens).
+    Installations {
+        #[arg(long)]
+        tenant: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Remove a tenant's installation of a workspace and the workspace's link.
+    Uninstall {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        team_id: Option<String>,
+        /// With no --team-id: an org-wide install.
+        #[arg(long)]
+        enterprise_id: Option<String>,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Delete every tenant's expired or consumed install states, in bounded batches.
+    PruneStates {
+        #[arg(long, default_value_t = 1000)]
+        batch: u32,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -115,6 +164,39 @@ pub struct KeysArgs {
     /// seals, all open (add a new key first, `doorman secrets rotate`, then drop the old).
     #[arg(long = "encryption-keys", env = "DOORMAN_ENCRYPTION_KEYS", hide_env_values = true)]
     pub encryption_keys: Option<Secret>,
+}
+
+/// The Slack app, for installing it into customers' workspaces (OAuth v2). Without a client
+/// id and secret, installs are off.
+#[derive(Debug, Clone, Args)]
+pub struct SlackAppArgs {
+    /// The Slack app's client id (Basic Information → App Credentials).
+    #[arg(long = "slack-client-id", env = "SLACK_CLIENT_ID")]
+    pub client_id: Option<String>,
+    /// The Slack app's client secret.
+    #[arg(long = "slack-client-secret", env = "SLACK_CLIENT_SECRET", hide_env_values = true)]
+    pub client_secret: Option<Secret>,
+    /// Bot scopes asked for on install, comma-separated.
+    #[arg(
+        long = "slack-scopes",
+        env = "SLACK_SCOPES",
+        default_value = "app_mentions:read,chat:write,commands"
+    )]
+    pub scopes: String,
+    /// The https origin customers' browsers reach Doorman at; Slack redirects back to
+    /// `{this}/slack/oauth/callback`.
+    #[arg(long = "public-url", env = "DOORMAN_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Slack's Web API (a fake Slack's, in tests and staging).
+    #[arg(long = "slack-api-url", env = "DOORMAN_SLACK_API_URL", default_value = "https://slack.com/api")]
+    pub api_url: String,
+    /// Slack's authorize page.
+    #[arg(
+        long = "slack-authorize-url",
+        env = "DOORMAN_SLACK_AUTHORIZE_URL",
+        default_value = "https://slack.com/oauth/v2/authorize"
+    )]
+    pub authorize_url: String,
 }
 
 /// Where agents may be reached.
@@ -212,6 +294,9 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub destinations: DestinationArgs,
+
+    #[command(flatten)]
+    pub slack_app: SlackAppArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,10 +11,11 @@ use anyhow::{Context, bail};
 use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, DestinationPolicy, LimitSettings};
 use doorman_adapters::postgres::PoolSettings;
 use doorman_adapters::secrets::Keyring;
+use doorman_adapters::slack::oauth::SlackApp;
 use doorman_adapters::slack::{SigningSecret, Verifier};
 use doorman_domain::Retention;
 
-use crate::cli::{KeysArgs, Secret, ServeArgs};
+use crate::cli::{KeysArgs, Secret, ServeArgs, SlackAppArgs};
 
 /// The longest a request may wait for each of its two database connections.
 pub const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_millis(1250);
@@ -33,6 +34,54 @@ pub struct ServeConfig {
     pub workers: usize,
     pub body_read_timeout: Duration,
     pub keys: Arc<Keyring>,
+    /// `None`: installs are off (no client id and secret).
+    pub slack_app: Option<SlackInstall>,
+}
+
+/// The Slack app's install settings, when installs are on.
+#[derive(Debug, Clone)]
+pub struct SlackInstall {
+    pub app: SlackApp,
+    pub scopes: String,
+    pub authorize_url: String,
+    pub public_url: String,
+}
+
+impl SlackInstall {
+    /// Whether the install cookie may be marked `Secure` (the public origin is https).
+    pub fn secure_cookies(&self) -> bool {
+        self.public_url.starts_with("https://")
+    }
+}
+
+/// The Slack app's install settings from their flags, or `None` without a client id and secret.
+pub fn slack_install(args: &SlackAppArgs) -> anyhow::Result<Option<SlackInstall>> {
+    let (Some(client_id), Some(client_secret)) = (&args.client_id, &args.client_secret) else {
+        return Ok(None);
+    };
+    let public_url = args
+        .public_url
+        .as_deref()
+        .map(|u| u.trim_end_matches('/').to_owned())
+        .context("DOORMAN_PUBLIC_URL is required with SLACK_CLIENT_ID: Slack redirects back to it")?;
+    if !(public_url.starts_with("https://") || public_url.starts_with("http://")) {
+        bail!("DOORMAN_PUBLIC_URL must be an http(s) origin, like https://doorman.example");
+    }
+    let app = SlackApp {
+        client_id: client_id.clone(),
+        client_secret: client_secret.expose().to_owned(),
+        api_url: args.api_url.trim_end_matches('/').to_owned(),
+        redirect_uri: format!("{public_url}/slack/oauth/callback"),
+    };
+    // Checked once here, so an install never finds it broken.
+    app.authorize_link(&args.authorize_url, &args.scopes, "state")
+        .map_err(|e| anyhow::anyhow!("DOORMAN_SLACK_AUTHORIZE_URL is not a URL: {e}"))?;
+    Ok(Some(SlackInstall {
+        app,
+        scopes: args.scopes.clone(),
+        authorize_url: args.authorize_url.clone(),
+        public_url,
+    }))
 }
 
 /// The keyring from `DOORMAN_ENCRYPTION_KEYS`, for every command that seals or opens secrets.
@@ -112,6 +161,7 @@ impl ServeConfig {
             workers,
             body_read_timeout: *args.body_read_timeout,
             keys,
+            slack_app: slack_install(&args.slack_app)?,
         })
     }
 }

@@ -55,6 +55,7 @@ pub struct Metrics {
     claims: Family<Outcome, Counter>,
     unavailable: Family<Reason, Counter>,
     busy: Family<Limit, Counter>,
+    installs: Family<Outcome, Counter>,
     in_flight: Gauge,
     unknown_workspaces: Counter,
     rate_limited: Counter,
@@ -107,6 +108,8 @@ impl Metrics {
             "Deliveries answered 503 because work in flight was at its bound, by bound (tenant or process)",
             busy.clone(),
         );
+        let installs = Family::<Outcome, Counter>::default();
+        registry.register("slack_installs", "Slack app install steps, by outcome", installs.clone());
         let in_flight = Gauge::default();
         registry.register(
             "in_flight",
@@ -159,6 +162,7 @@ impl Metrics {
             claims,
             unavailable,
             busy,
+            installs,
             in_flight,
             unknown_workspaces,
             rate_limited,
@@ -175,6 +179,10 @@ impl Metrics {
     pub fn answered(&self, route: &'static str, status: u16, elapsed: Duration) {
         self.requests.get_or_create(&RouteStatus { route, status }).inc();
         self.acknowledgement_seconds.get_or_create(&Route { route }).observe(elapsed.as_secs_f64());
+    }
+
+    pub fn install(&self, outcome: &'static str) {
+        self.installs.get_or_create(&Outcome { outcome }).inc();
     }
 
     pub fn rejected(&self, cause: &'static str) {

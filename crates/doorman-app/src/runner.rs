@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use doorman_adapters::bridge::HttpAgentBridge;
 use doorman_adapters::notified_directory::NotifiedDirectory;
-use doorman_adapters::postgres::{PgReceiptStore, PgTenantDirectory};
+use doorman_adapters::postgres::{PgInstallations, PgReceiptStore, PgTenantDirectory};
 use doorman_domain::Job;
 use doorman_domain::ports::SystemClock;
 use doorman_domain::{Acknowledgement, Inbound, InboundEvent, TenantId, Unavailability};
@@ -25,8 +25,13 @@ use tracing::Instrument;
 use crate::metrics::Metrics;
 
 /// The use cases over the concrete adapters, fixed once here.
-pub type Doorman =
-    Inbound<NotifiedDirectory<PgTenantDirectory>, HttpAgentBridge, PgReceiptStore, SystemClock>;
+pub type Doorman = Inbound<
+    NotifiedDirectory<PgTenantDirectory>,
+    HttpAgentBridge,
+    PgReceiptStore,
+    PgInstallations,
+    SystemClock,
+>;
 
 /// How a delivery was answered, once its job (if any) is on its way: the accepted job itself
 /// went to its dispatch task, with its place in the bounded work.

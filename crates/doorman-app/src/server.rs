@@ -8,12 +8,14 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use doorman_adapters::bridge::HttpAgentBridge;
 use doorman_adapters::notified_directory::NotifiedDirectory;
-use doorman_adapters::postgres::{self, PgReceiptStore, PgTenantDirectory};
+use doorman_adapters::postgres::{self, PgInstallStore, PgInstallations, PgReceiptStore, PgTenantDirectory};
+use doorman_adapters::slack::oauth::SlackOAuthClient;
 use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
+use doorman_domain::usecases::install::Installs;
 
 use crate::config::ServeConfig;
-use crate::http::{self, AppState};
+use crate::http::{self, AppState, InstallFlow};
 use crate::metrics::Metrics;
 use crate::runner::DeliveryRunner;
 
@@ -81,10 +83,28 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let directory_status = directory.status();
     let bridge =
         HttpAgentBridge::new(config.bridge.clone()).context("building the agent bridge's HTTP client")?;
+    let oauth = config
+        .slack_app
+        .as_ref()
+        .map(|install| SlackOAuthClient::new(install.app.clone()))
+        .transpose()
+        .context("building the Slack OAuth client")?;
+    let installs = match (&config.slack_app, &oauth) {
+        (Some(install), Some(oauth)) => Some(Arc::new(InstallFlow {
+            installs: Installs::new(
+                PgInstallStore::new(pool.clone(), config.keys.clone()),
+                oauth.clone(),
+                SystemClock,
+            ),
+            settings: install.clone(),
+        })),
+        _ => None,
+    };
     let doorman = Inbound::new(
         directory,
         bridge,
-        PgReceiptStore::with_pools(pool.clone(), background_pool),
+        PgReceiptStore::with_pools(pool.clone(), background_pool.clone()),
+        PgInstallations::new(background_pool, config.keys.clone(), oauth),
         SystemClock,
         config.retention,
     );
@@ -98,6 +118,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         pool,
         max_body_bytes: config.max_body_bytes,
         body_read_timeout: config.body_read_timeout,
+        installs,
     });
 
     let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;

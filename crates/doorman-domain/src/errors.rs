@@ -42,6 +42,17 @@ pub enum StorageError {
     Unexpected(String),
 }
 
+/// Slack's OAuth endpoint did not grant what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum OAuthError {
+    /// Slack answered `"ok": false` with this error code (`invalid_code`, `bad_redirect_uri`, …).
+    #[error("Slack refused: {0}")]
+    Refused(String),
+    /// Slack could not be reached, or answered something that is not its API.
+    #[error("Slack could not be reached: {0}")]
+    Unreachable(String),
+}
+
 /// An operator action could not be done. Worded for any caller; never names a CLI flag.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum OperatorError {
@@ -77,6 +88,10 @@ pub enum DispatchError {
     /// DNS); nothing was sent.
     #[error("destination_not_allowed: {0}")]
     DestinationNotAllowed(String),
+    /// The installation's bot token had to be refreshed and Slack did not refresh it; nothing
+    /// was sent.
+    #[error("token_refresh_failed: {0}")]
+    TokenRefreshFailed(String),
     /// The dispatch could not be built (a bug: the payload was checked when it arrived).
     #[error("dispatch could not be built: {0}")]
     Internal(String),

@@ -14,6 +14,6 @@ pub mod model;
 pub mod ports;
 pub mod usecases;
 
-pub use errors::{DispatchError, OperatorError, StorageError, ValidationError};
+pub use errors::{DispatchError, OAuthError, OperatorError, StorageError, ValidationError};
 pub use model::*;
 pub use usecases::{Acknowledgement, Handled, Inbound, Unavailability};

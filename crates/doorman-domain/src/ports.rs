@@ -11,10 +11,11 @@ use std::future::Future;
 
 use chrono::{DateTime, Utc};
 
-use crate::errors::{DispatchError, StorageError};
+use crate::errors::{DispatchError, OAuthError, StorageError};
 use crate::model::{
-    Busy, Claim, Completion, Failure, Fingerprint, Job, NewReceipt, Permit, Platform, ReceiptKey, Tenant,
-    TenantId, WorkspaceRef,
+    Busy, Claim, Completion, Failure, Fingerprint, Grant, Installation, Job, Lifecycle, LinkState,
+    NewReceipt, OpenedState, Permit, Platform, ReceiptKey, Recorded, TakenState, Tenant, TenantId,
+    WorkspaceRef,
 };
 
 /// Finds the tenant a workspace belongs to.
@@ -63,7 +64,14 @@ pub trait AgentBridge: Send + Sync {
     /// - MAY retry internally, but only while the request provably never reached the agent;
     ///   once it may have, a failure is returned, never a second send.
     /// - MUST return within the configured dispatch timeout (`DispatchError::TimedOut`).
-    fn dispatch(&self, job: &Job) -> impl Future<Output = Result<(), DispatchError>> + Send;
+    ///
+    /// With `installation` (and a bot token in it), the dispatch carries the agent's
+    /// authorization to answer in the workspace.
+    fn dispatch(
+        &self,
+        job: &Job,
+        installation: Option<Installation>,
+    ) -> impl Future<Output = Result<(), DispatchError>> + Send;
 }
 
 /// The durable record of which numbered events have been claimed.
@@ -112,6 +120,71 @@ pub trait ReceiptStore: Send + Sync {
         key: &ReceiptKey,
         failure: &Failure,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
+}
+
+/// The app's installations, after an event's answer (never on the acknowledgement path).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait Installations: Send + Sync {
+    /// Refreshes a rotating installation's bot token and returns the installation with it.
+    ///
+    /// - MUST refresh at most once for concurrent callers, across processes: a caller that
+    ///   finds the token already refreshed by another returns that one without asking Slack.
+    /// - MUST return `OAuthError` when Slack does not refresh it (the dispatch is then recorded
+    ///   as failed, `token_refresh_failed`).
+    fn refresh(
+        &self,
+        tenant: TenantId,
+        installation: &Installation,
+    ) -> impl Future<Output = Result<Installation, OAuthError>> + Send;
+
+    /// Applies a lifecycle event of the app in `workspace`: `Uninstalled` removes the tenant's
+    /// installation there and the workspace's link; `TokensRevoked` forgets the revoked bot
+    /// tokens. MUST touch only `tenant`'s rows.
+    fn apply(
+        &self,
+        tenant: TenantId,
+        workspace: &WorkspaceRef,
+        lifecycle: &Lifecycle,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+}
+
+/// Install links, OAuth states and installations, for the install flow.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait InstallStore: Send + Sync {
+    /// The install link whose token is `token` (the store keeps only a hash of it).
+    fn link(&self, token: &str) -> impl Future<Output = Result<LinkState, StorageError>> + Send;
+
+    /// A fresh one-time state for `tenant`, valid until `expires_at`, bound to a fresh browser
+    /// secret. MAY delete a bounded number of the tenant's expired or consumed states.
+    fn open_state(
+        &self,
+        tenant: TenantId,
+        expires_at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<OpenedState, StorageError>> + Send;
+
+    /// Takes `state`: MUST refuse it unless it exists, is unexpired, unused and was opened
+    /// with `browser`, and MUST consume it (atomically, so it is taken once) when it accepts it.
+    fn take_state(
+        &self,
+        state: &str,
+        browser: &str,
+    ) -> impl Future<Output = Result<TakenState, StorageError>> + Send;
+
+    /// Records what Slack granted and links the workspace to `tenant`, in one transaction;
+    /// MUST change nothing and answer `Recorded::Taken` when the workspace belongs to another
+    /// tenant. Tokens MUST be stored sealed.
+    fn record(
+        &self,
+        tenant: TenantId,
+        grant: &Grant,
+    ) -> impl Future<Output = Result<Recorded, StorageError>> + Send;
+}
+
+/// Slack's OAuth endpoint.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait SlackOAuth: Send + Sync {
+    /// Exchanges an authorization code (`oauth.v2.access`) for what the install granted.
+    fn exchange(&self, code: &str) -> impl Future<Output = Result<Grant, OAuthError>> + Send;
 }
 
 /// The time, as a port so tests can fix it.

@@ -7,12 +7,14 @@
 //! - [`database`]: a fresh PostgreSQL database per test, cloned from a migrated template.
 //! - [`migrations`]: reverting and listing migrations, for tests of the down scripts.
 //! - [`fake_agent`]: a real HTTP agent on loopback that verifies Standard Webhooks signatures.
+//! - [`fake_slack`]: Slack's authorize page and `oauth.v2.access`, for install tests.
 //! - [`fault_proxy`]: a TCP proxy that delays, refuses or cuts connections on command.
 //! - [`serve_process`]: the `doorman` binary as a child process, its logs kept per process.
 //! - [`slack`]: requests signed as Slack signs them.
 
 pub mod database;
 pub mod fake_agent;
+pub mod fake_slack;
 pub mod fault_proxy;
 pub mod migrations;
 pub mod serve_process;
@@ -20,5 +22,6 @@ pub mod slack;
 
 pub use database::TestDatabase;
 pub use fake_agent::FakeAgent;
+pub use fake_slack::FakeSlack;
 pub use fault_proxy::FaultProxy;
 pub use serve_process::ServeProcess;

@@ -4,7 +4,7 @@ use std::error::Error as _;
 use std::time::{Duration, Instant};
 
 use doorman_domain::ports::{AgentBridge, Unready};
-use doorman_domain::{DispatchError, Job, Permit, TenantId};
+use doorman_domain::{DispatchError, Installation, Job, Permit, TenantId};
 
 use super::circuit::{CircuitBreaker, CircuitSettings};
 use super::destination::{DestinationPolicy, NotAllowed, PublicOnlyResolver};
@@ -87,13 +87,14 @@ impl HttpAgentBridge {
         self.circuit.open_count(Instant::now())
     }
 
-    async fn send(&self, job: &Job) -> Result<(), DispatchError> {
+    async fn send(&self, job: &Job, installation: Option<&Installation>) -> Result<(), DispatchError> {
         // Both were checked when the directory read them: nothing to re-parse here.
         let key = WebhookKey::new(&job.agent().secret);
         self.settings.destinations.check_url(&job.agent().url).map_err(not_allowed)?;
         let url = job.agent().url.as_url().clone();
         let body = bytes::Bytes::from(
-            document::render(job).map_err(|e| DispatchError::Internal(format!("payload: {e}")))?,
+            document::render(job, installation)
+                .map_err(|e| DispatchError::Internal(format!("payload: {e}")))?,
         );
         let id = message_id(job);
 
@@ -167,8 +168,8 @@ impl AgentBridge for HttpAgentBridge {
         self.limits.try_take(tenant).map_err(Unready::Busy)
     }
 
-    async fn dispatch(&self, job: &Job) -> Result<(), DispatchError> {
-        let outcome = self.send(job).await;
+    async fn dispatch(&self, job: &Job, installation: Option<Installation>) -> Result<(), DispatchError> {
+        let outcome = self.send(job, installation.as_ref()).await;
         match &outcome {
             Ok(()) => self.circuit.record_success(job.tenant()),
             Err(error) => {

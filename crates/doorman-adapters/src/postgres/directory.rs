@@ -7,8 +7,8 @@ use diesel::sql_types::{Bool, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use doorman_domain::ports::TenantDirectory;
 use doorman_domain::{
-    Agent, AgentEndpoint, AgentSecret, AgentUrl, Platform, StorageError, Tenant, TenantId, ValidationError,
-    WorkspaceRef,
+    Agent, AgentEndpoint, AgentSecret, AgentUrl, Installation, Platform, SlackToken, StorageError, Tenant,
+    TenantId, ValidationError, WorkspaceId, WorkspaceRef,
 };
 use uuid::Uuid;
 
@@ -75,6 +75,48 @@ impl PgTenantDirectory {
     }
 }
 
+impl PgTenantDirectory {
+    /// The workspace's installation, its bot token opened. One that does not read back is
+    /// logged and left out: the event is still dispatched, without an authorization.
+    fn installation(&self, tenant: TenantId, row: &Resolved) -> Option<Installation> {
+        let bot_user_id = row.install_bot_user_id.clone()?;
+        let read = || -> Result<Installation, String> {
+            let id = |raw: &Option<String>| {
+                raw.as_deref().map(WorkspaceId::new).transpose().map_err(|e| e.to_string())
+            };
+            let bot_token = match &row.install_bot_token {
+                None => None,
+                Some(sealed) => {
+                    let opened = self
+                        .keys
+                        .open(sealed, SealedIn { tenant, column: BOT_TOKEN_COLUMN })
+                        .map_err(|e| e.to_string())?;
+                    let text =
+                        String::from_utf8(opened).map_err(|_| "the bot token is not text".to_owned())?;
+                    Some(SlackToken::new(text).map_err(|e| e.to_string())?)
+                }
+            };
+            Ok(Installation {
+                team_id: id(&row.install_team_id)?,
+                enterprise_id: id(&row.install_enterprise_id)?,
+                bot_user_id,
+                bot_token,
+                scopes: row.install_scopes.clone().unwrap_or_default(),
+                expires_at: row.install_expires_at,
+                refreshable: row.install_refreshable.unwrap_or(false),
+            })
+        };
+        read().map_err(|problem| {
+            tracing::error!(tenant.id = %tenant, problem = %problem, "the workspace's installation does not read back; dispatching without its token");
+        })
+        .ok()
+    }
+}
+
+/// Where installations' bot and refresh tokens are sealed.
+pub const BOT_TOKEN_COLUMN: &str = "messaging_installations.bot_token";
+pub const REFRESH_TOKEN_COLUMN: &str = "messaging_installations.refresh_token";
+
 /// Where agents' signing secrets are sealed (the associated data of each value).
 pub const AGENT_SECRET_COLUMN: &str = "agent_bridges.signing_secret";
 
@@ -103,6 +145,20 @@ struct Resolved {
     agent_secret: Option<String>,
     #[diesel(sql_type = Nullable<Bool>)]
     agent_paused: Option<bool>,
+    #[diesel(sql_type = Nullable<Text>)]
+    install_team_id: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    install_enterprise_id: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    install_bot_user_id: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    install_bot_token: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    install_scopes: Option<String>,
+    #[diesel(sql_type = Nullable<diesel::sql_types::Timestamptz>)]
+    install_expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    #[diesel(sql_type = Nullable<Bool>)]
+    install_refreshable: Option<bool>,
 }
 
 impl TenantDirectory for PgTenantDirectory {
@@ -112,21 +168,20 @@ impl TenantDirectory for PgTenantDirectory {
         workspace: &WorkspaceRef,
     ) -> Result<Option<Tenant>, StorageError> {
         let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let found: Option<Resolved> = diesel::sql_query(
-            "SELECT tenant_id, agent_url, agent_secret, agent_paused FROM doorman_resolve($1, $2, $3)",
-        )
-        .bind::<Text, _>(platform.as_str())
-        .bind::<Nullable<Text>, _>(workspace.team_id().map(|id| id.as_str()))
-        .bind::<Nullable<Text>, _>(workspace.enterprise_id().map(|id| id.as_str()))
-        .get_results(&mut conn)
-        .await
-        .map_err(from_diesel)?
-        .into_iter()
-        .next();
+        let found: Option<Resolved> = diesel::sql_query("SELECT * FROM doorman_resolve($1, $2, $3)")
+            .bind::<Text, _>(platform.as_str())
+            .bind::<Nullable<Text>, _>(workspace.team_id().map(|id| id.as_str()))
+            .bind::<Nullable<Text>, _>(workspace.enterprise_id().map(|id| id.as_str()))
+            .get_results(&mut conn)
+            .await
+            .map_err(from_diesel)?
+            .into_iter()
+            .next();
         let Some(row) = found else { return Ok(None) };
         let tenant = TenantId::from_uuid(row.tenant_id);
+        let installation = self.installation(tenant, &row);
         let stored = StoredAgent { url: row.agent_url, secret: row.agent_secret, paused: row.agent_paused };
-        Ok(Some(Tenant { id: tenant, agent: self.agent(tenant, stored) }))
+        Ok(Some(Tenant { id: tenant, agent: self.agent(tenant, stored), installation }))
     }
 }
 

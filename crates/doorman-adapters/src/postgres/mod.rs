@@ -15,6 +15,7 @@
 pub mod directory;
 pub mod errors;
 pub mod group_commit;
+pub mod installations;
 pub mod listener;
 pub mod migrations;
 pub mod operator;
@@ -25,6 +26,7 @@ pub mod security;
 
 pub use directory::PgTenantDirectory;
 pub use group_commit::GroupSettings;
+pub use installations::{PgInstallStore, PgInstallations};
 pub use operator::PgOperator;
 pub use pool::{PgPool, PoolSettings};
 pub use receipts::PgReceiptStore;

@@ -19,10 +19,10 @@ use doorman_domain::{
 };
 use uuid::Uuid;
 
-use super::directory::AGENT_SECRET_COLUMN;
+use super::directory::{AGENT_SECRET_COLUMN, BOT_TOKEN_COLUMN, REFRESH_TOKEN_COLUMN};
 use super::errors::{from_connection, from_diesel};
 use super::schema::{agent_bridges, messaging_event_receipts as receipts, messaging_workspaces, tenants};
-use crate::secrets::{Keyring, OpenError, SealedIn};
+use crate::secrets::{Keyring, OpenError, SealedIn, random_token, token_hash};
 
 /// The most rows a listing returns; listings are for eyes and scripts, not exports.
 pub const LISTING_LIMIT: i64 = 1000;
@@ -172,15 +172,147 @@ impl PgOperator {
                     Ok(rows.len())
                 })
                 .await
-                .map_err(|e| match e {
-                    RotationError::Database(e) => OperatorError::Storage(from_diesel(e)),
-                    RotationError::Unopenable(tenant, problem) => OperatorError::Storage(
-                        StorageError::Unexpected(format!("the agent secret of tenant {tenant}: {problem}")),
-                    ),
-                })?;
+                .map_err(rotation_error)?;
             rotation.resealed += done as u64;
             if done < batch.get() as usize {
+                break;
+            }
+        }
+        loop {
+            let done = self.rotate_installation_tokens(keys, &current, batch).await?;
+            rotation.resealed += done;
+            if done == 0 {
                 return Ok(rotation);
+            }
+        }
+    }
+
+    /// One batch of installations whose bot or refresh token is not sealed with the current
+    /// key; how many tokens were sealed again.
+    async fn rotate_installation_tokens(
+        &mut self,
+        keys: &Keyring,
+        current: &str,
+        batch: NonZeroU32,
+    ) -> Result<u64, OperatorError> {
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = BigInt)]
+            id: i64,
+            #[diesel(sql_type = SqlUuid)]
+            tenant_id: Uuid,
+            #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+            bot_token: Option<String>,
+            #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+            refresh_token: Option<String>,
+        }
+        let outcome = self
+            .conn
+            .transaction::<_, RotationError, _>(async |conn| {
+                let rows: Vec<Row> = diesel::sql_query(
+                    "SELECT id, tenant_id, bot_token, refresh_token FROM messaging_installations \
+                      WHERE bot_token NOT LIKE $1 OR refresh_token NOT LIKE $1 \
+                      ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
+                )
+                .bind::<diesel::sql_types::Text, _>(current)
+                .bind::<BigInt, _>(i64::from(batch.get()))
+                .load(conn)
+                .await?;
+                let mut resealed = 0;
+                for row in rows {
+                    let tenant = TenantId::from_uuid(row.tenant_id);
+                    let mut reseal =
+                        |stored: Option<String>, column| -> Result<Option<String>, RotationError> {
+                            let Some(stored) = stored else { return Ok(None) };
+                            if keys.is_current(&stored) {
+                                return Ok(Some(stored));
+                            }
+                            let place = SealedIn { tenant, column };
+                            let plaintext = match keys.open(&stored, place) {
+                                Ok(plaintext) => plaintext,
+                                Err(OpenError::NotSealed) => stored.into_bytes(),
+                                Err(problem) => return Err(RotationError::Unopenable(tenant, problem)),
+                            };
+                            resealed += 1;
+                            Ok(Some(keys.seal(&plaintext, place)))
+                        };
+                    let bot = reseal(row.bot_token, BOT_TOKEN_COLUMN)?;
+                    let refresh = reseal(row.refresh_token, REFRESH_TOKEN_COLUMN)?;
+                    diesel::sql_query(
+                        "UPDATE messaging_installations SET bot_token = $2, refresh_token = $3 WHERE id = $1",
+                    )
+                    .bind::<BigInt, _>(row.id)
+                    .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(bot)
+                    .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(refresh)
+                    .execute(conn)
+                    .await?;
+                }
+                Ok(resealed)
+            })
+            .await;
+        outcome.map_err(rotation_error)
+    }
+
+    /// A new install link for `tenant`, usable for several installs until `expires_at`: the
+    /// token to put in its URL (only its hash is stored).
+    pub async fn create_install_link(
+        &mut self,
+        tenant: TenantId,
+        expires_at: DateTime<Utc>,
+    ) -> Result<String, OperatorError> {
+        self.ensure_tenant(tenant).await?;
+        let token = random_token();
+        diesel::sql_query(
+            "INSERT INTO messaging_install_links (token_hash, tenant_id, expires_at) VALUES ($1, $2, $3)",
+        )
+        .bind::<diesel::sql_types::Text, _>(token_hash(&token))
+        .bind::<SqlUuid, _>(tenant.as_uuid())
+        .bind::<Timestamptz, _>(expires_at)
+        .execute(&mut self.conn)
+        .await
+        .map_err(from_diesel)?;
+        Ok(token)
+    }
+
+    /// Installations, of one tenant or all, oldest first: what they are, never their tokens.
+    pub async fn installations(
+        &mut self,
+        tenant: Option<TenantId>,
+    ) -> Result<Vec<InstallationSummary>, StorageError> {
+        diesel::sql_query(
+            "SELECT tenant_id, team_id, enterprise_id, is_enterprise_install, app_id, bot_user_id, scopes,                     bot_token IS NOT NULL AS has_bot_token, token_expires_at, installed_at, updated_at                FROM messaging_installations WHERE $1::uuid IS NULL OR tenant_id = $1               ORDER BY installed_at LIMIT 1000",
+        )
+        .bind::<diesel::sql_types::Nullable<SqlUuid>, _>(tenant.map(|t| *t.as_uuid()))
+        .load(&mut self.conn)
+        .await
+        .map_err(from_diesel)
+    }
+
+    /// Removes `tenant`'s installation of `workspace` and the workspace's link, as the
+    /// `app_uninstalled` event does; whether there was anything to remove.
+    pub async fn uninstall(
+        &mut self,
+        tenant: TenantId,
+        workspace: &WorkspaceRef,
+    ) -> Result<bool, OperatorError> {
+        self.ensure_tenant(tenant).await?;
+        Ok(super::installations::remove_installation(&mut self.conn, tenant, workspace).await?)
+    }
+
+    /// Deletes every tenant's expired or consumed install states, `batch` rows per statement.
+    pub async fn prune_install_states(&mut self, batch: NonZeroU32) -> Result<u64, StorageError> {
+        let mut total = 0;
+        loop {
+            let deleted = diesel::sql_query(
+                "DELETE FROM messaging_install_states WHERE state_hash IN (                    SELECT state_hash FROM messaging_install_states                     WHERE expires_at <= now() OR consumed_at IS NOT NULL LIMIT $1)",
+            )
+            .bind::<BigInt, _>(i64::from(batch.get()))
+            .execute(&mut self.conn)
+            .await
+            .map_err(from_diesel)?;
+            total += deleted as u64;
+            if deleted < batch.get() as usize {
+                return Ok(total);
             }
         }
     }
@@ -275,11 +407,48 @@ impl PgOperator {
     }
 }
 
+/// An installation as operators list it: never a token.
+#[derive(Debug, Clone, PartialEq, Eq, diesel::QueryableByName)]
+pub struct InstallationSummary {
+    #[diesel(sql_type = SqlUuid)]
+    pub tenant_id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub team_id: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub enterprise_id: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub is_enterprise_install: bool,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub app_id: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub bot_user_id: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub scopes: String,
+    /// False once Slack revoked the bot token.
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub has_bot_token: bool,
+    #[diesel(sql_type = diesel::sql_types::Nullable<Timestamptz>)]
+    pub token_expires_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Timestamptz)]
+    pub installed_at: DateTime<Utc>,
+    #[diesel(sql_type = Timestamptz)]
+    pub updated_at: DateTime<Utc>,
+}
+
 /// What `rotate_secrets` did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Rotation {
     /// Secrets sealed again with the current key.
     pub resealed: u64,
+}
+
+fn rotation_error(error: RotationError) -> OperatorError {
+    match error {
+        RotationError::Database(e) => OperatorError::Storage(from_diesel(e)),
+        RotationError::Unopenable(tenant, problem) => OperatorError::Storage(StorageError::Unexpected(
+            format!("a secret of tenant {tenant}: {problem}"),
+        )),
+    }
 }
 
 enum RotationError {

@@ -25,6 +25,45 @@ diesel::table! {
 }
 
 diesel::table! {
+    messaging_install_links (token_hash) {
+        token_hash -> Text,
+        tenant_id -> Uuid,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    messaging_install_states (state_hash) {
+        state_hash -> Text,
+        tenant_id -> Uuid,
+        browser_hash -> Text,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        consumed_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    messaging_installations (id) {
+        id -> Int8,
+        tenant_id -> Uuid,
+        platform -> Text,
+        team_id -> Nullable<Text>,
+        enterprise_id -> Nullable<Text>,
+        is_enterprise_install -> Bool,
+        app_id -> Text,
+        bot_user_id -> Text,
+        bot_token -> Nullable<Text>,
+        scopes -> Text,
+        refresh_token -> Nullable<Text>,
+        token_expires_at -> Nullable<Timestamptz>,
+        installed_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     messaging_request_replays (tenant_id, signature) {
         tenant_id -> Uuid,
         signature -> Text,
@@ -53,12 +92,18 @@ diesel::table! {
 
 diesel::joinable!(agent_bridges -> tenants (tenant_id));
 diesel::joinable!(messaging_event_receipts -> tenants (tenant_id));
+diesel::joinable!(messaging_install_links -> tenants (tenant_id));
+diesel::joinable!(messaging_install_states -> tenants (tenant_id));
+diesel::joinable!(messaging_installations -> tenants (tenant_id));
 diesel::joinable!(messaging_request_replays -> tenants (tenant_id));
 diesel::joinable!(messaging_workspaces -> tenants (tenant_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     agent_bridges,
     messaging_event_receipts,
+    messaging_install_links,
+    messaging_install_states,
+    messaging_installations,
     messaging_request_replays,
     messaging_workspaces,
     tenants,

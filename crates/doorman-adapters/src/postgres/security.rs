@@ -9,4 +9,15 @@
 /// - `doorman_resolve_workspace`: workspace → tenant, before any tenant is known.
 /// - `doorman_secret_key_ids`: which encryption keys stored secrets use (ids and counts, never
 ///   a secret), so a starting server can refuse to run without one.
-pub const SECURITY_DEFINER_ALLOWLIST: &[&str] = &["doorman_resolve_workspace", "doorman_secret_key_ids"];
+/// - `doorman_install_link`: an install link's tenant, for the one token the caller holds.
+/// - `doorman_take_install_state`: checks and consumes an OAuth state, before a tenant is known.
+/// - `doorman_record_installation`, `doorman_remove_installation`: the server's only ways to
+///   link and unlink a workspace (it cannot write the directory itself), each for one tenant.
+pub const SECURITY_DEFINER_ALLOWLIST: &[&str] = &[
+    "doorman_install_link",
+    "doorman_record_installation",
+    "doorman_remove_installation",
+    "doorman_resolve_workspace",
+    "doorman_secret_key_ids",
+    "doorman_take_install_state",
+];

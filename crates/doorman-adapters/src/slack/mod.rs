@@ -6,6 +6,7 @@
 //! envelopes, retries) are in `docs/slack-protocol.md` and the fixtures under
 //! `tests/fixtures/slack/`.
 
+pub mod oauth;
 mod parse;
 mod rejection;
 mod retry;

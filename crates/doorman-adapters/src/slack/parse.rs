@@ -6,7 +6,8 @@
 //! first, then the top-level ids (which in a shared channel name the *source* organisation).
 
 use doorman_domain::{
-    Delivery, EventKind, ExternalEventId, InboundEvent, Label, Payload, Platform, WorkspaceId, WorkspaceRef,
+    Delivery, EventKind, ExternalEventId, InboundEvent, Label, Lifecycle, Payload, Platform, WorkspaceId,
+    WorkspaceRef,
 };
 use serde::Deserialize;
 
@@ -49,6 +50,14 @@ struct Envelope {
 struct InnerEvent {
     #[serde(rename = "type")]
     event_type: Option<String>,
+    /// `tokens_revoked` only: the user ids whose tokens went, by kind.
+    tokens: Option<RevokedTokens>,
+}
+
+#[derive(Deserialize)]
+struct RevokedTokens {
+    #[serde(default)]
+    bot: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -98,10 +107,29 @@ pub fn parse_events(
             let event_type = Label::new("event type", event_type)
                 .map_err(|_| Rejection::Malformed("event.type is not valid"))?;
             let workspace = installing_workspace(&envelope)?;
+            let lifecycle = lifecycle(event_type.as_str(), envelope.event.as_ref());
             let kind = EventKind::Callback { event_type };
-            Ok(slack_event(workspace, kind, Some(external_id), delivery, Payload::from_json_text(text)))
+            let mut parsed =
+                slack_event(workspace, kind, Some(external_id), delivery, Payload::from_json_text(text));
+            if let Parsed::Event(event) = &mut parsed {
+                event.lifecycle = lifecycle;
+            }
+            Ok(parsed)
         }
         _ => Err(Rejection::UnsupportedEnvelope),
+    }
+}
+
+/// The app's own lifecycle events, applied once the agent has had them.
+fn lifecycle(event_type: &str, event: Option<&InnerEvent>) -> Option<Lifecycle> {
+    match event_type {
+        "app_uninstalled" => Some(Lifecycle::Uninstalled),
+        "tokens_revoked" => {
+            let bot_user_ids =
+                event.and_then(|e| e.tokens.as_ref()).map(|t| t.bot.clone()).unwrap_or_default();
+            Some(Lifecycle::TokensRevoked { bot_user_ids })
+        }
+        _ => None,
     }
 }
 
@@ -231,6 +259,7 @@ fn slack_event(
         delivery,
         payload,
         fingerprint: None,
+        lifecycle: None,
     })
 }
 

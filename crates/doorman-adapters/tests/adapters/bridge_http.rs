@@ -34,6 +34,7 @@ fn job(url: &str, secret: &str, event_id: Option<&str>) -> Job {
             delivery: Delivery { attempt: 2, retry_reason: Some(RetryReason::HttpTimeout) },
             payload: Payload::from_json_text(r#"{"type":"event_callback","event":{"text":"hi \"there\""}}"#),
             fingerprint: None,
+            lifecycle: None,
         },
         DateTime::<Utc>::from_timestamp(1_700_000_000, 123_000_000).unwrap(),
     )
@@ -51,7 +52,7 @@ async fn a_dispatch_is_signed_and_carries_the_documented_fields() {
     let agent = FakeAgent::start(SECRET);
     let bridge = bridge(BridgeSettings::default());
 
-    bridge.dispatch(&job(agent.url(), SECRET, Some("Ev42"))).await.unwrap();
+    bridge.dispatch(&job(agent.url(), SECRET, Some("Ev42")), None).await.unwrap();
 
     assert_eq!(agent.bad_signatures(), 0);
     let received = agent.received();
@@ -77,7 +78,7 @@ async fn a_dispatch_is_signed_and_carries_the_documented_fields() {
 async fn an_agent_signed_with_another_secret_rejects_the_dispatch() {
     let agent = FakeAgent::start("whsec_c29tZS1vdGhlci1zZWNyZXQtYnl0ZXM=");
     let error =
-        bridge(BridgeSettings::default()).dispatch(&job(agent.url(), SECRET, None)).await.unwrap_err();
+        bridge(BridgeSettings::default()).dispatch(&job(agent.url(), SECRET, None), None).await.unwrap_err();
     assert_eq!(error, DispatchError::Rejected(401));
     assert_eq!(agent.bad_signatures(), 1);
 }
@@ -88,7 +89,7 @@ async fn a_refused_connection_is_retried_within_the_budget_then_reported_unreach
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let started = Instant::now();
     let error = bridge(BridgeSettings::default())
-        .dispatch(&job(&format!("http://127.0.0.1:{port}/dispatch"), SECRET, None))
+        .dispatch(&job(&format!("http://127.0.0.1:{port}/dispatch"), SECRET, None), None)
         .await
         .unwrap_err();
     assert!(matches!(error, DispatchError::Unreachable(_)), "{error:?}");
@@ -101,8 +102,10 @@ async fn a_refused_connection_is_retried_within_the_budget_then_reported_unreach
 async fn an_error_answer_is_never_sent_again() {
     let agent = FakeAgent::start(SECRET);
     agent.answer_with(503);
-    let error =
-        bridge(BridgeSettings::default()).dispatch(&job(agent.url(), SECRET, Some("Ev1"))).await.unwrap_err();
+    let error = bridge(BridgeSettings::default())
+        .dispatch(&job(agent.url(), SECRET, Some("Ev1")), None)
+        .await
+        .unwrap_err();
     assert_eq!(error, DispatchError::Rejected(503));
     assert_eq!(agent.requests(), 1);
 }
@@ -112,7 +115,7 @@ async fn a_slow_agent_times_out_and_is_not_sent_again() {
     let agent = FakeAgent::start(SECRET);
     agent.close_gate();
     let settings = BridgeSettings { dispatch_timeout: Duration::from_millis(300), ..Default::default() };
-    let error = bridge(settings).dispatch(&job(agent.url(), SECRET, Some("Ev1"))).await.unwrap_err();
+    let error = bridge(settings).dispatch(&job(agent.url(), SECRET, Some("Ev1")), None).await.unwrap_err();
     assert!(matches!(error, DispatchError::TimedOut(_)), "{error:?}");
     assert_eq!(agent.requests(), 1);
 }
@@ -130,16 +133,16 @@ async fn consecutive_failures_open_the_tenants_circuit_and_a_success_closes_it()
     };
     let bridge = bridge(settings);
     let job = job(agent.url(), SECRET, None);
-    let _ = bridge.dispatch(&job).await;
+    let _ = bridge.dispatch(&job, None).await;
     assert!(bridge.admit(job.tenant()).is_ok());
-    let _ = bridge.dispatch(&job).await;
+    let _ = bridge.dispatch(&job, None).await;
     assert_eq!(bridge.admit(job.tenant()).unwrap_err(), Unready::CircuitOpen);
     assert_eq!(bridge.open_circuits(), 1);
 
     tokio::time::sleep(Duration::from_millis(450)).await;
     assert!(bridge.admit(job.tenant()).is_ok(), "cooldown over");
     agent.answer_with(200);
-    bridge.dispatch(&job).await.unwrap();
+    bridge.dispatch(&job, None).await.unwrap();
     assert_eq!(bridge.open_circuits(), 0);
 }
 
@@ -175,9 +178,40 @@ async fn by_default_an_http_or_private_destination_gets_nothing_sent() {
         format!("https://localhost:{port}/dispatch"),          // a name that resolves to loopback
         "https://169.254.169.254/latest/meta-data".to_owned(), // cloud metadata
     ] {
-        let error = strict.dispatch(&job(&url, SECRET, Some("Ev1"))).await.unwrap_err();
+        let error = strict.dispatch(&job(&url, SECRET, Some("Ev1")), None).await.unwrap_err();
         assert!(matches!(error, DispatchError::DestinationNotAllowed(_)), "{url}: {error:?}");
         assert!(error.to_string().starts_with("destination_not_allowed"), "{error}");
     }
     assert_eq!(agent.requests() + agent.bad_signatures(), 0, "nothing was sent");
+}
+
+#[tokio::test]
+async fn with_an_installation_the_dispatch_carries_its_authorization() {
+    let agent = FakeAgent::start(SECRET);
+    let installation = Installation {
+        team_id: Some(WorkspaceId::new("T1").unwrap()),
+        enterprise_id: Some(WorkspaceId::new("E1").unwrap()),
+        bot_user_id: "U0KRQLJ9H".into(),
+        bot_token: Some(SlackToken::new("xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy").unwrap()),
+        scopes: "commands,chat:write".into(),
+        expires_at: None,
+        refreshable: false,
+    };
+    bridge(BridgeSettings::default())
+        .dispatch(&job(agent.url(), SECRET, Some("Ev7")), Some(installation))
+        .await
+        .unwrap();
+    let doc = &agent.received()[0].document;
+    assert_eq!(
+        doc["authorization"],
+        serde_json::json!({
+            "bot_token": "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
+            "bot_user_id": "U0KRQLJ9H",
+            "team_id": "T1",
+            "enterprise_id": "E1",
+            "scopes": ["commands", "chat:write"]
+        })
+    );
+    bridge(BridgeSettings::default()).dispatch(&job(agent.url(), SECRET, Some("Ev8")), None).await.unwrap();
+    assert!(agent.received()[1].document.get("authorization").is_none(), "no installation, no field");
 }

@@ -229,3 +229,25 @@ fn bad_bodies_get_typed_rejections() {
     ));
     assert!(matches!(parse_command(FORM, b"team_id=T1", Delivery::default()), Err(Rejection::Malformed(_))));
 }
+
+#[test]
+fn the_apps_lifecycle_events_parse_to_what_must_be_applied_after_dispatch() {
+    use doorman_domain::Lifecycle;
+    let uninstalled = event(parse_events(JSON, &fixture("event_app_uninstalled.json"), Delivery::default()));
+    assert_eq!(uninstalled.lifecycle, Some(Lifecycle::Uninstalled));
+    assert_eq!(
+        uninstalled.external_id.as_ref().map(|id| id.as_str()),
+        Some("Ev0UNINSTALL"),
+        "claimed like any event"
+    );
+
+    let revoked = event(parse_events(JSON, &fixture("event_tokens_revoked.json"), Delivery::default()));
+    assert_eq!(
+        revoked.lifecycle,
+        Some(Lifecycle::TokensRevoked { bot_user_ids: vec!["U0LAN0Z89".into()] }),
+        "only bot tokens matter: Doorman stores no user tokens"
+    );
+
+    let mention = event(parse_events(JSON, &fixture("event_app_mention.json"), Delivery::default()));
+    assert_eq!(mention.lifecycle, None);
+}

@@ -13,9 +13,10 @@ use serde_json::json;
 
 use super::output;
 use crate::cli::{
-    AgentCommand, DatabaseArgs, ReceiptsCommand, SecretsCommand, TenantCommand, WorkspaceCommand,
+    AgentCommand, DatabaseArgs, ReceiptsCommand, SecretsCommand, SlackCommand, TenantCommand,
+    WorkspaceCommand,
 };
-use crate::config::keyring;
+use crate::config::{keyring, slack_install};
 
 async fn connect(db: &DatabaseArgs) -> anyhow::Result<PgOperator> {
     PgOperator::connect(db.database_url.expose()).await.context("connecting to the database")
@@ -117,6 +118,93 @@ pub async fn secrets(command: SecretsCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+pub async fn slack(command: SlackCommand) -> anyhow::Result<()> {
+    match command {
+        SlackCommand::InstallLink { tenant, expires_in, slack_app, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let Some(install) = slack_install(&slack_app)? else {
+                anyhow::bail!(
+                    "installs are off: set SLACK_CLIENT_ID and SLACK_CLIENT_SECRET (and DOORMAN_PUBLIC_URL) as for `doorman serve`"
+                );
+            };
+            let expires_at = Utc::now() + chrono::Duration::from_std(*expires_in).context("--expires-in")?;
+            let token = connect(&db).await?.create_install_link(tenant, expires_at).await.map_err(explain)?;
+            output::line(&format!("{}/slack/install/{token}", install.public_url));
+        }
+        SlackCommand::Installations { tenant, json, db } => {
+            let tenant = tenant.as_deref().map(tenant_id).transpose()?;
+            let found = connect(&db).await?.installations(tenant).await?;
+            if json {
+                let rows: Vec<_> = found
+                    .iter()
+                    .map(|i| {
+                        json!({
+                            "tenant_id": i.tenant_id.to_string(),
+                            "team_id": i.team_id,
+                            "enterprise_id": i.enterprise_id,
+                            "is_enterprise_install": i.is_enterprise_install,
+                            "app_id": i.app_id,
+                            "bot_user_id": i.bot_user_id,
+                            "scopes": i.scopes,
+                            "has_bot_token": i.has_bot_token,
+                            "token_expires_at": i.token_expires_at.map(|t| t.to_rfc3339()),
+                            "installed_at": i.installed_at.to_rfc3339(),
+                            "updated_at": i.updated_at.to_rfc3339(),
+                        })
+                    })
+                    .collect();
+                output::json(&serde_json::Value::Array(rows));
+            } else if found.is_empty() {
+                output::line("no installations");
+            } else {
+                output::line(
+                    "TENANT                                WORKSPACE             BOT USER     TOKEN    SCOPES",
+                );
+                for i in &found {
+                    let workspace = match (&i.team_id, &i.enterprise_id) {
+                        (Some(t), _) => t.clone(),
+                        (None, Some(e)) => format!("{e} (org-wide)"),
+                        (None, None) => "-".into(),
+                    };
+                    let token = if i.has_bot_token { "present" } else { "revoked" };
+                    output::line(&format!(
+                        "{:<37} {:<21} {:<12} {:<8} {}",
+                        i.tenant_id, workspace, i.bot_user_id, token, i.scopes
+                    ));
+                }
+            }
+        }
+        SlackCommand::Uninstall { tenant, team_id, enterprise_id, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let workspace = workspace_ref(team_id, enterprise_id)?;
+            if connect(&db).await?.uninstall(tenant, &workspace).await.map_err(explain)? {
+                output::line(&format!("removed tenant {tenant}'s installation of {workspace} and its link"));
+            } else {
+                anyhow::bail!("tenant {tenant} has no installation or link for {workspace}");
+            }
+        }
+        SlackCommand::PruneStates { batch, json, db } => {
+            let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
+            let deleted = connect(&db).await?.prune_install_states(batch).await?;
+            if json {
+                output::json(&json!({ "deleted": deleted }));
+            } else {
+                output::line(&format!("deleted {deleted} expired or used install states"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A team (possibly in an enterprise), or with only an enterprise an org-wide install.
+fn workspace_ref(team_id: Option<String>, enterprise_id: Option<String>) -> anyhow::Result<WorkspaceRef> {
+    let team = team_id.map(WorkspaceId::new).transpose().context("--team-id")?;
+    let enterprise = enterprise_id.map(WorkspaceId::new).transpose().context("--enterprise-id")?;
+    let org_wide = team.is_none();
+    WorkspaceRef::new(team, enterprise, org_wide)
+        .map_err(|_| anyhow::anyhow!("give --team-id, --enterprise-id (org-wide install), or both"))
 }
 
 pub async fn receipts(command: ReceiptsCommand) -> anyhow::Result<()> {

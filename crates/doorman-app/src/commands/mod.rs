@@ -27,6 +27,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Agent(command) => admin::agent(command).await,
         Command::Receipts(command) => admin::receipts(command).await,
         Command::Secrets(command) => admin::secrets(command).await,
+        Command::Slack(command) => admin::slack(command).await,
     }
 }
 

@@ -2,6 +2,7 @@
 //! outcome → response); the one place outcomes become statuses is [`responses`].
 
 mod body;
+mod install;
 mod ops;
 pub mod responses;
 mod slack;
@@ -10,7 +11,12 @@ use std::sync::Arc;
 
 use actix_web::web;
 use doorman_adapters::notified_directory::DirectoryStatus;
-use doorman_adapters::postgres::PgPool;
+use doorman_adapters::postgres::{PgInstallStore, PgPool};
+use doorman_adapters::slack::oauth::SlackOAuthClient;
+use doorman_domain::ports::SystemClock;
+use doorman_domain::usecases::install::Installs;
+
+use crate::config::SlackInstall;
 use doorman_adapters::slack::Verifier;
 
 use crate::metrics::Metrics;
@@ -27,6 +33,15 @@ pub struct AppState {
     pub pool: PgPool,
     pub max_body_bytes: usize,
     pub body_read_timeout: std::time::Duration,
+    /// `None`: installs are off and their routes answer 404.
+    pub installs: Option<Arc<InstallFlow>>,
+}
+
+/// The install use cases over their concrete adapters, and the settings the pages need.
+#[derive(Debug)]
+pub struct InstallFlow {
+    pub installs: Installs<PgInstallStore, SlackOAuthClient, SystemClock>,
+    pub settings: SlackInstall,
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {
@@ -34,6 +49,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/slack/events", web::post().to(slack::events))
         .route("/slack/commands", web::post().to(slack::commands))
         .route("/slack/interactions", web::post().to(slack::interactions))
+        .route("/slack/install/{token}", web::get().to(install::start))
+        .route("/slack/oauth/callback", web::get().to(install::callback))
         .route("/healthz", web::get().to(ops::healthz))
         .route("/readyz", web::get().to(ops::readyz))
         .route("/metrics", web::get().to(ops::metrics));

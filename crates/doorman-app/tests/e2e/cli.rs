@@ -4,11 +4,23 @@ use std::process::{Command, Output};
 
 use doorman_testkit::database::{TEST_KEYS, TestDatabase};
 
+use doorman_testkit::fake_slack::{self, FakeSlack, Workspace};
+
 use crate::helpers::{AGENT_SECRET, TestApp, WAIT};
+use crate::install::{install, slack_flags};
 
 fn doorman(database_url: &str, args: &[&str]) -> Output {
+    doorman_with(database_url, &[], args)
+}
+
+/// With more environment (the Slack app's settings, say); none is inherited from the shell.
+fn doorman_with(database_url: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_doorman"))
         .args(args)
+        .env_remove("SLACK_CLIENT_ID")
+        .env_remove("SLACK_CLIENT_SECRET")
+        .env_remove("DOORMAN_PUBLIC_URL")
+        .envs(env.iter().copied())
         .env("DATABASE_URL", database_url)
         .env("RUST_LOG", "warn")
         .env("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS)
@@ -103,4 +115,49 @@ async fn receipts_commands_list_stranded_and_failed_and_prune() {
     let pruned: serde_json::Value =
         serde_json::from_str(&ok(&doorman(url, &["receipts", "prune", "--json"]))).unwrap();
     assert_eq!(pruned["deleted"], 0, "nothing is past the 7-day default");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_hands_out_an_install_link_then_lists_and_removes_the_installation() {
+    let slack = FakeSlack::start("localhost", Workspace::team("TCLI", "Cli Co"));
+    let flags = slack_flags(&slack, "https://doorman.example");
+    let app = TestApp::spawn_with(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let url = app.db.url();
+    let tenant = ok(&doorman(url, &["tenant", "add", "--name", "Acme"])).trim().to_owned();
+
+    let off = doorman(url, &["slack", "install-link", "--tenant", &tenant]);
+    assert!(!off.status.success());
+    assert!(String::from_utf8_lossy(&off.stderr).contains("SLACK_CLIENT_ID"), "says why");
+
+    let slack_app = [
+        ("SLACK_CLIENT_ID", fake_slack::CLIENT_ID),
+        ("SLACK_CLIENT_SECRET", fake_slack::CLIENT_SECRET),
+        ("DOORMAN_PUBLIC_URL", "https://doorman.example/"),
+    ];
+    let link = ok(&doorman_with(
+        url,
+        &slack_app,
+        &["slack", "install-link", "--tenant", &tenant, "--expires-in", "1h"],
+    ));
+    let link = link.trim();
+    let token = link
+        .strip_prefix("https://doorman.example/slack/install/")
+        .unwrap_or_else(|| panic!("one URL: {link:?}"));
+    assert_eq!(install(&app, token).await.0, 200);
+
+    let listed = ok(&doorman(url, &["slack", "installations", "--json"]));
+    let human = ok(&doorman(url, &["slack", "installations", "--tenant", &tenant]));
+    for out in [&listed, &human] {
+        assert!(!out.contains("xoxb") && !out.contains("xoxe"), "never a token: {out}");
+    }
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed[0]["tenant_id"], tenant.as_str());
+    assert_eq!(listed[0]["team_id"], "TCLI");
+    assert_eq!(listed[0]["has_bot_token"], true);
+    assert!(human.contains("TCLI") && human.contains("present"), "{human}");
+
+    ok(&doorman(url, &["slack", "uninstall", "--tenant", &tenant, "--team-id", "TCLI"]));
+    assert_eq!(ok(&doorman(url, &["slack", "installations"])).trim(), "no installations");
+    let again = doorman(url, &["slack", "uninstall", "--tenant", &tenant, "--team-id", "TCLI"]);
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("no installation"));
 }

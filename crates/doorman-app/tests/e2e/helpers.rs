@@ -50,11 +50,12 @@ pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
         TEST_KEYS,
         "--agent-allow-private",
         "true",
-        "--bind",
-        "127.0.0.1:0",
         "--workers",
         "2",
     ];
+    if !extra.contains(&"--bind") {
+        argv.extend_from_slice(&["--bind", "127.0.0.1:0"]);
+    }
     argv.extend_from_slice(extra);
     match Cli::try_parse_from(argv).expect("valid test arguments").command {
         Command::Serve(args) => ServeConfig::from_args(&args).expect("valid test config"),

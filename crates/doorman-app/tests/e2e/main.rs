@@ -2,11 +2,13 @@
 //! verifies Standard Webhooks signatures, and requests signed as Slack signs them.
 
 mod bad_input;
+mod browser;
 mod cli;
 mod directory;
 mod faults;
 mod hardening;
 mod helpers;
+mod install;
 mod processes;
 mod protocol;
 mod security;

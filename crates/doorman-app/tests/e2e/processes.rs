@@ -131,12 +131,13 @@ async fn a_clean_drain_under_load_writes_every_completion() {
     let http = http_client();
     let base = server.base().to_owned();
 
-    // 32 senders, 400 events; SIGTERM once a quarter have been answered.
-    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // 32 senders, 400 events; SIGTERM once a quarter have been accepted.
+    let accepted_so_far = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let senders: Vec<_> = (0..32)
         .map(|_| {
-            let (http, base, answered, next) = (http.clone(), base.clone(), answered.clone(), next.clone());
+            let (http, base, accepted_so_far, next) =
+                (http.clone(), base.clone(), accepted_so_far.clone(), next.clone());
             tokio::spawn(async move {
                 let mut accepted = Vec::new();
                 loop {
@@ -146,15 +147,15 @@ async fn a_clean_drain_under_load_writes_every_completion() {
                     }
                     let id = format!("EvDrain{i}");
                     let status = try_post_event(&http, &base, "T1", &id).await;
-                    answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     if status == Some(200) {
+                        accepted_so_far.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         accepted.push(id);
                     }
                 }
             })
         })
         .collect();
-    while answered.load(std::sync::atomic::Ordering::SeqCst) < 100 {
+    while accepted_so_far.load(std::sync::atomic::Ordering::SeqCst) < 100 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     server.signal("TERM");

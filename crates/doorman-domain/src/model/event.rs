@@ -206,6 +206,9 @@ pub struct InboundEvent {
     /// accepted, so a replay of the same request is refused (numbered events are protected
     /// by their claim instead).
     pub fingerprint: Option<Fingerprint>,
+    /// For the app's own lifecycle events (uninstalled, tokens revoked): what to apply once
+    /// the event has been dispatched.
+    pub lifecycle: Option<super::Lifecycle>,
 }
 
 #[cfg(test)]

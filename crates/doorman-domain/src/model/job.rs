@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{AgentEndpoint, InboundEvent, Permit, ReceiptKey, TenantId};
+use super::{AgentEndpoint, InboundEvent, Installation, Permit, ReceiptKey, TenantId};
 
 /// An accepted event on its way to a tenant's agent.
 ///
@@ -43,6 +43,7 @@ pub struct Job {
     event: InboundEvent,
     received_at: DateTime<Utc>,
     permit: Permit,
+    installation: Option<Installation>,
 }
 
 impl Job {
@@ -53,7 +54,12 @@ impl Job {
         received_at: DateTime<Utc>,
         permit: Permit,
     ) -> Self {
-        Self { tenant, agent, event, received_at, permit }
+        Self { tenant, agent, event, received_at, permit, installation: None }
+    }
+
+    /// The workspace's installation, as resolved when the job was accepted.
+    pub(crate) fn with_installation(self, installation: Option<Installation>) -> Self {
+        Self { installation, ..self }
     }
 
     /// Builds a job without an acknowledgement, for adapters' tests of the bridge. Only with
@@ -68,6 +74,12 @@ impl Job {
         Self::new(tenant, agent, event, received_at, Permit::unbounded())
     }
 
+    /// [`Job::for_tests`] with an installation.
+    #[cfg(any(test, feature = "mocks"))]
+    pub fn for_tests_installed(self, installation: Installation) -> Self {
+        self.with_installation(Some(installation))
+    }
+
     pub fn tenant(&self) -> TenantId {
         self.tenant
     }
@@ -79,6 +91,12 @@ impl Job {
 
     pub fn event(&self) -> &InboundEvent {
         &self.event
+    }
+
+    /// The app's installation in the event's workspace, if any (its bot token is handed to
+    /// the agent with the dispatch).
+    pub fn installation(&self) -> Option<&Installation> {
+        self.installation.as_ref()
     }
 
     /// When Doorman accepted the delivery (sent to the agent as `received_at`).

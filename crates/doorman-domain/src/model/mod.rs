@@ -4,6 +4,7 @@
 
 mod admission;
 mod event;
+mod installation;
 mod job;
 mod platform;
 mod receipt;
@@ -14,6 +15,10 @@ mod workspace;
 pub use admission::{Busy, Permit};
 pub use event::{
     Delivery, EventKind, ExternalEventId, Fingerprint, InboundEvent, Label, Payload, RetryReason,
+};
+pub use installation::{
+    Freshness, Grant, Installation, Lifecycle, LinkState, OpenedState, Recorded, SlackToken, StateRefusal,
+    TakenState,
 };
 pub use job::Job;
 pub use platform::Platform;

@@ -178,6 +178,8 @@ pub enum Agent {
 pub struct Tenant {
     pub id: TenantId,
     pub agent: Agent,
+    /// The app's installation in the workspace resolved, if it was installed (not just linked).
+    pub installation: Option<super::Installation>,
 }
 
 #[cfg(test)]

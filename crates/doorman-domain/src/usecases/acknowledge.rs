@@ -44,7 +44,7 @@ pub enum Unavailability {
     Internal,
 }
 
-impl<D, B, R, C> Inbound<D, B, R, C>
+impl<D, B, R, I, C> Inbound<D, B, R, I, C>
 where
     D: TenantDirectory,
     B: AgentBridge,
@@ -110,7 +110,9 @@ where
                 Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
             }
         }
-        Acknowledgement::Accepted(Box::new(Job::new(tenant.id, agent, event, received_at, permit)))
+        let job =
+            Job::new(tenant.id, agent, event, received_at, permit).with_installation(tenant.installation);
+        Acknowledgement::Accepted(Box::new(job))
     }
 }
 

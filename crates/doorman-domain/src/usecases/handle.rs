@@ -2,8 +2,8 @@
 
 use super::Inbound;
 use crate::errors::{DispatchError, StorageError};
-use crate::model::{Failure, Job};
-use crate::ports::{AgentBridge, Clock, ReceiptStore, TenantDirectory};
+use crate::model::{Failure, Freshness, Installation, Job, Lifecycle};
+use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, TenantDirectory};
 
 /// What became of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,18 +20,27 @@ pub enum Handled {
     Failed { error: DispatchError, recorded: bool },
 }
 
-impl<D, B, R, C> Inbound<D, B, R, C>
+impl<D, B, R, I, C> Inbound<D, B, R, I, C>
 where
     D: TenantDirectory,
     B: AgentBridge,
     R: ReceiptStore,
+    I: Installations,
     C: Clock,
 {
-    /// Dispatches an accepted job, then completes its receipt (on success) or records the
-    /// failure (otherwise). Unnumbered jobs have no receipt and only dispatch.
+    /// Dispatches an accepted job — with the installation's bot token, refreshed first when it
+    /// is about to expire — then applies the app's lifecycle event if it is one, then completes
+    /// its receipt (on success) or records the failure (otherwise). Unnumbered jobs have no
+    /// receipt and only dispatch.
     pub async fn handle(&self, job: Job) -> Handled {
         let key = job.receipt_key();
-        let outcome = self.bridge.dispatch(&job).await;
+        let outcome = match self.authorization(&job).await {
+            Ok(installation) => self.bridge.dispatch(&job, installation).await,
+            Err(error) => Err(error),
+        };
+        if let Some(lifecycle) = &job.event().lifecycle {
+            self.apply(&job, lifecycle).await;
+        }
         let now = self.clock.now();
 
         match (outcome, key) {
@@ -72,6 +81,43 @@ where
                 tracing::warn!(tenant.id = %key.tenant, event.id = %key.external_id, error = %error, "dispatch failed");
                 Handled::Failed { error, recorded }
             }
+        }
+    }
+
+    /// The installation the dispatch carries: as resolved, or refreshed when its token has
+    /// less than five minutes left (here, after the answer: never on the acknowledgement path).
+    async fn authorization(&self, job: &Job) -> Result<Option<Installation>, DispatchError> {
+        let Some(installation) = job.installation() else { return Ok(None) };
+        match installation.freshness(self.clock.now()) {
+            Freshness::Fresh => return Ok(Some(installation.clone())),
+            Freshness::Expired => {
+                return Err(DispatchError::TokenRefreshFailed(
+                    "the bot token expired and cannot be refreshed".into(),
+                ));
+            }
+            Freshness::Refresh => {}
+        }
+        self.installations
+            .refresh(job.tenant(), installation)
+            .await
+            .map(Some)
+            .map_err(|error| DispatchError::TokenRefreshFailed(error.to_string()))
+    }
+
+    /// Applies an uninstall or a revocation once the agent has had the event; a failure to
+    /// apply it is logged (the event itself was handled).
+    async fn apply(&self, job: &Job, lifecycle: &Lifecycle) {
+        let workspace = &job.event().workspace;
+        match self.installations.apply(job.tenant(), workspace, lifecycle).await {
+            Ok(()) => {
+                tracing::info!(tenant.id = %job.tenant(), workspace = %workspace, lifecycle = ?lifecycle, "applied the app's lifecycle event")
+            }
+            Err(error) => tracing::error!(
+                tenant.id = %job.tenant(),
+                workspace = %workspace,
+                error = %error,
+                "could not apply the app's lifecycle event; apply it with `doorman slack uninstall`"
+            ),
         }
     }
 }

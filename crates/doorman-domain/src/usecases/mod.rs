@@ -13,6 +13,7 @@
 
 mod acknowledge;
 mod handle;
+pub mod install;
 #[cfg(test)]
 mod tests;
 
@@ -21,20 +22,28 @@ pub use handle::Handled;
 
 use crate::model::Retention;
 
-/// The inbound use cases over their four ports. The app crate fixes the concrete types
+/// The inbound use cases over their five ports. The app crate fixes the concrete types
 /// once, behind a type alias, so handlers never see these parameters.
 #[derive(Debug)]
-pub struct Inbound<D, B, R, C> {
+pub struct Inbound<D, B, R, I, C> {
     directory: D,
     bridge: B,
     receipts: R,
+    installations: I,
     clock: C,
     retention: Retention,
 }
 
-impl<D, B, R, C> Inbound<D, B, R, C> {
-    pub fn new(directory: D, bridge: B, receipts: R, clock: C, retention: Retention) -> Self {
-        Self { directory, bridge, receipts, clock, retention }
+impl<D, B, R, I, C> Inbound<D, B, R, I, C> {
+    pub fn new(
+        directory: D,
+        bridge: B,
+        receipts: R,
+        installations: I,
+        clock: C,
+        retention: Retention,
+    ) -> Self {
+        Self { directory, bridge, receipts, installations, clock, retention }
     }
 
     pub fn bridge(&self) -> &B {

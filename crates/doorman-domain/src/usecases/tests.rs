@@ -13,9 +13,11 @@ use mockall::Sequence;
 use mockall::predicate::always;
 
 use super::{Acknowledgement, Handled, Inbound, Unavailability};
-use crate::errors::{DispatchError, StorageError, ValidationError};
+use crate::errors::{DispatchError, OAuthError, StorageError, ValidationError};
 use crate::model::*;
-use crate::ports::{MockAgentBridge, MockClock, MockReceiptStore, MockTenantDirectory, Unready};
+use crate::ports::{
+    MockAgentBridge, MockClock, MockInstallations, MockReceiptStore, MockTenantDirectory, Unready,
+};
 
 type Fut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -36,7 +38,7 @@ fn agent(paused: bool) -> AgentEndpoint {
 }
 
 fn tenant() -> Tenant {
-    Tenant { id: tenant_id(), agent: Agent::Ready(agent(false)) }
+    Tenant { id: tenant_id(), agent: Agent::Ready(agent(false)), installation: None }
 }
 
 fn now() -> DateTime<Utc> {
@@ -56,6 +58,7 @@ fn callback(event_id: Option<&str>, attempt: u32) -> InboundEvent {
         delivery: Delivery { attempt, retry_reason: (attempt > 0).then_some(RetryReason::HttpTimeout) },
         payload: Payload::from_json_text("{}"),
         fingerprint: None,
+        lifecycle: None,
     }
 }
 
@@ -77,6 +80,7 @@ struct Ports {
     directory: MockTenantDirectory,
     bridge: MockAgentBridge,
     receipts: MockReceiptStore,
+    installations: MockInstallations,
     clock: MockClock,
 }
 
@@ -111,8 +115,10 @@ impl Ports {
         self
     }
 
-    fn build(self) -> Inbound<MockTenantDirectory, MockAgentBridge, MockReceiptStore, MockClock> {
-        Inbound::new(self.directory, self.bridge, self.receipts, self.clock, retention())
+    fn build(
+        self,
+    ) -> Inbound<MockTenantDirectory, MockAgentBridge, MockReceiptStore, MockInstallations, MockClock> {
+        Inbound::new(self.directory, self.bridge, self.receipts, self.installations, self.clock, retention())
     }
 }
 
@@ -177,10 +183,9 @@ async fn an_unknown_workspace_never_claims_nor_dispatches() {
 #[tokio::test]
 async fn a_paused_bridge_never_claims() {
     let mut ports = Ports::new().never_claims().never_dispatches();
-    ports
-        .directory
-        .expect_resolve()
-        .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::Ready(agent(true)) }))));
+    ports.directory.expect_resolve().returning(|_, _| {
+        ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::Ready(agent(true)), installation: None })))
+    });
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
     let ack = ports.build().acknowledge(numbered(0)).await;
@@ -200,10 +205,9 @@ async fn an_open_circuit_never_claims() {
 #[tokio::test]
 async fn a_tenant_without_an_agent_never_claims() {
     let mut ports = Ports::new().never_claims().never_dispatches();
-    ports
-        .directory
-        .expect_resolve()
-        .returning(|_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::NotSet }))));
+    ports.directory.expect_resolve().returning(|_, _| {
+        ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::NotSet, installation: None })))
+    });
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
     let ack = ports.build().acknowledge(numbered(0)).await;
@@ -214,10 +218,9 @@ async fn a_tenant_without_an_agent_never_claims() {
 async fn a_tenant_whose_stored_agent_does_not_convert_never_claims() {
     let mut ports = Ports::new().never_claims().never_dispatches();
     let unusable = Agent::Unusable(ValidationError::new("agent URL", "is not a URL"));
-    ports
-        .directory
-        .expect_resolve()
-        .returning(move |_, _| ready(Ok(Some(Tenant { id: tenant_id(), agent: unusable.clone() }))));
+    ports.directory.expect_resolve().returning(move |_, _| {
+        ready(Ok(Some(Tenant { id: tenant_id(), agent: unusable.clone(), installation: None })))
+    });
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
     let ack = ports.build().acknowledge(numbered(0)).await;
@@ -304,7 +307,7 @@ async fn the_claim_returns_before_any_dispatch_can_start() {
         })
     });
     let at_dispatch = committed.clone();
-    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(move |_| {
+    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(move |_, _| {
         assert!(at_dispatch.load(Ordering::SeqCst), "dispatch started before the claim returned");
         ready(Ok(()))
     });
@@ -324,7 +327,7 @@ async fn the_claim_returns_before_any_dispatch_can_start() {
 #[tokio::test]
 async fn an_unnumbered_event_never_claims_and_always_dispatches() {
     let mut ports = Ports::new().with_healthy_tenant().never_claims().never_writes_after_dispatch();
-    ports.bridge.expect_dispatch().times(2).returning(|_| ready(Ok(())));
+    ports.bridge.expect_dispatch().times(2).returning(|_, _| ready(Ok(())));
 
     let inbound = ports.build();
     for _ in 0..2 {
@@ -344,7 +347,7 @@ fn claimed_job() -> Job {
 async fn complete_happens_only_after_a_successful_dispatch() {
     let mut ports = Ports::new();
     let mut seq = Sequence::new();
-    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(|_| ready(Ok(())));
+    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(())));
     let cutoff = retention().expiry_cutoff(now());
     ports
         .receipts
@@ -373,7 +376,7 @@ async fn a_failed_dispatch_records_the_failure_and_never_completes() {
         .expect_dispatch()
         .times(1)
         .in_sequence(&mut seq)
-        .returning(|_| ready(Err(DispatchError::Rejected(502))));
+        .returning(|_, _| ready(Err(DispatchError::Rejected(502))));
     ports
         .receipts
         .expect_record_failure()
@@ -394,7 +397,7 @@ async fn a_failed_dispatch_records_the_failure_and_never_completes() {
 #[tokio::test]
 async fn a_failed_unnumbered_dispatch_writes_nothing() {
     let mut ports = Ports::new().never_writes_after_dispatch();
-    ports.bridge.expect_dispatch().times(1).returning(|_| ready(Err(DispatchError::TimedOut(60))));
+    ports.bridge.expect_dispatch().times(1).returning(|_, _| ready(Err(DispatchError::TimedOut(60))));
     let job = Job::new(tenant_id(), agent(false), command(), now(), Permit::unbounded());
 
     let handled = ports.build().handle(job).await;
@@ -404,7 +407,7 @@ async fn a_failed_unnumbered_dispatch_writes_nothing() {
 #[tokio::test]
 async fn a_completion_the_store_cannot_write_is_reported_not_retried() {
     let mut ports = Ports::new();
-    ports.bridge.expect_dispatch().times(1).returning(|_| ready(Ok(())));
+    ports.bridge.expect_dispatch().times(1).returning(|_, _| ready(Ok(())));
     let down = StorageError::Unavailable("connection reset".into());
     let returned = down.clone();
     ports.receipts.expect_complete().times(1).returning(move |_, _, _, _| ready(Err(returned.clone())));
@@ -420,7 +423,7 @@ async fn a_failure_the_store_cannot_write_is_reported_unrecorded() {
         .bridge
         .expect_dispatch()
         .times(1)
-        .returning(|_| ready(Err(DispatchError::Unreachable("refused".into()))));
+        .returning(|_, _| ready(Err(DispatchError::Unreachable("refused".into()))));
     ports
         .receipts
         .expect_record_failure()
@@ -489,7 +492,10 @@ async fn handle_records_the_outcome_only_once_the_dispatch_has_finished() {
         let journal = Journal::default();
         let mut ports = Ports::new();
         let j = journal.clone();
-        ports.bridge.expect_dispatch().returning(move |_| j.step("dispatch", "dispatched", outcome.clone()));
+        ports
+            .bridge
+            .expect_dispatch()
+            .returning(move |_, _| j.step("dispatch", "dispatched", outcome.clone()));
         let j = journal.clone();
         ports
             .receipts
@@ -547,7 +553,7 @@ async fn the_place_is_held_until_the_dispatch_has_ended() {
     ports.bridge.expect_admit().times(1).returning(move |_| Ok(permit.lock().unwrap().take().unwrap()));
     ports.receipts.expect_claim().returning(|_| ready(Ok(Claim::Claimed)));
     let during = given_back.clone();
-    ports.bridge.expect_dispatch().times(1).returning(move |_| {
+    ports.bridge.expect_dispatch().times(1).returning(move |_, _| {
         assert!(!during.load(Ordering::SeqCst), "the place was given back before the dispatch");
         ready(Ok(()))
     });
@@ -631,4 +637,124 @@ async fn a_numbered_event_is_claimed_not_fingerprinted() {
     ports.receipts.expect_claim_request().never();
     ports.receipts.expect_claim().times(1).returning(|_| ready(Ok(Claim::Claimed)));
     accepted(ports.build().acknowledge(fingerprinted(numbered(0))).await);
+}
+
+// --- installations --------------------------------------------------------------------------
+
+fn installation(expires_in_s: Option<i64>) -> Installation {
+    Installation {
+        team_id: Some(WorkspaceId::new("T0001").unwrap()),
+        enterprise_id: None,
+        bot_user_id: "UBOT".into(),
+        bot_token: Some(SlackToken::new("xoxe.xoxb-old").unwrap()),
+        scopes: "chat:write".into(),
+        expires_at: expires_in_s.map(|s| now() + chrono::Duration::seconds(s)),
+        refreshable: expires_in_s.is_some(),
+    }
+}
+
+fn installed_job(expires_in_s: Option<i64>) -> Job {
+    claimed_job().with_installation(Some(installation(expires_in_s)))
+}
+
+#[tokio::test]
+async fn a_dispatch_carries_the_installation_and_needs_no_refresh_while_the_token_is_fresh() {
+    let mut ports = Ports::new();
+    ports.installations.expect_refresh().never();
+    ports
+        .bridge
+        .expect_dispatch()
+        .withf(|_, inst| {
+            inst.as_ref().and_then(|i| i.bot_token.as_ref()).map(|t| t.expose()) == Some("xoxe.xoxb-old")
+        })
+        .times(1)
+        .returning(|_, _| ready(Ok(())));
+    ports.receipts.expect_complete().returning(|_, _, _, _| ready(Ok(Completion::default())));
+    assert_eq!(ports.build().handle(installed_job(Some(3600))).await, Handled::Delivered { pruned: 0 });
+}
+
+#[tokio::test]
+async fn a_token_about_to_expire_is_refreshed_before_the_dispatch_carries_it() {
+    let mut ports = Ports::new();
+    let mut seq = Sequence::new();
+    ports.installations.expect_refresh().times(1).in_sequence(&mut seq).returning(|_, old| {
+        let fresh =
+            Installation { bot_token: Some(SlackToken::new("xoxe.xoxb-new").unwrap()), ..old.clone() };
+        ready(Ok(fresh))
+    });
+    ports
+        .bridge
+        .expect_dispatch()
+        .withf(|_, inst| {
+            inst.as_ref().and_then(|i| i.bot_token.as_ref()).map(|t| t.expose()) == Some("xoxe.xoxb-new")
+        })
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| ready(Ok(())));
+    ports.receipts.expect_complete().returning(|_, _, _, _| ready(Ok(Completion::default())));
+    assert_eq!(ports.build().handle(installed_job(Some(120))).await, Handled::Delivered { pruned: 0 });
+}
+
+#[tokio::test]
+async fn a_failed_refresh_is_recorded_as_token_refresh_failed_and_nothing_is_sent() {
+    let mut ports = Ports::new().never_dispatches();
+    ports
+        .installations
+        .expect_refresh()
+        .returning(|_, _| ready(Err(OAuthError::Refused("invalid_refresh_token".into()))));
+    ports
+        .receipts
+        .expect_record_failure()
+        .withf(|_, failure| failure.reason.starts_with("token_refresh_failed"))
+        .times(1)
+        .returning(|_, _| ready(Ok(())));
+    let handled = ports.build().handle(installed_job(Some(60))).await;
+    assert!(
+        matches!(handled, Handled::Failed { error: DispatchError::TokenRefreshFailed(_), recorded: true }),
+        "{handled:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_expired_token_that_cannot_be_refreshed_is_never_sent() {
+    let mut ports = Ports::new().never_dispatches();
+    ports.installations.expect_refresh().never();
+    ports
+        .receipts
+        .expect_record_failure()
+        .withf(|_, failure| failure.reason.starts_with("token_refresh_failed"))
+        .times(1)
+        .returning(|_, _| ready(Ok(())));
+    let expired = Installation { refreshable: false, ..installation(Some(-1)) };
+    let handled = ports.build().handle(claimed_job().with_installation(Some(expired))).await;
+    assert!(
+        matches!(handled, Handled::Failed { error: DispatchError::TokenRefreshFailed(_), .. }),
+        "{handled:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_uninstall_is_dispatched_first_and_applied_after_whatever_the_agent_said() {
+    for agent_answer in [Ok(()), Err(DispatchError::Rejected(500))] {
+        let mut ports = Ports::new();
+        let mut seq = Sequence::new();
+        ports
+            .bridge
+            .expect_dispatch()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(move |_, _| ready(agent_answer.clone()));
+        ports
+            .installations
+            .expect_apply()
+            .withf(|tenant, _, lifecycle| *tenant == tenant_id() && *lifecycle == Lifecycle::Uninstalled)
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _, _| ready(Ok(())));
+        ports.receipts.expect_complete().returning(|_, _, _, _| ready(Ok(Completion::default())));
+        ports.receipts.expect_record_failure().returning(|_, _| ready(Ok(())));
+        let mut event = numbered(0);
+        event.lifecycle = Some(Lifecycle::Uninstalled);
+        ports.build().handle(Job::new(tenant_id(), agent(false), event, now(), Permit::unbounded())).await;
+    }
 }

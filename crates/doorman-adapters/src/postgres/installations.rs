@@ -1,0 +1,364 @@
+//! Installations of the Slack app: the install flow's links and states
+//! ([`PgInstallStore`], on the server's pool) and, after an event's answer, refreshing
+//! rotating tokens and applying uninstalls and revocations ([`PgInstallations`]).
+//!
+//! Tokens are sealed (`crate::secrets`) before they are stored and opened only for their
+//! tenant. Links, states and browser cookies are stored as hashes. What the server's role may
+//! not do itself — look up a link or a state before a tenant is known, link a workspace,
+//! remove a link — goes through the narrow SECURITY DEFINER functions of the `installations`
+//! migration.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use diesel::sql_types::{Array, Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use doorman_domain::ports::{InstallStore, Installations};
+use doorman_domain::{
+    Freshness, Grant, Installation, Lifecycle, LinkState, OAuthError, OpenedState, Recorded, SlackToken,
+    StateRefusal, StorageError, TakenState, TenantId, WorkspaceRef,
+};
+use uuid::Uuid;
+
+use super::directory::{BOT_TOKEN_COLUMN, REFRESH_TOKEN_COLUMN};
+use super::errors::{from_diesel, from_pool};
+use super::pool::PgPool;
+use crate::secrets::{Keyring, SealedIn, random_token, token_hash};
+use crate::slack::oauth::SlackOAuthClient;
+
+/// The most expired or consumed states of a tenant deleted whenever one of its installs starts.
+const STATE_SWEEP: i64 = 100;
+
+/// The install flow's storage, as the server sees it.
+#[derive(Debug, Clone)]
+pub struct PgInstallStore {
+    pool: PgPool,
+    keys: Arc<Keyring>,
+}
+
+impl PgInstallStore {
+    pub fn new(pool: PgPool, keys: Arc<Keyring>) -> Self {
+        Self { pool, keys }
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Link {
+    #[diesel(sql_type = SqlUuid)]
+    tenant_id: Uuid,
+    #[diesel(sql_type = Bool)]
+    expired: bool,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Taken {
+    #[diesel(sql_type = Text)]
+    outcome: String,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    tenant_id: Option<Uuid>,
+    #[diesel(sql_type = Nullable<Text>)]
+    tenant_name: Option<String>,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Outcome {
+    #[diesel(sql_type = Text)]
+    outcome: String,
+}
+
+/// `set_config('app.tenant_id', …, true)`: this transaction acts for `tenant`.
+async fn act_for(
+    conn: &mut diesel_async::AsyncPgConnection,
+    tenant: TenantId,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query("SELECT set_config('app.tenant_id', $1, true)")
+        .bind::<Text, _>(tenant.to_string())
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+impl InstallStore for PgInstallStore {
+    async fn link(&self, token: &str) -> Result<LinkState, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let found: Option<Link> =
+            diesel::sql_query("SELECT tenant_id, expired FROM doorman_install_link($1)")
+                .bind::<Text, _>(token_hash(token))
+                .get_results(&mut conn)
+                .await
+                .map_err(from_diesel)?
+                .into_iter()
+                .next();
+        Ok(match found {
+            None => LinkState::Unknown,
+            Some(Link { expired: true, .. }) => LinkState::Expired,
+            Some(Link { tenant_id, .. }) => LinkState::Active(TenantId::from_uuid(tenant_id)),
+        })
+    }
+
+    async fn open_state(
+        &self,
+        tenant: TenantId,
+        expires_at: DateTime<Utc>,
+    ) -> Result<OpenedState, StorageError> {
+        let opened = OpenedState { state: random_token(), browser: random_token() };
+        let (state_hash, browser_hash) = (token_hash(&opened.state), token_hash(&opened.browser));
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            act_for(conn, tenant).await?;
+            // States expire and are deleted: the table does not grow with installs.
+            diesel::sql_query(
+                "DELETE FROM messaging_install_states WHERE state_hash IN ( \
+                   SELECT state_hash FROM messaging_install_states \
+                    WHERE tenant_id = $1 AND (expires_at <= now() OR consumed_at IS NOT NULL) LIMIT $2)",
+            )
+            .bind::<SqlUuid, _>(tenant.as_uuid())
+            .bind::<diesel::sql_types::BigInt, _>(STATE_SWEEP)
+            .execute(conn)
+            .await?;
+            diesel::sql_query(
+                "INSERT INTO messaging_install_states (state_hash, tenant_id, browser_hash, expires_at) VALUES ($1, $2, $3, $4)",
+            )
+            .bind::<Text, _>(&state_hash)
+            .bind::<SqlUuid, _>(tenant.as_uuid())
+            .bind::<Text, _>(&browser_hash)
+            .bind::<Timestamptz, _>(expires_at)
+            .execute(conn)
+            .await
+            .map(drop)
+        })
+        .await
+        .map_err(from_diesel)?;
+        Ok(opened)
+    }
+
+    async fn take_state(&self, state: &str, browser: &str) -> Result<TakenState, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let taken: Taken = diesel::sql_query(
+            "SELECT outcome, tenant_id, tenant_name FROM doorman_take_install_state($1, $2)",
+        )
+        .bind::<Text, _>(token_hash(state))
+        .bind::<Text, _>(token_hash(browser))
+        .get_result(&mut conn)
+        .await
+        .map_err(from_diesel)?;
+        Ok(match (taken.outcome.as_str(), taken.tenant_id) {
+            ("ok", Some(tenant)) => TakenState::Taken {
+                tenant: TenantId::from_uuid(tenant),
+                tenant_name: taken.tenant_name.unwrap_or_default(),
+            },
+            ("expired", _) => TakenState::Refused(StateRefusal::Expired),
+            ("used", _) => TakenState::Refused(StateRefusal::Used),
+            ("other_browser", _) => TakenState::Refused(StateRefusal::OtherBrowser),
+            _ => TakenState::Refused(StateRefusal::Unknown),
+        })
+    }
+
+    async fn record(&self, tenant: TenantId, grant: &Grant) -> Result<Recorded, StorageError> {
+        let seal = |token: &SlackToken, column| {
+            self.keys.seal(token.expose().as_bytes(), SealedIn { tenant, column })
+        };
+        let workspace = &grant.workspace;
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let Outcome { outcome } = diesel::sql_query(
+            "SELECT doorman_record_installation($1, 'slack', $2, $3, $4, $5, $6, $7, $8, $9, $10) AS outcome",
+        )
+        .bind::<SqlUuid, _>(tenant.as_uuid())
+        .bind::<Nullable<Text>, _>(workspace.team_id().map(|t| t.as_str()))
+        .bind::<Nullable<Text>, _>(workspace.enterprise_id().map(|e| e.as_str()))
+        .bind::<Bool, _>(workspace.is_enterprise_install())
+        .bind::<Text, _>(&grant.app_id)
+        .bind::<Text, _>(&grant.bot_user_id)
+        .bind::<Text, _>(seal(&grant.bot_token, BOT_TOKEN_COLUMN))
+        .bind::<Text, _>(&grant.scopes)
+        .bind::<Nullable<Text>, _>(grant.refresh_token.as_ref().map(|t| seal(t, REFRESH_TOKEN_COLUMN)))
+        .bind::<Nullable<Timestamptz>, _>(grant.expires_at)
+        .get_result(&mut conn)
+        .await
+        .map_err(from_diesel)?;
+        match outcome.as_str() {
+            "installed" => Ok(Recorded::Installed),
+            "updated" => Ok(Recorded::Updated),
+            "taken" => Ok(Recorded::Taken),
+            other => Err(StorageError::Unexpected(format!("doorman_record_installation answered {other:?}"))),
+        }
+    }
+}
+
+/// Refreshes and lifecycle events, after an event's answer (the background pool).
+#[derive(Debug, Clone)]
+pub struct PgInstallations {
+    pool: PgPool,
+    keys: Arc<Keyring>,
+    /// Without a configured Slack app nothing can be refreshed.
+    oauth: Option<SlackOAuthClient>,
+}
+
+impl PgInstallations {
+    pub fn new(pool: PgPool, keys: Arc<Keyring>, oauth: Option<SlackOAuthClient>) -> Self {
+        Self { pool, keys, oauth }
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Tokens {
+    #[diesel(sql_type = Nullable<Text>)]
+    bot_token: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    refresh_token: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    token_expires_at: Option<DateTime<Utc>>,
+}
+
+/// The WHERE clause naming an installation by its workspace key ($2 team, $3 enterprise).
+const BY_KEY: &str = "tenant_id = $1 AND platform = 'slack' \
+     AND (($2::text IS NOT NULL AND team_id = $2) OR ($2::text IS NULL AND team_id IS NULL AND enterprise_id = $3))";
+
+enum RefreshError {
+    Database(diesel::result::Error),
+    Slack(OAuthError),
+}
+
+impl From<diesel::result::Error> for RefreshError {
+    fn from(error: diesel::result::Error) -> Self {
+        Self::Database(error)
+    }
+}
+
+impl Installations for PgInstallations {
+    /// Under a row lock on the installation: a second caller (another dispatch, another
+    /// process) waits for the first, then finds the token fresh and asks Slack nothing.
+    async fn refresh(
+        &self,
+        tenant: TenantId,
+        installation: &Installation,
+    ) -> Result<Installation, OAuthError> {
+        let Some(oauth) = &self.oauth else {
+            return Err(OAuthError::Refused("slack_app_not_configured".into()));
+        };
+        let open = |sealed: &str, column| -> Result<SlackToken, OAuthError> {
+            let bytes = self
+                .keys
+                .open(sealed, SealedIn { tenant, column })
+                .map_err(|e| OAuthError::Unreachable(format!("stored token: {e}")))?;
+            SlackToken::new(String::from_utf8(bytes).unwrap_or_default())
+                .map_err(|_| OAuthError::Unreachable("stored token is not valid".into()))
+        };
+        let (team, enterprise) = (
+            installation.team_id.as_ref().map(|t| t.as_str().to_owned()),
+            installation.enterprise_id.as_ref().map(|e| e.as_str().to_owned()),
+        );
+        let mut conn =
+            self.pool.get().await.map_err(|e| OAuthError::Unreachable(from_pool(e).to_string()))?;
+        let result = conn
+            .transaction::<_, RefreshError, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let tokens: Tokens = diesel::sql_query(format!(
+                    "SELECT bot_token, refresh_token, token_expires_at FROM messaging_installations WHERE {BY_KEY} FOR UPDATE"
+                ))
+                .bind::<SqlUuid, _>(tenant.as_uuid())
+                .bind::<Nullable<Text>, _>(team.as_deref())
+                .bind::<Nullable<Text>, _>(enterprise.as_deref())
+                .get_result(conn)
+                .await?;
+                let current = Installation {
+                    bot_token: tokens.bot_token.as_deref().map(|t| open(t, BOT_TOKEN_COLUMN)).transpose().map_err(RefreshError::Slack)?,
+                    expires_at: tokens.token_expires_at,
+                    refreshable: tokens.refresh_token.is_some(),
+                    ..installation.clone()
+                };
+                match current.freshness(Utc::now()) {
+                    Freshness::Fresh => return Ok(current), // another dispatch (or process) refreshed it meanwhile
+                    Freshness::Expired => return Err(RefreshError::Slack(OAuthError::Refused("no_refresh_token".into()))),
+                    Freshness::Refresh => {}
+                }
+                let Some(refresh_token) = tokens.refresh_token.as_deref() else {
+                    return Err(RefreshError::Slack(OAuthError::Refused("no_refresh_token".into())));
+                };
+                let refresh_token = open(refresh_token, REFRESH_TOKEN_COLUMN).map_err(RefreshError::Slack)?;
+                let fresh = oauth.refresh(&refresh_token).await.map_err(RefreshError::Slack)?;
+                let seal = |token: &SlackToken, column| self.keys.seal(token.expose().as_bytes(), SealedIn { tenant, column });
+                diesel::sql_query(format!(
+                    "UPDATE messaging_installations SET bot_token = $4, refresh_token = $5, token_expires_at = $6, updated_at = now() WHERE {BY_KEY}"
+                ))
+                .bind::<SqlUuid, _>(tenant.as_uuid())
+                .bind::<Nullable<Text>, _>(team.as_deref())
+                .bind::<Nullable<Text>, _>(enterprise.as_deref())
+                .bind::<Text, _>(seal(&fresh.bot_token, BOT_TOKEN_COLUMN))
+                .bind::<Text, _>(seal(&fresh.refresh_token, REFRESH_TOKEN_COLUMN))
+                .bind::<Timestamptz, _>(fresh.expires_at)
+                .execute(conn)
+                .await?;
+                Ok(Installation { bot_token: Some(fresh.bot_token), expires_at: Some(fresh.expires_at), refreshable: true, ..current })
+            })
+            .await;
+        result.map_err(|e| match e {
+            RefreshError::Slack(error) => error,
+            RefreshError::Database(error) => {
+                OAuthError::Unreachable(format!("the installation: {}", from_diesel(error)))
+            }
+        })
+    }
+
+    async fn apply(
+        &self,
+        tenant: TenantId,
+        workspace: &WorkspaceRef,
+        lifecycle: &Lifecycle,
+    ) -> Result<(), StorageError> {
+        let org_wide = workspace.is_enterprise_install();
+        let team = if org_wide { None } else { workspace.team_id().map(|t| t.as_str()) };
+        let enterprise = workspace.enterprise_id().map(|e| e.as_str());
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        match lifecycle {
+            Lifecycle::Uninstalled => {
+                remove_installation(&mut conn, tenant, workspace).await?;
+            }
+            Lifecycle::TokensRevoked { bot_user_ids } => {
+                conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                    act_for(conn, tenant).await?;
+                    diesel::sql_query(format!(
+                        "UPDATE messaging_installations SET bot_token = NULL, refresh_token = NULL, token_expires_at = NULL, \
+                         updated_at = now() WHERE {BY_KEY} AND bot_user_id = ANY($4)"
+                    ))
+                    .bind::<SqlUuid, _>(tenant.as_uuid())
+                    .bind::<Nullable<Text>, _>(team)
+                    .bind::<Nullable<Text>, _>(enterprise)
+                    .bind::<Array<Text>, _>(bot_user_ids)
+                    .execute(conn)
+                    .await
+                    .map(drop)
+                })
+                .await
+                .map_err(from_diesel)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes `tenant`'s installation of `workspace` and the workspace's link
+/// (`doorman_remove_installation`); whether there was anything to remove. Shared by the
+/// `app_uninstalled` event and `doorman slack uninstall`.
+pub(crate) async fn remove_installation(
+    conn: &mut diesel_async::AsyncPgConnection,
+    tenant: TenantId,
+    workspace: &WorkspaceRef,
+) -> Result<bool, StorageError> {
+    #[derive(diesel::QueryableByName)]
+    struct Removed {
+        #[diesel(sql_type = Bool)]
+        removed: bool,
+    }
+    let org_wide = workspace.is_enterprise_install();
+    let Removed { removed } =
+        diesel::sql_query("SELECT doorman_remove_installation($1, 'slack', $2, $3, $4) AS removed")
+            .bind::<SqlUuid, _>(tenant.as_uuid())
+            .bind::<Nullable<Text>, _>(if org_wide { None } else { workspace.team_id().map(|t| t.as_str()) })
+            .bind::<Nullable<Text>, _>(workspace.enterprise_id().map(|e| e.as_str()))
+            .bind::<Bool, _>(org_wide)
+            .get_result(conn)
+            .await
+            .map_err(from_diesel)?;
+    Ok(removed)
+}
