@@ -203,7 +203,7 @@ mod tests {
     }
 
     fn tenant(id: TenantId) -> Tenant {
-        Tenant { id, agent: Agent::NotSet, installation: None }
+        Tenant { id, agent: Agent::NotSet, installation: None, retain_payloads: false }
     }
 
     /// A directory whose inner one answers `tenant` for everything, `calls` times at most.

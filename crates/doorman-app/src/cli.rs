@@ -231,33 +231,13 @@ pub struct ServeArgs {
     #[arg(long, env = "DOORMAN_SIGNATURE_WINDOW", default_value = "300s")]
     pub signature_window: humantime::Duration,
 
-    /// How long receipts are kept (at least 10m: Slack retries for about 5 minutes).
-    #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value = "7d")]
-    pub receipt_retention: humantime::Duration,
-
-    /// Most expired receipts deleted by one completed dispatch.
-    #[arg(long, env = "DOORMAN_PRUNE_BATCH", default_value_t = 500)]
-    pub prune_batch: u32,
-
     /// Largest request body accepted; larger ones get 413 without being read.
     #[arg(long, env = "DOORMAN_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
-    /// Longest a dispatch to an agent may take.
-    #[arg(long, env = "DOORMAN_DISPATCH_TIMEOUT", default_value = "60s")]
-    pub dispatch_timeout: humantime::Duration,
-
     /// On SIGTERM/SIGINT, how long in-flight dispatches may finish before the process exits.
     #[arg(long, env = "DOORMAN_DRAIN_TIMEOUT", default_value = "30s")]
     pub drain_timeout: humantime::Duration,
-
-    /// Consecutive dispatch failures that open a tenant's circuit.
-    #[arg(long, env = "DOORMAN_CIRCUIT_FAILURES", default_value_t = 5)]
-    pub circuit_failures: u32,
-
-    /// How long an open circuit answers 503 before letting a dispatch through again.
-    #[arg(long, env = "DOORMAN_CIRCUIT_COOLDOWN", default_value = "30s")]
-    pub circuit_cooldown: humantime::Duration,
 
     /// Most database connections for acknowledging deliveries (resolve, claim).
     #[arg(long, env = "DOORMAN_DB_POOL_SIZE", default_value_t = 8)]
@@ -276,6 +256,40 @@ pub struct ServeArgs {
     #[arg(long, env = "DOORMAN_WORKERS", default_value_t = 0)]
     pub workers: usize,
 
+    /// How long a request body may take to arrive; past it, 408 and the connection closes.
+    #[arg(long, env = "DOORMAN_BODY_READ_TIMEOUT", default_value = "5s")]
+    pub body_read_timeout: humantime::Duration,
+
+    /// How dispatches are made (shared with `receipts replay`).
+    #[command(flatten)]
+    pub dispatch: DispatchArgs,
+}
+
+/// How events are dispatched to agents and their outcomes kept: `doorman serve` and
+/// `doorman receipts replay` read the same settings, so a replay goes through the same
+/// bridge, bounds, circuit and keys as a live delivery.
+#[derive(Debug, Clone, Args)]
+pub struct DispatchArgs {
+    /// How long receipts are kept (at least 10m: Slack retries for about 5 minutes).
+    #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value = "7d")]
+    pub receipt_retention: humantime::Duration,
+
+    /// Most expired receipts deleted by one completed dispatch.
+    #[arg(long, env = "DOORMAN_PRUNE_BATCH", default_value_t = 500)]
+    pub prune_batch: u32,
+
+    /// Longest a dispatch to an agent may take.
+    #[arg(long, env = "DOORMAN_DISPATCH_TIMEOUT", default_value = "60s")]
+    pub dispatch_timeout: humantime::Duration,
+
+    /// Consecutive dispatch failures that open a tenant's circuit.
+    #[arg(long, env = "DOORMAN_CIRCUIT_FAILURES", default_value_t = 5)]
+    pub circuit_failures: u32,
+
+    /// How long an open circuit answers 503 before letting a dispatch through again.
+    #[arg(long, env = "DOORMAN_CIRCUIT_COOLDOWN", default_value = "30s")]
+    pub circuit_cooldown: humantime::Duration,
+
     /// Deliveries of one tenant in flight at once (acknowledged and not yet dispatched);
     /// past it, 503 before anything is claimed. Also the most connections to its agent.
     #[arg(long, env = "DOORMAN_MAX_IN_FLIGHT_PER_TENANT", default_value_t = 64)]
@@ -284,10 +298,6 @@ pub struct ServeArgs {
     /// Deliveries in flight in the whole process; past it, 503 before anything is claimed.
     #[arg(long, env = "DOORMAN_MAX_IN_FLIGHT", default_value_t = 1024)]
     pub max_in_flight: usize,
-
-    /// How long a request body may take to arrive; past it, 408 and the connection closes.
-    #[arg(long, env = "DOORMAN_BODY_READ_TIMEOUT", default_value = "5s")]
-    pub body_read_timeout: humantime::Duration,
 
     #[command(flatten)]
     pub keys: KeysArgs,
@@ -308,6 +318,22 @@ pub enum TenantCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Keep (on) or stop keeping (off) the payloads of the tenant's claimed events until they
+    /// are handled, so `receipts replay` can send them again. Off by default. Payloads are
+    /// sealed like other secrets and deleted when handled or pruned.
+    RetainPayloads {
+        #[arg(long)]
+        tenant: String,
+        setting: OnOff,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
 }
 
 #[derive(Debug, Subcommand)]
@@ -380,6 +406,50 @@ pub enum ReceiptsCommand {
         json: bool,
         #[command(flatten)]
         db: DatabaseArgs,
+    },
+    /// What happened to one event: handled, failed, in flight, stranded, or unknown (exit 1).
+    Show {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        event_id: String,
+        /// Unfinished for longer than this: stranded.
+        #[arg(long, default_value = "10m")]
+        older_than: humantime::Duration,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Send kept events to the tenant's agent again (same `webhook-id`, `delivery.replay`),
+    /// one at a time through the same bridge as `serve`. Refuses handled events and events
+    /// whose payload was not kept. Exit 1 unless every selected event was handled.
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["event_id", "failed_since", "stranded"])))]
+    Replay {
+        #[arg(long)]
+        tenant: String,
+        /// One event.
+        #[arg(long)]
+        event_id: Option<String>,
+        /// Every unhandled event whose dispatch failed within this long (e.g. 1h).
+        #[arg(long)]
+        failed_since: Option<humantime::Duration>,
+        /// Every stranded event (unfinished for longer than --older-than).
+        #[arg(long)]
+        stranded: bool,
+        #[arg(long, default_value = "10m")]
+        older_than: humantime::Duration,
+        /// Say what would be replayed; send and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+        /// Log in as `doorman serve` does (a member of `doorman_app`): a replay runs under
+        /// row-level security like a live delivery.
+        #[command(flatten)]
+        db: DatabaseArgs,
+        #[command(flatten)]
+        dispatch: DispatchArgs,
     },
     /// Delete every tenant's receipts older than the retention, in bounded batches.
     Prune {

@@ -1,4 +1,5 @@
-//! Validated settings for `doorman serve`, built from the command line once at start-up.
+//! Validated settings for `doorman serve` (and the dispatch settings `receipts replay`
+//! shares with it), built from the command line once at start-up.
 //! Anything invalid stops the process with a message naming the setting, never the value
 //! of a secret.
 
@@ -15,7 +16,7 @@ use doorman_adapters::slack::oauth::SlackApp;
 use doorman_adapters::slack::{SigningSecret, Verifier};
 use doorman_domain::Retention;
 
-use crate::cli::{KeysArgs, Secret, ServeArgs, SlackAppArgs};
+use crate::cli::{DispatchArgs, KeysArgs, Secret, ServeArgs, SlackAppArgs};
 
 /// The longest a request may wait for each of its two database connections.
 pub const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_millis(1250);
@@ -90,6 +91,45 @@ pub fn keyring(args: &KeysArgs) -> anyhow::Result<Arc<Keyring>> {
     Ok(Arc::new(Keyring::parse(spec).context("DOORMAN_ENCRYPTION_KEYS")?))
 }
 
+/// How events are dispatched and their outcomes kept, for `serve` and `receipts replay`.
+#[derive(Debug, Clone)]
+pub struct DispatchConfig {
+    pub retention: Retention,
+    pub bridge: BridgeSettings,
+    pub keys: Arc<Keyring>,
+    /// `None`: installs are off (no client id and secret).
+    pub slack_app: Option<SlackInstall>,
+}
+
+impl DispatchConfig {
+    pub fn from_args(args: &DispatchArgs) -> anyhow::Result<Self> {
+        let retention = Retention::new(*args.receipt_retention, args.prune_batch)
+            .context("DOORMAN_RECEIPT_RETENTION / DOORMAN_PRUNE_BATCH")?;
+        let positive =
+            |n: usize, name: &str| NonZeroUsize::new(n).with_context(|| format!("{name} must be at least 1"));
+        let limits = LimitSettings {
+            per_tenant: positive(args.max_in_flight_per_tenant, "DOORMAN_MAX_IN_FLIGHT_PER_TENANT")?,
+            total: positive(args.max_in_flight, "DOORMAN_MAX_IN_FLIGHT")?,
+        };
+        Ok(Self {
+            retention,
+            bridge: BridgeSettings {
+                dispatch_timeout: *args.dispatch_timeout,
+                circuit: CircuitSettings {
+                    failures: NonZeroU32::new(args.circuit_failures)
+                        .context("DOORMAN_CIRCUIT_FAILURES must be at least 1")?,
+                    cooldown: *args.circuit_cooldown,
+                },
+                limits,
+                destinations: DestinationPolicy { allow_private: args.destinations.agent_allow_private },
+                ..BridgeSettings::default()
+            },
+            keys: keyring(&args.keys)?,
+            slack_app: slack_install(&args.slack_app)?,
+        })
+    }
+}
+
 impl ServeConfig {
     pub fn from_args(args: &ServeArgs) -> anyhow::Result<Self> {
         let secrets: Vec<SigningSecret> =
@@ -97,8 +137,6 @@ impl ServeConfig {
         if secrets.is_empty() {
             bail!("SLACK_SIGNING_SECRET is required (comma-separated for a rotation)");
         }
-        let retention = Retention::new(*args.receipt_retention, args.prune_batch)
-            .context("DOORMAN_RECEIPT_RETENTION / DOORMAN_PRUNE_BATCH")?;
         if args.max_body_bytes == 0 {
             bail!("DOORMAN_MAX_BODY_BYTES must be above zero");
         }
@@ -113,16 +151,11 @@ impl ServeConfig {
                 "DOORMAN_DB_ACQUIRE_TIMEOUT must be at most 1250ms: an answer may wait for a connection twice inside Slack's 3 s"
             );
         }
-        let positive =
-            |n: usize, name: &str| NonZeroUsize::new(n).with_context(|| format!("{name} must be at least 1"));
-        let limits = LimitSettings {
-            per_tenant: positive(args.max_in_flight_per_tenant, "DOORMAN_MAX_IN_FLIGHT_PER_TENANT")?,
-            total: positive(args.max_in_flight, "DOORMAN_MAX_IN_FLIGHT")?,
-        };
         if args.body_read_timeout.is_zero() {
             bail!("DOORMAN_BODY_READ_TIMEOUT must be above zero");
         }
-        let keys = keyring(&args.keys)?;
+        let DispatchConfig { retention, bridge, keys, slack_app } =
+            DispatchConfig::from_args(&args.dispatch)?;
         let workers = if args.workers == 0 {
             std::thread::available_parallelism().map(usize::from).unwrap_or(2)
         } else {
@@ -147,21 +180,11 @@ impl ServeConfig {
                 connection_timeout: Duration::from_secs(30),
                 ..PoolSettings::default()
             },
-            bridge: BridgeSettings {
-                dispatch_timeout: *args.dispatch_timeout,
-                circuit: CircuitSettings {
-                    failures: NonZeroU32::new(args.circuit_failures)
-                        .context("DOORMAN_CIRCUIT_FAILURES must be at least 1")?,
-                    cooldown: *args.circuit_cooldown,
-                },
-                limits,
-                destinations: DestinationPolicy { allow_private: args.destinations.agent_allow_private },
-                ..BridgeSettings::default()
-            },
+            bridge,
             workers,
             body_read_timeout: *args.body_read_timeout,
             keys,
-            slack_app: slack_install(&args.slack_app)?,
+            slack_app,
         })
     }
 }

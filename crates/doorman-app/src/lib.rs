@@ -4,9 +4,10 @@
 //! - [`server`]: the actix-web server, its state, start-up and graceful shutdown.
 //! - [`http`]: the handlers; they convert requests to domain values and outcomes to
 //!   responses, and hold no business rule.
-//! - [`dispatcher`]: runs the use cases on the main runtime and tracks background dispatches
+//! - [`runner`]: runs the use cases on the main runtime and tracks background dispatches
 //!   so shutdown can drain them.
 //! - [`metrics`], [`telemetry`]: Prometheus metrics and logs.
+//! - [`watch`]: the once-a-minute count of stranded and failed receipts behind the gauges.
 //! - [`commands`]: one module per subcommand.
 
 pub mod cli;
@@ -17,3 +18,4 @@ pub mod metrics;
 pub mod runner;
 pub mod server;
 pub mod telemetry;
+pub mod watch;

@@ -9,6 +9,11 @@ async fn main() -> std::process::ExitCode {
     telemetry::init(cli.log_format);
     match commands::run(cli.command).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) if error.is::<commands::Unsuccessful>() => {
+            // The command has printed its answer; the exit status carries the rest.
+            eprintln!("{error}");
+            std::process::ExitCode::FAILURE
+        }
         Err(error) => {
             // `{:#}` prints the context chain on one line; none of it carries a secret.
             eprintln!("error: {error:#}");

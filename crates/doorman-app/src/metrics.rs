@@ -66,6 +66,9 @@ pub struct Metrics {
     open_circuits: Gauge,
     directory_listening: Gauge,
     directory_remembered: Gauge,
+    receipts_stranded: Gauge,
+    receipts_failed_recent: Gauge,
+    ready: Gauge,
 }
 
 /// Gauges read from their owners at scrape time.
@@ -154,8 +157,29 @@ impl Metrics {
             "Workspaces (linked or not) the directory has in memory",
             directory_remembered.clone(),
         );
+        let receipts_stranded = Gauge::default();
+        registry.register(
+            "receipts_stranded",
+            "Receipts of every tenant acknowledged over 10 minutes ago, never handled, no failure (recounted once a minute)",
+            receipts_stranded.clone(),
+        );
+        let receipts_failed_recent = Gauge::default();
+        registry.register(
+            "receipts_failed_recent",
+            "Receipts of every tenant whose dispatch failed in the last hour and that are not handled (recounted once a minute)",
+            receipts_failed_recent.clone(),
+        );
+        let ready = Gauge::default();
+        registry.register(
+            "ready",
+            "1 while the database answers and has every migration (checked once a minute and by /readyz)",
+            ready.clone(),
+        );
         Self {
             registry,
+            receipts_stranded,
+            receipts_failed_recent,
+            ready,
             requests,
             acknowledgement_seconds,
             rejections,
@@ -179,6 +203,15 @@ impl Metrics {
     pub fn answered(&self, route: &'static str, status: u16, elapsed: Duration) {
         self.requests.get_or_create(&RouteStatus { route, status }).inc();
         self.acknowledgement_seconds.get_or_create(&Route { route }).observe(elapsed.as_secs_f64());
+    }
+
+    pub fn receipt_counts(&self, stranded: i64, failed_recent: i64) {
+        self.receipts_stranded.set(stranded);
+        self.receipts_failed_recent.set(failed_recent);
+    }
+
+    pub fn readiness(&self, ready: bool) {
+        self.ready.set(i64::from(ready));
     }
 
     pub fn install(&self, outcome: &'static str) {

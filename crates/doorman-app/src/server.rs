@@ -30,6 +30,7 @@ pub struct RunningServer {
     handle: actix_web::dev::ServerHandle,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     directory_listener: tokio::task::JoinHandle<()>,
+    watch: tokio::task::JoinHandle<()>,
     runner: DeliveryRunner,
     drain_timeout: Duration,
 }
@@ -58,6 +59,7 @@ impl RunningServer {
         let _ = self.task.await;
         let unfinished = self.runner.drain(self.drain_timeout).await;
         self.directory_listener.abort();
+        self.watch.abort();
         if unfinished == 0 {
             tracing::info!("all dispatches finished; exiting");
         } else {
@@ -103,12 +105,13 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let doorman = Inbound::new(
         directory,
         bridge,
-        PgReceiptStore::with_pools(pool.clone(), background_pool.clone()),
-        PgInstallations::new(background_pool, config.keys.clone(), oauth),
+        PgReceiptStore::with_pools(pool.clone(), background_pool.clone(), config.keys.clone()),
+        PgInstallations::new(background_pool.clone(), config.keys.clone(), oauth),
         SystemClock,
         config.retention,
     );
     let metrics = Arc::new(Metrics::new());
+    let watch = crate::watch::spawn(background_pool.clone(), metrics.clone());
     let runner = DeliveryRunner::new(doorman, metrics.clone());
     let state = web::Data::new(AppState {
         runner: runner.clone(),
@@ -146,7 +149,15 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         drain_timeout = %humantime::format_duration(config.drain_timeout),
         "doorman listening"
     );
-    Ok(RunningServer { addr, handle, task, directory_listener, runner, drain_timeout: config.drain_timeout })
+    Ok(RunningServer {
+        addr,
+        handle,
+        task,
+        directory_listener,
+        watch,
+        runner,
+        drain_timeout: config.drain_timeout,
+    })
 }
 
 /// Refuses to start when a stored secret is sealed with a key that is not configured (or not

@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use crate::errors::{DispatchError, OAuthError, StorageError};
 use crate::model::{
     Busy, Claim, Completion, Failure, Fingerprint, Grant, Installation, Job, Lifecycle, LinkState,
-    NewReceipt, OpenedState, Permit, Platform, ReceiptKey, Recorded, TakenState, Tenant, TenantId,
-    WorkspaceRef,
+    NewReceipt, OpenedState, Permit, Platform, ReceiptKey, Recorded, ReplayCandidate, ReplaySelection, Taken,
+    TakenState, Tenant, TenantId, WorkspaceRef,
 };
 
 /// Finds the tenant a workspace belongs to.
@@ -86,6 +86,8 @@ pub trait ReceiptStore: Send + Sync {
     /// - MUST return `Claim::Duplicate` when a receipt with the key exists, whatever its
     ///   state (handled, failed or still in flight).
     /// - MUST NOT write anything when it returns an error.
+    /// - MUST keep `receipt.retained` (sealed) in the same commit as a `Claimed` claim, and
+    ///   nothing for a duplicate.
     fn claim(&self, receipt: &NewReceipt) -> impl Future<Output = Result<Claim, StorageError>> + Send;
 
     /// Records an unnumbered request's fingerprint (its signature) for `tenant` until it
@@ -105,6 +107,7 @@ pub trait ReceiptStore: Send + Sync {
     ///
     /// - MUST NOT touch another tenant's receipts.
     /// - MUST leave `handled_at` unchanged if it was already set (completion is idempotent).
+    /// - MUST delete the receipt's kept payload, if any, in the same transaction.
     fn complete(
         &self,
         key: &ReceiptKey,
@@ -114,12 +117,44 @@ pub trait ReceiptStore: Send + Sync {
     ) -> impl Future<Output = Result<Completion, StorageError>> + Send;
 
     /// Records that the dispatch of a claimed event failed. `handled_at` stays null: the
-    /// receipt is listed as failed, and a retry of the event is still a duplicate.
+    /// receipt is listed as failed, and a retry of the event is still a duplicate. A kept
+    /// payload stays (for a later replay), released from any replay's hold.
     fn record_failure(
         &self,
         key: &ReceiptKey,
         failure: &Failure,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
+}
+
+/// The events retaining tenants kept, as a replay finds them.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait StoredEvents: Send + Sync {
+    /// The tenant's receipts that `selection` names (handled ones included only when named
+    /// by their event id), oldest claim first.
+    ///
+    /// - MUST NOT return another tenant's receipts.
+    fn select(
+        &self,
+        tenant: TenantId,
+        selection: &ReplaySelection,
+    ) -> impl Future<Output = Result<Vec<ReplayCandidate>, StorageError>> + Send;
+
+    /// Takes the kept event of `key` for one replay, holding it until `hold_until`.
+    ///
+    /// - MUST answer `Handled`, `NoPayload`, `InProgress` (another replay's hold has not
+    ///   expired) or `Unknown` without changing anything.
+    /// - Otherwise MUST, atomically with taking the hold, count the replay on the receipt,
+    ///   and return the event as received with `delivery.replay` set. The hold ends when the
+    ///   replay's outcome is recorded ([`ReceiptStore`]), at `hold_until`, or on `release`.
+    fn take(
+        &self,
+        key: &ReceiptKey,
+        hold_until: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Taken, StorageError>> + Send;
+
+    /// Ends a hold whose replay sent nothing: MUST release it and take back the replay that
+    /// `take` counted.
+    fn release(&self, key: &ReceiptKey) -> impl Future<Output = Result<(), StorageError>> + Send;
 }
 
 /// The app's installations, after an event's answer (never on the acknowledgement path).

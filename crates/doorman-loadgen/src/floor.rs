@@ -44,7 +44,7 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let directory = Arc::new(directory);
-    let receipts = Arc::new(PgReceiptStore::with_pools(acks, background));
+    let receipts = Arc::new(PgReceiptStore::with_pools(acks, background, Arc::new(test_keys())));
     let ack_sql = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?));
     let teams: Arc<Vec<WorkspaceRef>> = Arc::new(
         run.tenants.iter().map(|(_, team)| WorkspaceRef::team(WorkspaceId::new(team).unwrap())).collect(),
@@ -87,6 +87,7 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
                         event_type: Label::new("event type", "app_mention")?,
                         attempt: 0,
                         claimed_at: now,
+                        retained: None,
                     };
                     let claim = receipts.claim(&receipt).await?;
                     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX).max(1);

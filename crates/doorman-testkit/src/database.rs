@@ -125,7 +125,7 @@ pub fn test_keys() -> Keyring {
 /// A receipt store with one pool for claims and completions alike (the server gives each
 /// its own).
 pub fn receipt_store(pool: PgPool) -> PgReceiptStore {
-    PgReceiptStore::with_pools(pool.clone(), pool)
+    PgReceiptStore::with_pools(pool.clone(), pool, std::sync::Arc::new(test_keys()))
 }
 
 /// A tenant named after `team`, with that team linked and its agent set: what every test of

@@ -45,6 +45,7 @@ struct Workspace<'a> {
 struct Delivery {
     attempt: u32,
     retry_reason: Option<&'static str>,
+    replay: bool,
 }
 
 /// Renders the document for a job. The payload is embedded as the JSON text the platform
@@ -67,6 +68,7 @@ pub fn render(job: &Job, installation: Option<&Installation>) -> Result<Vec<u8>,
         delivery: Delivery {
             attempt: event.delivery.attempt,
             retry_reason: event.delivery.retry_reason.map(|r| r.as_str()),
+            replay: event.delivery.replay,
         },
         received_at: job.received_at().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         payload,

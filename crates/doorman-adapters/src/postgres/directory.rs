@@ -117,6 +117,9 @@ impl PgTenantDirectory {
 pub const BOT_TOKEN_COLUMN: &str = "messaging_installations.bot_token";
 pub const REFRESH_TOKEN_COLUMN: &str = "messaging_installations.refresh_token";
 
+/// Where kept event payloads are sealed.
+pub const PAYLOAD_COLUMN: &str = "messaging_event_payloads.payload";
+
 /// Where agents' signing secrets are sealed (the associated data of each value).
 pub const AGENT_SECRET_COLUMN: &str = "agent_bridges.signing_secret";
 
@@ -159,6 +162,8 @@ struct Resolved {
     install_expires_at: Option<chrono::DateTime<chrono::Utc>>,
     #[diesel(sql_type = Nullable<Bool>)]
     install_refreshable: Option<bool>,
+    #[diesel(sql_type = Bool)]
+    retain_payloads: bool,
 }
 
 impl TenantDirectory for PgTenantDirectory {
@@ -181,7 +186,12 @@ impl TenantDirectory for PgTenantDirectory {
         let tenant = TenantId::from_uuid(row.tenant_id);
         let installation = self.installation(tenant, &row);
         let stored = StoredAgent { url: row.agent_url, secret: row.agent_secret, paused: row.agent_paused };
-        Ok(Some(Tenant { id: tenant, agent: self.agent(tenant, stored), installation }))
+        Ok(Some(Tenant {
+            id: tenant,
+            agent: self.agent(tenant, stored),
+            installation,
+            retain_payloads: row.retain_payloads,
+        }))
     }
 }
 

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use super::directory::{BOT_TOKEN_COLUMN, REFRESH_TOKEN_COLUMN};
 use super::errors::{from_diesel, from_pool};
-use super::pool::PgPool;
+use super::pool::{PgPool, act_for};
 use crate::secrets::{Keyring, SealedIn, random_token, token_hash};
 use crate::slack::oauth::SlackOAuthClient;
 
@@ -64,18 +64,6 @@ struct Taken {
 struct Outcome {
     #[diesel(sql_type = Text)]
     outcome: String,
-}
-
-/// `set_config('app.tenant_id', …, true)`: this transaction acts for `tenant`.
-async fn act_for(
-    conn: &mut diesel_async::AsyncPgConnection,
-    tenant: TenantId,
-) -> Result<(), diesel::result::Error> {
-    diesel::sql_query("SELECT set_config('app.tenant_id', $1, true)")
-        .bind::<Text, _>(tenant.to_string())
-        .execute(conn)
-        .await
-        .map(drop)
 }
 
 impl InstallStore for PgInstallStore {

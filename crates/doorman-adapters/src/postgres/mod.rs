@@ -20,9 +20,11 @@ pub mod listener;
 pub mod migrations;
 pub mod operator;
 pub mod pool;
+mod receipt_row;
 pub mod receipts;
 pub mod schema;
 pub mod security;
+pub mod stored_events;
 
 pub use directory::PgTenantDirectory;
 pub use group_commit::GroupSettings;
@@ -30,3 +32,4 @@ pub use installations::{PgInstallStore, PgInstallations};
 pub use operator::PgOperator;
 pub use pool::{PgPool, PoolSettings};
 pub use receipts::PgReceiptStore;
+pub use stored_events::PgStoredEvents;

@@ -14,14 +14,18 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sql_types::{BigInt, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_domain::{
-    AgentSecret, AgentUrl, ExternalEventId, Failure, OperatorError, Platform, Receipt, ReceiptKey,
-    StorageError, TenantId, TenantName, ValidationError, WorkspaceId, WorkspaceRef,
+    AgentSecret, AgentUrl, OperatorError, Platform, Receipt, ReceiptKey, StorageError, TenantId, TenantName,
+    WorkspaceId, WorkspaceRef,
 };
 use uuid::Uuid;
 
-use super::directory::{AGENT_SECRET_COLUMN, BOT_TOKEN_COLUMN, REFRESH_TOKEN_COLUMN};
+use super::directory::{AGENT_SECRET_COLUMN, BOT_TOKEN_COLUMN, PAYLOAD_COLUMN, REFRESH_TOKEN_COLUMN};
 use super::errors::{from_connection, from_diesel};
-use super::schema::{agent_bridges, messaging_event_receipts as receipts, messaging_workspaces, tenants};
+use super::receipt_row::ReceiptRow;
+use super::schema::{
+    agent_bridges, messaging_event_payloads as payloads, messaging_event_receipts as receipts,
+    messaging_workspaces, tenants,
+};
 use crate::secrets::{Keyring, OpenError, SealedIn, random_token, token_hash};
 
 /// The most rows a listing returns; listings are for eyes and scripts, not exports.
@@ -130,6 +134,41 @@ impl PgOperator {
         Ok(())
     }
 
+    /// Turns keeping payloads for replay on or off for `tenant`. Turning it off stops keeping
+    /// new ones; the payloads already kept stay until their events are handled or pruned.
+    pub async fn set_retain_payloads(&mut self, tenant: TenantId, on: bool) -> Result<(), OperatorError> {
+        self.ensure_tenant(tenant).await?;
+        diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
+            .set(tenants::retain_payloads.eq(on))
+            .execute(&mut self.conn)
+            .await
+            .map_err(from_diesel)?;
+        Ok(())
+    }
+
+    /// One receipt, and whether its payload is kept; `None` when there is no such receipt.
+    pub async fn receipt(&mut self, key: &ReceiptKey) -> Result<Option<(Receipt, bool)>, StorageError> {
+        let row: Option<ReceiptRow> = receipts::table
+            .filter(receipts::tenant_id.eq(key.tenant.as_uuid()))
+            .filter(receipts::platform.eq(key.platform.as_str()))
+            .filter(receipts::external_event_id.eq(key.external_id.as_str()))
+            .select(ReceiptRow::as_select())
+            .first(&mut self.conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        let Some(row) = row else { return Ok(None) };
+        let kept: i64 = payloads::table
+            .filter(payloads::tenant_id.eq(key.tenant.as_uuid()))
+            .filter(payloads::platform.eq(key.platform.as_str()))
+            .filter(payloads::external_event_id.eq(key.external_id.as_str()))
+            .count()
+            .get_result(&mut self.conn)
+            .await
+            .map_err(from_diesel)?;
+        Ok(Some((row.into_receipt()?, kept > 0)))
+    }
+
     /// Re-seals every stored secret that is not sealed with the current key (or not sealed
     /// at all: stored before encryption), `batch` rows per transaction, so it can be stopped
     /// and run again at any point. Stops at the first value no configured key opens, naming
@@ -182,9 +221,61 @@ impl PgOperator {
             let done = self.rotate_installation_tokens(keys, &current, batch).await?;
             rotation.resealed += done;
             if done == 0 {
+                break;
+            }
+        }
+        loop {
+            let done = self.rotate_kept_payloads(keys, &current, batch).await?;
+            rotation.resealed += done;
+            if done < u64::from(batch.get()) {
                 return Ok(rotation);
             }
         }
+    }
+
+    /// One batch of kept payloads not sealed with the current key; how many were sealed again.
+    async fn rotate_kept_payloads(
+        &mut self,
+        keys: &Keyring,
+        current: &str,
+        batch: NonZeroU32,
+    ) -> Result<u64, OperatorError> {
+        self.conn
+            .transaction::<_, RotationError, _>(async |conn| {
+                let rows: Vec<(Uuid, String, String, String)> = payloads::table
+                    .filter(payloads::payload.not_like(current))
+                    .select((
+                        payloads::tenant_id,
+                        payloads::platform,
+                        payloads::external_event_id,
+                        payloads::payload,
+                    ))
+                    .order((payloads::tenant_id, payloads::platform, payloads::external_event_id))
+                    .limit(i64::from(batch.get()))
+                    .for_update()
+                    .skip_locked()
+                    .load(conn)
+                    .await?;
+                for (tenant, platform, event_id, stored) in &rows {
+                    let tenant = TenantId::from_uuid(*tenant);
+                    let place = SealedIn { tenant, column: PAYLOAD_COLUMN };
+                    let plaintext = keys
+                        .open(stored, place)
+                        .map_err(|problem| RotationError::Unopenable(tenant, problem))?;
+                    diesel::update(
+                        payloads::table
+                            .filter(payloads::tenant_id.eq(tenant.as_uuid()))
+                            .filter(payloads::platform.eq(platform))
+                            .filter(payloads::external_event_id.eq(event_id)),
+                    )
+                    .set(payloads::payload.eq(keys.seal(&plaintext, place)))
+                    .execute(conn)
+                    .await?;
+                }
+                Ok(rows.len() as u64)
+            })
+            .await
+            .map_err(rotation_error)
     }
 
     /// One batch of installations whose bot or refresh token is not sealed with the current
@@ -466,39 +557,4 @@ impl From<DieselError> for RotationError {
 struct Pruned {
     #[diesel(sql_type = BigInt)]
     pruned: i64,
-}
-
-#[derive(Queryable, Selectable)]
-#[diesel(table_name = receipts)]
-struct ReceiptRow {
-    tenant_id: Uuid,
-    platform: String,
-    external_event_id: String,
-    event_type: String,
-    delivery_attempt: i32,
-    claimed_at: DateTime<Utc>,
-    handled_at: Option<DateTime<Utc>>,
-    failure_reason: Option<String>,
-    failed_at: Option<DateTime<Utc>>,
-}
-
-impl ReceiptRow {
-    fn into_receipt(self) -> Result<Receipt, StorageError> {
-        let unreadable = |e: ValidationError| StorageError::Unexpected(format!("stored receipt: {e}"));
-        Ok(Receipt {
-            key: ReceiptKey {
-                tenant: TenantId::from_uuid(self.tenant_id),
-                platform: self.platform.parse::<Platform>().map_err(unreadable)?,
-                external_id: ExternalEventId::new(self.external_event_id).map_err(unreadable)?,
-            },
-            event_type: self.event_type,
-            attempt: u32::try_from(self.delivery_attempt).unwrap_or(0),
-            claimed_at: self.claimed_at,
-            handled_at: self.handled_at,
-            failure: match (self.failure_reason, self.failed_at) {
-                (Some(reason), Some(at)) => Some(Failure { reason, at }),
-                _ => None,
-            },
-        })
-    }
 }

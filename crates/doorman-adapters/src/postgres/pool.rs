@@ -81,3 +81,16 @@ pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
         .idle_timeout(Some(settings.idle_timeout))
         .build_unchecked(manager)
 }
+
+/// `set_config('app.tenant_id', …, true)`: the rest of this transaction acts for `tenant`
+/// under row-level security (the setting ends with the transaction).
+pub async fn act_for(
+    conn: &mut AsyncPgConnection,
+    tenant: doorman_domain::TenantId,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query("SELECT set_config('app.tenant_id', $1, true)")
+        .bind::<diesel::sql_types::Text, _>(tenant.to_string())
+        .execute(conn)
+        .await
+        .map(drop)
+}

@@ -22,6 +22,9 @@ use doorman_domain::{
 };
 use uuid::Uuid;
 
+use crate::secrets::{Keyring, SealedIn};
+
+use super::directory::PAYLOAD_COLUMN;
 use super::errors::{from_diesel, from_pool};
 use super::group_commit::{GroupCommit, GroupSettings, Writer};
 use super::pool::PgPool;
@@ -34,7 +37,8 @@ const MAX_FAILURE_REASON: usize = 500;
 /// makes a delivery wait for a connection inside Slack's 3 seconds.
 #[derive(Clone)]
 pub struct PgReceiptStore {
-    claims: GroupCommit<NewReceipt, Claim>,
+    claims: GroupCommit<SealedReceipt, Claim>,
+    keys: Arc<Keyring>,
     requests: GroupCommit<(TenantId, Fingerprint), Claim>,
     outcomes: GroupCommit<Outcome, u64>,
 }
@@ -48,15 +52,21 @@ impl std::fmt::Debug for PgReceiptStore {
 impl PgReceiptStore {
     /// Claims on `claims`; completions and failures on `completions`. Starts the batch
     /// writers on the current runtime.
-    pub fn with_pools(claims: PgPool, completions: PgPool) -> Self {
-        Self::with_settings(claims, completions, GroupSettings::default())
+    /// `keys` seal the payloads retaining tenants keep with their claims.
+    pub fn with_pools(claims: PgPool, completions: PgPool, keys: Arc<Keyring>) -> Self {
+        Self::with_settings(claims, completions, keys, GroupSettings::default())
     }
 
-    pub fn with_settings(claims: PgPool, completions: PgPool, settings: GroupSettings) -> Self {
+    pub fn with_settings(
+        claims: PgPool,
+        completions: PgPool,
+        keys: Arc<Keyring>,
+        settings: GroupSettings,
+    ) -> Self {
         let request_pool = claims.clone();
         let request_writer: Writer<(TenantId, Fingerprint), Claim> =
             Arc::new(move |batch| Box::pin(write_requests(request_pool.clone(), batch)));
-        let claim_writer: Writer<NewReceipt, Claim> =
+        let claim_writer: Writer<SealedReceipt, Claim> =
             Arc::new(move |batch| Box::pin(write_claims(claims.clone(), batch)));
         let outcome_writer: Writer<Outcome, u64> =
             Arc::new(move |batch| Box::pin(write_outcomes(completions.clone(), batch)));
@@ -64,6 +74,7 @@ impl PgReceiptStore {
             claims: GroupCommit::start("claim", settings, claim_writer),
             requests: GroupCommit::start("request", settings, request_writer),
             outcomes: GroupCommit::start("outcome", settings, outcome_writer),
+            keys,
         }
     }
 }
@@ -72,7 +83,12 @@ impl ReceiptStore for PgReceiptStore {
     /// `INSERT … ON CONFLICT DO NOTHING` for the whole batch, committed before this returns
     /// (decision 2): a row inserted means this delivery owns the event.
     async fn claim(&self, receipt: &NewReceipt) -> Result<Claim, StorageError> {
-        self.claims.submit(receipt.clone()).await
+        // Sealed here, on the caller's task, so the one batch writer never waits on crypto.
+        let payload = receipt.retained.as_ref().map(|payload| {
+            let place = SealedIn { tenant: receipt.key.tenant, column: PAYLOAD_COLUMN };
+            self.keys.seal(payload.as_json_text().as_bytes(), place)
+        });
+        self.claims.submit(SealedReceipt { receipt: receipt.clone(), payload }).await
     }
 
     /// Records the fingerprint with the claims' pool and batching (`doorman_claim_requests`).
@@ -118,15 +134,23 @@ struct ClaimedKey {
     claimed_event_id: String,
 }
 
+/// A claim on its way to the database, its kept payload (if any) already sealed.
+struct SealedReceipt {
+    receipt: NewReceipt,
+    payload: Option<String>,
+}
+
 /// One transaction for the batch. A key sent twice in one batch is sent to the database
 /// once: its first delivery gets the database's answer, the others are duplicates of it.
-async fn write_claims(pool: PgPool, batch: Vec<NewReceipt>) -> Result<Vec<Claim>, StorageError> {
+async fn write_claims(pool: PgPool, batch: Vec<SealedReceipt>) -> Result<Vec<Claim>, StorageError> {
     let mut first_of: HashMap<&ReceiptKey, usize> = HashMap::with_capacity(batch.len());
     let mut unique = Vec::with_capacity(batch.len());
-    for (i, receipt) in batch.iter().enumerate() {
-        if let std::collections::hash_map::Entry::Vacant(slot) = first_of.entry(&receipt.key) {
+    let mut payloads: Vec<Option<&str>> = Vec::with_capacity(batch.len());
+    for (i, sealed) in batch.iter().enumerate() {
+        if let std::collections::hash_map::Entry::Vacant(slot) = first_of.entry(&sealed.receipt.key) {
             slot.insert(i);
-            unique.push(receipt);
+            unique.push(&sealed.receipt);
+            payloads.push(sealed.payload.as_deref());
         }
     }
     let tenants: Vec<Uuid> = unique.iter().map(|r| *r.key.tenant.as_uuid()).collect();
@@ -138,13 +162,14 @@ async fn write_claims(pool: PgPool, batch: Vec<NewReceipt>) -> Result<Vec<Claim>
 
     let mut conn = pool.get().await.map_err(from_pool)?;
     let inserted: Vec<ClaimedKey> =
-        diesel::sql_query("SELECT * FROM doorman_claim_receipts($1, $2, $3, $4, $5, $6)")
+        diesel::sql_query("SELECT * FROM doorman_claim_receipts($1, $2, $3, $4, $5, $6, $7)")
             .bind::<Array<SqlUuid>, _>(&tenants)
             .bind::<Array<Text>, _>(&platforms)
             .bind::<Array<Text>, _>(&event_ids)
             .bind::<Array<Text>, _>(&event_types)
             .bind::<Array<Integer>, _>(&attempts)
             .bind::<Array<Timestamptz>, _>(&claimed_at)
+            .bind::<Array<Nullable<Text>>, _>(&payloads)
             .load(&mut conn)
             .await
             .map_err(from_diesel)?;
@@ -155,8 +180,8 @@ async fn write_claims(pool: PgPool, batch: Vec<NewReceipt>) -> Result<Vec<Claim>
     Ok(batch
         .iter()
         .enumerate()
-        .map(|(i, receipt)| {
-            let key = &receipt.key;
+        .map(|(i, sealed)| {
+            let key = &sealed.receipt.key;
             let is_first = first_of.get(key) == Some(&i);
             let was_inserted =
                 inserted.contains(&(*key.tenant.as_uuid(), key.platform.as_str(), key.external_id.as_str()));
@@ -294,4 +319,31 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>) -> Result<Vec<u64>, S
             OutcomeKind::Failed { .. } => 0,
         })
         .collect())
+}
+
+/// Every tenant's stranded and recently failed receipts, for the server's gauges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, diesel::QueryableByName)]
+pub struct ReceiptCounts {
+    /// Claimed before the threshold, never handled, no failure.
+    #[diesel(sql_type = BigInt)]
+    pub stranded: i64,
+    /// Unhandled, last dispatch failed since the window's start.
+    #[diesel(sql_type = BigInt)]
+    pub failed_recent: i64,
+}
+
+/// Counts across tenants through `doorman_receipt_counts` (SECURITY DEFINER: two numbers,
+/// nothing else), which reads only the partial index of unhandled receipts.
+pub async fn receipt_counts(
+    pool: &PgPool,
+    stranded_before: DateTime<Utc>,
+    failed_since: DateTime<Utc>,
+) -> Result<ReceiptCounts, StorageError> {
+    let mut conn = pool.get().await.map_err(from_pool)?;
+    diesel::sql_query("SELECT * FROM doorman_receipt_counts($1, $2)")
+        .bind::<Timestamptz, _>(stranded_before)
+        .bind::<Timestamptz, _>(failed_since)
+        .get_result(&mut conn)
+        .await
+        .map_err(from_diesel)
 }

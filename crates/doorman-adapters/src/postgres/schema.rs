@@ -11,6 +11,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    messaging_event_payloads (tenant_id, platform, external_event_id) {
+        tenant_id -> Uuid,
+        platform -> Text,
+        external_event_id -> Text,
+        claimed_at -> Timestamptz,
+        payload -> Text,
+        leased_until -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     messaging_event_receipts (tenant_id, platform, external_event_id) {
         tenant_id -> Uuid,
         platform -> Text,
@@ -21,6 +32,7 @@ diesel::table! {
         handled_at -> Nullable<Timestamptz>,
         failure_reason -> Nullable<Text>,
         failed_at -> Nullable<Timestamptz>,
+        replays -> Int4,
     }
 }
 
@@ -87,10 +99,12 @@ diesel::table! {
         id -> Uuid,
         name -> Text,
         created_at -> Timestamptz,
+        retain_payloads -> Bool,
     }
 }
 
 diesel::joinable!(agent_bridges -> tenants (tenant_id));
+diesel::joinable!(messaging_event_payloads -> tenants (tenant_id));
 diesel::joinable!(messaging_event_receipts -> tenants (tenant_id));
 diesel::joinable!(messaging_install_links -> tenants (tenant_id));
 diesel::joinable!(messaging_install_states -> tenants (tenant_id));
@@ -100,6 +114,7 @@ diesel::joinable!(messaging_workspaces -> tenants (tenant_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     agent_bridges,
+    messaging_event_payloads,
     messaging_event_receipts,
     messaging_install_links,
     messaging_install_states,

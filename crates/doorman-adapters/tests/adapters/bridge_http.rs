@@ -31,7 +31,7 @@ fn job(url: &str, secret: &str, event_id: Option<&str>) -> Job {
             .unwrap(),
             kind: EventKind::Callback { event_type: Label::new("event type", "app_mention").unwrap() },
             external_id: event_id.map(|id| ExternalEventId::new(id).unwrap()),
-            delivery: Delivery { attempt: 2, retry_reason: Some(RetryReason::HttpTimeout) },
+            delivery: Delivery { attempt: 2, retry_reason: Some(RetryReason::HttpTimeout), replay: false },
             payload: Payload::from_json_text(r#"{"type":"event_callback","event":{"text":"hi \"there\""}}"#),
             fingerprint: None,
             lifecycle: None,
@@ -69,7 +69,10 @@ async fn a_dispatch_is_signed_and_carries_the_documented_fields() {
         doc["workspace"],
         serde_json::json!({"team_id": "T1", "enterprise_id": "E1", "enterprise_install": false})
     );
-    assert_eq!(doc["delivery"], serde_json::json!({"attempt": 2, "retry_reason": "http_timeout"}));
+    assert_eq!(
+        doc["delivery"],
+        serde_json::json!({"attempt": 2, "retry_reason": "http_timeout", "replay": false})
+    );
     assert_eq!(doc["received_at"], "2023-11-14T22:13:20.123Z");
     assert_eq!(doc["payload"]["event"]["text"], "hi \"there\"");
 }

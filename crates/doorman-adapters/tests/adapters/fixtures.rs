@@ -33,6 +33,7 @@ pub fn receipt(tenant: TenantId, event_id: &str, claimed_at: DateTime<Utc>) -> N
         event_type: Label::new("event type", "app_mention").unwrap(),
         attempt: 0,
         claimed_at,
+        retained: None,
     }
 }
 

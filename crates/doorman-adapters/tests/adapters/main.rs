@@ -8,6 +8,7 @@ mod pg_directory;
 mod pg_installations;
 mod pg_isolation;
 mod pg_operator;
+mod pg_replay;
 mod pg_schema;
 mod slack_fixtures;
 mod slack_oauth;

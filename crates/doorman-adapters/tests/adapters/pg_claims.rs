@@ -12,7 +12,7 @@ use doorman_testkit::database::with_address;
 use doorman_adapters::postgres::PoolSettings;
 use doorman_domain::Claim;
 use doorman_domain::ports::ReceiptStore;
-use doorman_testkit::database::{TestDatabase, receipt_store};
+use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
 use crate::fixtures::{now, receipt, tenant_with_team};
 
@@ -95,7 +95,7 @@ async fn the_same_key_twice_in_one_batch_is_claimed_by_the_first_only() {
     let proxy = FaultProxy::start(db.server_addr()).await;
     let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
     let settings = GroupSettings { max_batch: 64, in_flight: 1 };
-    let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, settings));
+    let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, Arc::new(test_keys()), settings));
     assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
     proxy.delay(Duration::from_millis(50));
 
@@ -121,7 +121,7 @@ async fn a_batch_cut_on_its_way_to_the_database_writes_nothing_and_every_waiter_
     let proxy = FaultProxy::start(db.server_addr()).await;
     let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
     let settings = GroupSettings { max_batch: 64, in_flight: 1 };
-    let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, settings));
+    let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, Arc::new(test_keys()), settings));
     assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
 
     // The batch is one statement, its own transaction: cut on its way, nothing is committed.

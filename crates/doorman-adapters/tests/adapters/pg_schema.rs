@@ -46,7 +46,7 @@ const PUBLIC_TABLES: &str = "SELECT table_name::text AS name FROM information_sc
 async fn migrations_run_down_and_up_again_cleanly() {
     let db = TestDatabase::create().await;
     let before = names(&mut db.owner().await, PUBLIC_TABLES).await;
-    assert_eq!(before.len(), 8);
+    assert_eq!(before.len(), 9);
 
     let reverted = doorman_testkit::migrations::revert_all(db.url()).await.unwrap();
     assert_eq!(reverted.len(), migrations::embedded_count());

@@ -1,4 +1,4 @@
-//! Operator commands: tenants, workspaces, agents, receipts.
+//! Operator commands: tenants, workspaces, agents, secrets, Slack installations.
 
 use std::num::NonZeroU32;
 
@@ -7,23 +7,22 @@ use chrono::Utc;
 use doorman_adapters::bridge::DestinationPolicy;
 use doorman_adapters::postgres::PgOperator;
 use doorman_domain::{
-    AgentSecret, AgentUrl, OperatorError, Platform, Receipt, TenantId, TenantName, WorkspaceId, WorkspaceRef,
+    AgentSecret, AgentUrl, OperatorError, Platform, TenantId, TenantName, WorkspaceId, WorkspaceRef,
 };
 use serde_json::json;
 
 use super::output;
 use crate::cli::{
-    AgentCommand, DatabaseArgs, ReceiptsCommand, SecretsCommand, SlackCommand, TenantCommand,
-    WorkspaceCommand,
+    AgentCommand, DatabaseArgs, OnOff, SecretsCommand, SlackCommand, TenantCommand, WorkspaceCommand,
 };
 use crate::config::{keyring, slack_install};
 
-async fn connect(db: &DatabaseArgs) -> anyhow::Result<PgOperator> {
+pub(super) async fn connect(db: &DatabaseArgs) -> anyhow::Result<PgOperator> {
     PgOperator::connect(db.database_url.expose()).await.context("connecting to the database")
 }
 
 /// The operator error, with what to do about it when the CLI knows.
-fn explain(error: OperatorError) -> anyhow::Error {
+pub(super) fn explain(error: OperatorError) -> anyhow::Error {
     match error {
         OperatorError::NoAgent(tenant) => {
             anyhow::anyhow!("tenant {tenant} has no agent configured; run `doorman agent set` first")
@@ -35,7 +34,7 @@ fn explain(error: OperatorError) -> anyhow::Error {
     }
 }
 
-fn tenant_id(raw: &str) -> anyhow::Result<TenantId> {
+pub(super) fn tenant_id(raw: &str) -> anyhow::Result<TenantId> {
     raw.parse().with_context(|| format!("--tenant {raw:?}"))
 }
 
@@ -46,6 +45,19 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
             let id = connect(&db).await?.create_tenant(&name).await.map_err(explain)?;
             tracing::info!(tenant.id = %id, name = %name, "tenant created");
             output::line(&id.to_string());
+        }
+        TenantCommand::RetainPayloads { tenant, setting, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let on = setting == OnOff::On;
+            connect(&db).await?.set_retain_payloads(tenant, on).await.map_err(explain)?;
+            tracing::info!(tenant.id = %tenant, retain_payloads = on, "payload retention changed");
+            output::line(&if on {
+                format!(
+                    "tenant {tenant} keeps the payloads of claimed events until they are handled (sealed)"
+                )
+            } else {
+                format!("tenant {tenant} keeps no new payloads; those already kept go when handled or pruned")
+            });
         }
     }
     Ok(())
@@ -205,76 +217,4 @@ fn workspace_ref(team_id: Option<String>, enterprise_id: Option<String>) -> anyh
     let org_wide = team.is_none();
     WorkspaceRef::new(team, enterprise, org_wide)
         .map_err(|_| anyhow::anyhow!("give --team-id, --enterprise-id (org-wide install), or both"))
-}
-
-pub async fn receipts(command: ReceiptsCommand) -> anyhow::Result<()> {
-    match command {
-        ReceiptsCommand::Stranded { older_than, tenant, json, db } => {
-            let tenant = tenant.as_deref().map(tenant_id).transpose()?;
-            let before = Utc::now() - chrono::Duration::from_std(*older_than).context("--older-than")?;
-            let found = connect(&db).await?.stranded(before, tenant).await?;
-            print_receipts(&found, json, "stranded (claimed, never handled, no failure recorded)");
-        }
-        ReceiptsCommand::Failed { tenant, json, db } => {
-            let tenant = tenant.as_deref().map(tenant_id).transpose()?;
-            let found = connect(&db).await?.failed(tenant).await?;
-            print_receipts(&found, json, "failed");
-        }
-        ReceiptsCommand::Prune { retention, batch, json, db } => {
-            let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
-            let retention = doorman_domain::Retention::new(*retention, batch.get()).context("--retention")?;
-            let deleted =
-                connect(&db).await?.prune_expired(retention.expiry_cutoff(Utc::now()), batch).await?;
-            if json {
-                output::json(&json!({ "deleted": deleted }));
-            } else {
-                output::line(&format!(
-                    "deleted {deleted} receipts older than {}",
-                    humantime::format_duration(retention.keep_for())
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn print_receipts(receipts: &[Receipt], as_json: bool, what: &str) {
-    if as_json {
-        let rows: Vec<_> = receipts.iter().map(receipt_json).collect();
-        output::json(&serde_json::Value::Array(rows));
-        return;
-    }
-    if receipts.is_empty() {
-        output::line(&format!("no {what} receipts"));
-        return;
-    }
-    output::line(&format!("{} {what} receipts:", receipts.len()));
-    output::line(
-        "TENANT                                PLATFORM  EVENT ID            TYPE                 ATTEMPT  CLAIMED AT            FAILURE",
-    );
-    for r in receipts {
-        output::line(&format!(
-            "{:<37} {:<9} {:<19} {:<20} {:<8} {:<21} {}",
-            r.key.tenant,
-            r.key.platform,
-            r.key.external_id,
-            r.event_type,
-            r.attempt,
-            r.claimed_at.format("%Y-%m-%d %H:%M:%S"),
-            r.failure.as_ref().map(|f| f.reason.as_str()).unwrap_or("-"),
-        ));
-    }
-}
-
-fn receipt_json(r: &Receipt) -> serde_json::Value {
-    json!({
-        "tenant_id": r.key.tenant.to_string(),
-        "platform": r.key.platform.as_str(),
-        "external_event_id": r.key.external_id.as_str(),
-        "event_type": r.event_type,
-        "delivery_attempt": r.attempt,
-        "claimed_at": r.claimed_at.to_rfc3339(),
-        "handled_at": r.handled_at.map(|t| t.to_rfc3339()),
-        "failure": r.failure.as_ref().map(|f| json!({ "reason": f.reason, "at": f.at.to_rfc3339() })),
-    })
 }

@@ -3,6 +3,7 @@
 
 mod admin;
 pub mod output;
+mod receipts;
 
 use anyhow::Context;
 use doorman_adapters::postgres::migrations;
@@ -25,11 +26,24 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Tenant(command) => admin::tenant(command).await,
         Command::Workspace(command) => admin::workspace(command).await,
         Command::Agent(command) => admin::agent(command).await,
-        Command::Receipts(command) => admin::receipts(command).await,
+        Command::Receipts(command) => receipts::run(command).await,
         Command::Secrets(command) => admin::secrets(command).await,
         Command::Slack(command) => admin::slack(command).await,
     }
 }
+
+/// A command that printed its answer and must still exit 1 (a receipt that does not exist,
+/// a replay that did not handle every event it selected). Not an error of the command.
+#[derive(Debug)]
+pub struct Unsuccessful(pub String);
+
+impl std::fmt::Display for Unsuccessful {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unsuccessful {}
 
 async fn migrate(db: &DatabaseArgs) -> anyhow::Result<()> {
     let applied = migrations::run_pending(db.database_url.expose())

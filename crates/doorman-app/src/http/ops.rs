@@ -14,7 +14,9 @@ pub async fn healthz() -> HttpResponse {
 
 /// Ready to take traffic: the database answers and has every migration this binary embeds.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    match migrations::is_current(&state.pool).await {
+    let current = migrations::is_current(&state.pool).await;
+    state.metrics.readiness(matches!(current, Ok(true)));
+    match current {
         Ok(true) => HttpResponse::Ok().json(json!({ "status": "ready" })),
         Ok(false) => HttpResponse::ServiceUnavailable()
             .json(json!({ "status": "not ready", "reason": "migrations pending" })),

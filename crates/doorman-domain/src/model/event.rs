@@ -136,6 +136,9 @@ pub struct Delivery {
     /// 0 for the first delivery, 1..=3 for Slack's retries.
     pub attempt: u32,
     pub retry_reason: Option<RetryReason>,
+    /// An operator replayed it (`doorman receipts replay`); the attempt is the one that was
+    /// claimed originally.
+    pub replay: bool,
 }
 
 /// The platform's payload, as JSON text, forwarded to the agent untouched. The domain

@@ -8,6 +8,7 @@ mod installation;
 mod job;
 mod platform;
 mod receipt;
+mod replay;
 mod tenant;
 mod text;
 mod workspace;
@@ -22,6 +23,7 @@ pub use installation::{
 };
 pub use job::Job;
 pub use platform::Platform;
-pub use receipt::{Claim, Completion, Failure, NewReceipt, Receipt, ReceiptKey, Retention};
+pub use receipt::{Claim, Completion, Failure, NewReceipt, Receipt, ReceiptKey, ReceiptStatus, Retention};
+pub use replay::{ReplayCandidate, ReplayOutcome, ReplaySelection, Replayed, Taken};
 pub use tenant::{Agent, AgentEndpoint, AgentSecret, AgentUrl, Tenant, TenantId, TenantName};
 pub use workspace::{WorkspaceId, WorkspaceRef};

@@ -24,6 +24,9 @@ pub struct NewReceipt {
     /// The delivery attempt the claim was made on (a hint; see `Delivery`).
     pub attempt: u32,
     pub claimed_at: DateTime<Utc>,
+    /// The payload, kept with the claim (sealed) until the event is handled, when the tenant
+    /// retains payloads for replay; `None` otherwise.
+    pub retained: Option<super::Payload>,
 }
 
 /// The answer to a claim.
@@ -60,6 +63,45 @@ pub struct Receipt {
     /// this nor a failure is a *stranded* event: real, acknowledged, and delivered to nobody.
     pub handled_at: Option<DateTime<Utc>>,
     pub failure: Option<Failure>,
+    /// How many times an operator replayed it.
+    pub replays: u32,
+}
+
+/// What became of a claimed event, as `doorman receipts show` says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReceiptStatus {
+    /// The agent took it, at `at`.
+    Handled { at: DateTime<Utc> },
+    /// Its last dispatch failed and it is not handled.
+    Failed(Failure),
+    /// Claimed recently, neither handled nor failed: its dispatch may still be running.
+    InFlight,
+    /// Claimed longer ago than the threshold, never handled, no failure: acknowledged to the
+    /// platform and delivered to nobody (decision 3).
+    Stranded,
+}
+
+impl Receipt {
+    /// The receipt's status at `now`, stranded once unfinished for longer than `stranded_after`.
+    pub fn status(&self, now: DateTime<Utc>, stranded_after: Duration) -> ReceiptStatus {
+        match (&self.handled_at, &self.failure) {
+            (Some(at), _) => ReceiptStatus::Handled { at: *at },
+            (None, Some(failure)) => ReceiptStatus::Failed(failure.clone()),
+            (None, None) => {
+                let threshold = chrono::Duration::from_std(stranded_after).unwrap_or(chrono::Duration::MAX);
+                if now - self.claimed_at > threshold {
+                    ReceiptStatus::Stranded
+                } else {
+                    ReceiptStatus::InFlight
+                }
+            }
+        }
+    }
+
+    /// Dispatches attempted: the live one and each replay.
+    pub fn dispatches(&self) -> u32 {
+        1 + self.replays
+    }
 }
 
 /// How long receipts are kept, and how many expired ones one completion may delete.
@@ -108,6 +150,34 @@ impl Retention {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_receipt_reads_as_handled_failed_in_flight_or_stranded() {
+        let now = DateTime::from_timestamp(1_000_000, 0).unwrap();
+        let ten_minutes = Duration::from_secs(600);
+        let receipt = |claimed_ago: i64, handled: bool, failed: bool| Receipt {
+            key: ReceiptKey {
+                tenant: TenantId::generate(),
+                platform: Platform::Slack,
+                external_id: ExternalEventId::new("Ev1").unwrap(),
+            },
+            event_type: "app_mention".into(),
+            attempt: 1,
+            claimed_at: now - chrono::Duration::seconds(claimed_ago),
+            handled_at: handled.then_some(now),
+            failure: failed.then(|| Failure { reason: "agent answered HTTP 500".into(), at: now }),
+            replays: 2,
+        };
+        assert_eq!(
+            receipt(5, true, true).status(now, ten_minutes),
+            ReceiptStatus::Handled { at: now },
+            "a replay handled it"
+        );
+        assert!(matches!(receipt(5, false, true).status(now, ten_minutes), ReceiptStatus::Failed(_)));
+        assert_eq!(receipt(599, false, false).status(now, ten_minutes), ReceiptStatus::InFlight);
+        assert_eq!(receipt(601, false, false).status(now, ten_minutes), ReceiptStatus::Stranded);
+        assert_eq!(receipt(5, true, false).dispatches(), 3, "the live dispatch and two replays");
+    }
 
     #[test]
     fn retention_inside_slacks_retry_window_is_refused() {

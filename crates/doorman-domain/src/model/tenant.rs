@@ -180,6 +180,9 @@ pub struct Tenant {
     pub agent: Agent,
     /// The app's installation in the workspace resolved, if it was installed (not just linked).
     pub installation: Option<super::Installation>,
+    /// The tenant keeps the payloads of its claimed events until they are handled, so an
+    /// operator can replay them (`doorman tenant retain-payloads`; off by default).
+    pub retain_payloads: bool,
 }
 
 #[cfg(test)]

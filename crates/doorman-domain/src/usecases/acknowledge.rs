@@ -2,7 +2,9 @@
 
 use super::Inbound;
 use crate::errors::StorageError;
-use crate::model::{Agent, Busy, Claim, InboundEvent, Job, NewReceipt, ReceiptKey, TenantId};
+use crate::model::{
+    Agent, AgentEndpoint, Busy, Claim, InboundEvent, Job, NewReceipt, Permit, ReceiptKey, Tenant, TenantId,
+};
 use crate::ports::{AgentBridge, Clock, ReceiptStore, TenantDirectory, Unready};
 
 /// What to answer the platform, and whether there is work to do afterwards.
@@ -56,36 +58,12 @@ where
     /// ones). The claim is the last step and is committed when this returns, so a concurrent
     /// retry is refused at once (decisions 1, 2 and 5).
     pub async fn acknowledge(&self, event: InboundEvent) -> Acknowledgement {
-        let tenant = match self.directory.resolve(event.platform, &event.workspace).await {
-            Ok(Some(tenant)) => tenant,
-            Ok(None) => return Acknowledgement::Ignored,
-            Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
+        let (tenant, agent, permit) = match self.admit(&event).await {
+            Admission::Admitted { tenant, agent, permit } => (tenant, agent, permit),
+            Admission::Ignored => return Acknowledgement::Ignored,
+            Admission::Unavailable(why) => return Acknowledgement::Unavailable(why),
         };
         warn_if_retried(tenant.id, &event);
-
-        let agent = match tenant.agent {
-            Agent::NotSet => {
-                return Acknowledgement::Unavailable(Unavailability::NoAgent { tenant: tenant.id });
-            }
-            Agent::Unusable(_) => {
-                return Acknowledgement::Unavailable(Unavailability::Misconfigured { tenant: tenant.id });
-            }
-            Agent::Ready(agent) if agent.paused => {
-                return Acknowledgement::Unavailable(Unavailability::Paused { tenant: tenant.id });
-            }
-            Agent::Ready(agent) => agent,
-        };
-        // A place in the bounded work, before anything is written: a delivery refused here is
-        // answered 503 and its retry is handled afresh (decision 5).
-        let permit = match self.bridge.admit(tenant.id) {
-            Ok(permit) => permit,
-            Err(Unready::CircuitOpen) => {
-                return Acknowledgement::Unavailable(Unavailability::CircuitOpen { tenant: tenant.id });
-            }
-            Err(Unready::Busy(limit)) => {
-                return Acknowledgement::Unavailable(Unavailability::Busy { tenant: tenant.id, limit });
-            }
-        };
 
         let received_at = self.clock.now();
         // Only numbered events are retried by the platform, so only they are claimed. An
@@ -97,6 +75,7 @@ where
                 event_type: event.kind.label().clone(),
                 attempt: event.delivery.attempt,
                 claimed_at: received_at,
+                retained: tenant.retain_payloads.then(|| event.payload.clone()),
             };
             match self.receipts.claim(&receipt).await {
                 Ok(Claim::Claimed) => {}
@@ -113,6 +92,56 @@ where
         let job =
             Job::new(tenant.id, agent, event, received_at, permit).with_installation(tenant.installation);
         Acknowledgement::Accepted(Box::new(job))
+    }
+}
+
+/// What the first steps of a delivery (or a replay) found.
+pub(super) enum Admission {
+    /// The tenant, its agent, and a place in the bounded work for the job.
+    Admitted {
+        tenant: Tenant,
+        agent: AgentEndpoint,
+        permit: Permit,
+    },
+    /// No tenant has linked the workspace.
+    Ignored,
+    Unavailable(Unavailability),
+}
+
+impl<D, B, R, I, C> Inbound<D, B, R, I, C>
+where
+    D: TenantDirectory,
+    B: AgentBridge,
+{
+    /// Resolves the event's tenant, checks its agent is set and not paused, and takes a place
+    /// with the bridge (circuit and bounds). Writes nothing.
+    pub(super) async fn admit(&self, event: &InboundEvent) -> Admission {
+        let tenant = match self.directory.resolve(event.platform, &event.workspace).await {
+            Ok(Some(tenant)) => tenant,
+            Ok(None) => return Admission::Ignored,
+            Err(error) => return Admission::Unavailable(Unavailability::Storage(error)),
+        };
+        let agent = match &tenant.agent {
+            Agent::NotSet => return Admission::Unavailable(Unavailability::NoAgent { tenant: tenant.id }),
+            Agent::Unusable(_) => {
+                return Admission::Unavailable(Unavailability::Misconfigured { tenant: tenant.id });
+            }
+            Agent::Ready(agent) if agent.paused => {
+                return Admission::Unavailable(Unavailability::Paused { tenant: tenant.id });
+            }
+            Agent::Ready(agent) => agent.clone(),
+        };
+        // A place in the bounded work, before anything is written: a delivery refused here is
+        // answered 503 and its retry is handled afresh (decision 5).
+        match self.bridge.admit(tenant.id) {
+            Ok(permit) => Admission::Admitted { tenant, agent, permit },
+            Err(Unready::CircuitOpen) => {
+                Admission::Unavailable(Unavailability::CircuitOpen { tenant: tenant.id })
+            }
+            Err(Unready::Busy(limit)) => {
+                Admission::Unavailable(Unavailability::Busy { tenant: tenant.id, limit })
+            }
+        }
     }
 }
 

@@ -6,6 +6,9 @@
 //! 2. [`Inbound::handle`] runs *after* the answer, in the background: dispatch the job and
 //!    record what became of it.
 //!
+//! 3. [`Inbound::replay`] is an operator's: it sends kept events again through the same steps
+//!    as a live delivery after its claim (see `replay.rs`).
+//!
 //! Only an `Accepted` acknowledgement carries a [`Job`](crate::Job), which nothing outside
 //! this crate can build, and only `handle` dispatches, so the types say "no dispatch without
 //! acknowledge". The unit tests pin the rest of the order: `mockall::Sequence` for the order
@@ -14,6 +17,7 @@
 mod acknowledge;
 mod handle;
 pub mod install;
+mod replay;
 #[cfg(test)]
 mod tests;
 

@@ -38,7 +38,7 @@ fn agent(paused: bool) -> AgentEndpoint {
 }
 
 fn tenant() -> Tenant {
-    Tenant { id: tenant_id(), agent: Agent::Ready(agent(false)), installation: None }
+    Tenant { id: tenant_id(), agent: Agent::Ready(agent(false)), installation: None, retain_payloads: false }
 }
 
 fn now() -> DateTime<Utc> {
@@ -55,7 +55,11 @@ fn callback(event_id: Option<&str>, attempt: u32) -> InboundEvent {
         workspace: WorkspaceRef::team(WorkspaceId::new("T0001").unwrap()),
         kind: EventKind::Callback { event_type: Label::new("event type", "app_mention").unwrap() },
         external_id: event_id.map(|id| ExternalEventId::new(id).unwrap()),
-        delivery: Delivery { attempt, retry_reason: (attempt > 0).then_some(RetryReason::HttpTimeout) },
+        delivery: Delivery {
+            attempt,
+            retry_reason: (attempt > 0).then_some(RetryReason::HttpTimeout),
+            replay: false,
+        },
         payload: Payload::from_json_text("{}"),
         fingerprint: None,
         lifecycle: None,
@@ -184,7 +188,12 @@ async fn an_unknown_workspace_never_claims_nor_dispatches() {
 async fn a_paused_bridge_never_claims() {
     let mut ports = Ports::new().never_claims().never_dispatches();
     ports.directory.expect_resolve().returning(|_, _| {
-        ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::Ready(agent(true)), installation: None })))
+        ready(Ok(Some(Tenant {
+            id: tenant_id(),
+            agent: Agent::Ready(agent(true)),
+            installation: None,
+            retain_payloads: false,
+        })))
     });
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
@@ -206,7 +215,12 @@ async fn an_open_circuit_never_claims() {
 async fn a_tenant_without_an_agent_never_claims() {
     let mut ports = Ports::new().never_claims().never_dispatches();
     ports.directory.expect_resolve().returning(|_, _| {
-        ready(Ok(Some(Tenant { id: tenant_id(), agent: Agent::NotSet, installation: None })))
+        ready(Ok(Some(Tenant {
+            id: tenant_id(),
+            agent: Agent::NotSet,
+            installation: None,
+            retain_payloads: false,
+        })))
     });
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
@@ -219,7 +233,12 @@ async fn a_tenant_whose_stored_agent_does_not_convert_never_claims() {
     let mut ports = Ports::new().never_claims().never_dispatches();
     let unusable = Agent::Unusable(ValidationError::new("agent URL", "is not a URL"));
     ports.directory.expect_resolve().returning(move |_, _| {
-        ready(Ok(Some(Tenant { id: tenant_id(), agent: unusable.clone(), installation: None })))
+        ready(Ok(Some(Tenant {
+            id: tenant_id(),
+            agent: unusable.clone(),
+            installation: None,
+            retain_payloads: false,
+        })))
     });
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
@@ -758,3 +777,5 @@ async fn an_uninstall_is_dispatched_first_and_applied_after_whatever_the_agent_s
         ports.build().handle(Job::new(tenant_id(), agent(false), event, now(), Permit::unbounded())).await;
     }
 }
+
+mod replay;

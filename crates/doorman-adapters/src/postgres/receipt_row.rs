@@ -1,0 +1,51 @@
+//! A receipt as stored, read back into the domain's [`Receipt`].
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use doorman_domain::{
+    ExternalEventId, Failure, Platform, Receipt, ReceiptKey, StorageError, TenantId, ValidationError,
+};
+use uuid::Uuid;
+
+use super::schema::messaging_event_receipts as receipts;
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = receipts)]
+pub(crate) struct ReceiptRow {
+    tenant_id: Uuid,
+    platform: String,
+    external_event_id: String,
+    event_type: String,
+    delivery_attempt: i32,
+    claimed_at: DateTime<Utc>,
+    handled_at: Option<DateTime<Utc>>,
+    failure_reason: Option<String>,
+    failed_at: Option<DateTime<Utc>>,
+    replays: i32,
+}
+
+impl ReceiptRow {
+    pub(crate) fn external_event_id(&self) -> &str {
+        &self.external_event_id
+    }
+
+    pub(crate) fn into_receipt(self) -> Result<Receipt, StorageError> {
+        let unreadable = |e: ValidationError| StorageError::Unexpected(format!("stored receipt: {e}"));
+        Ok(Receipt {
+            key: ReceiptKey {
+                tenant: TenantId::from_uuid(self.tenant_id),
+                platform: self.platform.parse::<Platform>().map_err(unreadable)?,
+                external_id: ExternalEventId::new(self.external_event_id).map_err(unreadable)?,
+            },
+            event_type: self.event_type,
+            attempt: u32::try_from(self.delivery_attempt).unwrap_or(0),
+            claimed_at: self.claimed_at,
+            handled_at: self.handled_at,
+            failure: match (self.failure_reason, self.failed_at) {
+                (Some(reason), Some(at)) => Some(Failure { reason, at }),
+                _ => None,
+            },
+            replays: u32::try_from(self.replays).unwrap_or(0),
+        })
+    }
+}

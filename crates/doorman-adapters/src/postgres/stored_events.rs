@@ -1,0 +1,214 @@
+//! The payloads retaining tenants kept, as `doorman receipts replay` finds and holds them.
+//!
+//! Runs on a server pool (as `doorman_app`, under row-level security), each transaction acting
+//! for the one tenant being replayed. A kept payload is the Events API body as received; it is
+//! opened and parsed again by the same parser as a live delivery, so a replayed event is the
+//! event that was claimed, down to its workspace and lifecycle.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use doorman_domain::ports::StoredEvents;
+use doorman_domain::{Delivery, ReceiptKey, ReplayCandidate, ReplaySelection, StorageError, Taken, TenantId};
+
+use super::directory::PAYLOAD_COLUMN;
+use super::errors::{from_diesel, from_pool};
+use super::pool::{PgPool, act_for};
+use super::receipt_row::ReceiptRow;
+use super::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
+use crate::secrets::{Keyring, SealedIn};
+use crate::slack::{Parsed, parse_events};
+
+/// The most receipts one replay command selects (run it again for the rest).
+pub const REPLAY_LIMIT: i64 = 1000;
+
+#[derive(Debug, Clone)]
+pub struct PgStoredEvents {
+    pool: PgPool,
+    keys: Arc<Keyring>,
+}
+
+impl PgStoredEvents {
+    pub fn new(pool: PgPool, keys: Arc<Keyring>) -> Self {
+        Self { pool, keys }
+    }
+
+    /// The kept payload opened and parsed as the delivery it was, marked as a replay.
+    fn reopen(
+        &self,
+        key: &ReceiptKey,
+        sealed: &str,
+        attempt: i32,
+    ) -> Result<doorman_domain::InboundEvent, String> {
+        let body = self
+            .keys
+            .open(sealed, SealedIn { tenant: key.tenant, column: PAYLOAD_COLUMN })
+            .map_err(|e| format!("the kept payload does not open: {e}"))?;
+        let delivery =
+            Delivery { attempt: u32::try_from(attempt).unwrap_or(0), retry_reason: None, replay: true };
+        match parse_events(Some("application/json"), &body, delivery) {
+            Ok(Parsed::Event(event)) if event.external_id.as_ref() == Some(&key.external_id) => Ok(event),
+            Ok(_) => Err("the kept payload is not this event".into()),
+            Err(rejection) => Err(format!("the kept payload does not parse: {rejection}")),
+        }
+    }
+}
+
+/// Why taking an event stopped, inside its transaction (anything but `Taken::Event` rolls
+/// back, so nothing is counted or held).
+enum Stop {
+    Answer(Taken),
+    Database(diesel::result::Error),
+    Unreadable(String),
+}
+
+impl From<diesel::result::Error> for Stop {
+    fn from(error: diesel::result::Error) -> Self {
+        Self::Database(error)
+    }
+}
+
+impl StoredEvents for PgStoredEvents {
+    async fn select(
+        &self,
+        tenant: TenantId,
+        selection: &ReplaySelection,
+    ) -> Result<Vec<ReplayCandidate>, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let selection = selection.clone();
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            act_for(conn, tenant).await?;
+            let mut query = receipts::table.filter(receipts::tenant_id.eq(*tenant.as_uuid())).into_boxed();
+            query = match &selection {
+                ReplaySelection::Event(id) => {
+                    query.filter(receipts::external_event_id.eq(id.as_str().to_owned()))
+                }
+                ReplaySelection::FailedSince(since) => {
+                    query.filter(receipts::handled_at.is_null()).filter(receipts::failed_at.ge(*since))
+                }
+                ReplaySelection::StrandedBefore(before) => query
+                    .filter(receipts::handled_at.is_null())
+                    .filter(receipts::failure_reason.is_null())
+                    .filter(receipts::claimed_at.lt(*before)),
+            };
+            let rows: Vec<ReceiptRow> = query
+                .order((receipts::claimed_at.asc(), receipts::external_event_id.asc()))
+                .limit(REPLAY_LIMIT)
+                .select(ReceiptRow::as_select())
+                .load(conn)
+                .await?;
+            let ids: Vec<&str> = rows.iter().map(|r| r.external_event_id()).collect();
+            let kept: Vec<(String, String)> = payloads::table
+                .filter(payloads::tenant_id.eq(*tenant.as_uuid()))
+                .filter(payloads::external_event_id.eq_any(&ids))
+                .select((payloads::platform, payloads::external_event_id))
+                .load(conn)
+                .await?;
+            Ok((rows, kept))
+        })
+        .await
+        .map_err(from_diesel)
+        .and_then(|(rows, kept)| {
+            rows.into_iter()
+                .map(|row| {
+                    let receipt = row.into_receipt()?;
+                    let payload_kept = kept.iter().any(|(platform, id)| {
+                        platform == receipt.key.platform.as_str() && id == receipt.key.external_id.as_str()
+                    });
+                    Ok(ReplayCandidate { receipt, payload_kept })
+                })
+                .collect()
+        })
+    }
+
+    /// Under the receipt's row lock: concurrent takes of one event wait for each other, and
+    /// the second finds it held.
+    async fn take(&self, key: &ReceiptKey, hold_until: DateTime<Utc>) -> Result<Taken, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let result = conn
+            .transaction::<_, Stop, _>(async |conn| {
+                act_for(conn, key.tenant).await?;
+                let by_key = receipts::tenant_id
+                    .eq(*key.tenant.as_uuid())
+                    .and(receipts::platform.eq(key.platform.as_str()))
+                    .and(receipts::external_event_id.eq(key.external_id.as_str()));
+                let found: Option<(Option<DateTime<Utc>>, i32)> = receipts::table
+                    .filter(by_key)
+                    .select((receipts::handled_at, receipts::delivery_attempt))
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some((handled_at, attempt)) = found else { return Err(Stop::Answer(Taken::Unknown)) };
+                if handled_at.is_some() {
+                    return Err(Stop::Answer(Taken::Handled));
+                }
+                let payload_key = payloads::tenant_id
+                    .eq(*key.tenant.as_uuid())
+                    .and(payloads::platform.eq(key.platform.as_str()))
+                    .and(payloads::external_event_id.eq(key.external_id.as_str()));
+                let kept: Option<(String, DateTime<Utc>, Option<DateTime<Utc>>)> = payloads::table
+                    .filter(payload_key)
+                    .select((payloads::payload, payloads::claimed_at, payloads::leased_until))
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some((sealed, claimed_at, leased_until)) = kept else {
+                    return Err(Stop::Answer(Taken::NoPayload));
+                };
+                if leased_until.is_some_and(|until| until > Utc::now()) {
+                    return Err(Stop::Answer(Taken::InProgress));
+                }
+                let event = self.reopen(key, &sealed, attempt).map_err(Stop::Unreadable)?;
+                diesel::update(payloads::table.filter(payload_key))
+                    .set(payloads::leased_until.eq(Some(hold_until)))
+                    .execute(conn)
+                    .await?;
+                diesel::update(receipts::table.filter(by_key))
+                    .set(receipts::replays.eq(receipts::replays + 1))
+                    .execute(conn)
+                    .await?;
+                Ok(Taken::Event { event: Box::new(event), claimed_at })
+            })
+            .await;
+        match result {
+            Ok(taken) | Err(Stop::Answer(taken)) => Ok(taken),
+            Err(Stop::Database(error)) => Err(from_diesel(error)),
+            Err(Stop::Unreadable(problem)) => Err(StorageError::Unexpected(problem)),
+        }
+    }
+
+    async fn release(&self, key: &ReceiptKey) -> Result<(), StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            act_for(conn, key.tenant).await?;
+            let released = diesel::update(
+                payloads::table
+                    .filter(payloads::tenant_id.eq(*key.tenant.as_uuid()))
+                    .filter(payloads::platform.eq(key.platform.as_str()))
+                    .filter(payloads::external_event_id.eq(key.external_id.as_str()))
+                    .filter(payloads::leased_until.is_not_null()),
+            )
+            .set(payloads::leased_until.eq(None::<DateTime<Utc>>))
+            .execute(conn)
+            .await?;
+            if released > 0 {
+                diesel::update(
+                    receipts::table
+                        .filter(receipts::tenant_id.eq(*key.tenant.as_uuid()))
+                        .filter(receipts::platform.eq(key.platform.as_str()))
+                        .filter(receipts::external_event_id.eq(key.external_id.as_str()))
+                        .filter(receipts::replays.gt(0)),
+                )
+                .set(receipts::replays.eq(receipts::replays - 1))
+                .execute(conn)
+                .await?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(from_diesel)
+    }
+}

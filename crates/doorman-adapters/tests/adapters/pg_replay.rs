@@ -1,0 +1,155 @@
+//! Kept payloads and replays on real PostgreSQL, as the server's role: kept with the claim
+//! and sealed, gone once handled or pruned, held by one replay at a time, counted, and
+//! counted across tenants for the gauges.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use doorman_adapters::postgres::PgStoredEvents;
+use doorman_adapters::postgres::receipts::receipt_counts;
+use doorman_adapters::postgres::schema::messaging_event_payloads as payloads;
+use doorman_domain::ports::{ReceiptStore, StoredEvents};
+use doorman_domain::{ExternalEventId, Failure, NewReceipt, Payload, ReplaySelection, Taken, TenantId};
+use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
+
+use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team};
+
+/// An Events API body for `event_id` from team T1, as Slack sends it.
+fn body(event_id: &str) -> String {
+    serde_json::json!({
+        "type": "event_callback", "team_id": "T1", "api_app_id": "A1", "event_id": event_id,
+        "event_time": 1_700_000_000, "event": {"type": "app_mention", "text": "keep me", "user": "U1"},
+        "authorizations": [{"team_id": "T1", "enterprise_id": null, "is_enterprise_install": false}]
+    })
+    .to_string()
+}
+
+fn kept(tenant: TenantId, event_id: &str) -> NewReceipt {
+    NewReceipt { retained: Some(Payload::from_json_text(body(event_id))), ..receipt(tenant, event_id, now()) }
+}
+
+async fn kept_rows(db: &TestDatabase) -> Vec<(String, String)> {
+    payloads::table
+        .select((payloads::external_event_id, payloads::payload))
+        .order(payloads::external_event_id)
+        .load(&mut db.owner().await)
+        .await
+        .unwrap()
+}
+
+fn stored(db: &TestDatabase) -> PgStoredEvents {
+    PgStoredEvents::new(db.pool(), Arc::new(test_keys()))
+}
+
+fn id(event_id: &str) -> ExternalEventId {
+    ExternalEventId::new(event_id).unwrap()
+}
+
+#[tokio::test]
+async fn a_payload_is_kept_sealed_with_its_claim_and_goes_when_handled_or_pruned() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let store = receipt_store(db.pool());
+    store.claim(&kept(tenant, "EvKept")).await.unwrap();
+    store.claim(&kept(tenant, "EvKept")).await.unwrap(); // a duplicate keeps nothing more
+    store.claim(&receipt(tenant, "EvNotKept", now())).await.unwrap();
+    store.claim(&NewReceipt { claimed_at: days_ago(30), ..kept(tenant, "EvOld") }).await.unwrap();
+
+    let rows = kept_rows(&db).await;
+    assert_eq!(rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["EvKept", "EvOld"]);
+    assert!(rows.iter().all(|(_, sealed)| sealed.starts_with("v1:test:") && !sealed.contains("keep me")));
+
+    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
+    store.record_failure(&key(tenant, "EvKept"), &failure).await.unwrap();
+    assert_eq!(kept_rows(&db).await.len(), 2, "a failure keeps it for a replay");
+
+    // Completing EvKept deletes its payload; the same completion prunes EvOld's receipt and payload.
+    store.complete(&key(tenant, "EvKept"), now(), days_ago(7), 100).await.unwrap();
+    assert_eq!(kept_rows(&db).await, vec![], "handled: gone; expired: pruned");
+}
+
+#[tokio::test]
+async fn a_replay_takes_the_event_once_counts_it_and_a_failure_or_release_ends_the_hold() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let store = receipt_store(db.pool());
+    store.claim(&kept(tenant, "EvR")).await.unwrap();
+    let stored = stored(&db);
+    let hold = Utc::now() + Duration::minutes(2);
+
+    let Taken::Event { event, .. } = stored.take(&key(tenant, "EvR"), hold).await.unwrap() else {
+        panic!("the kept event")
+    };
+    assert!(event.delivery.replay, "marked as a replay");
+    assert_eq!(event.external_id, Some(id("EvR")));
+    assert!(event.payload.as_json_text().contains("keep me"), "the body as received");
+    assert_eq!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), Taken::InProgress);
+
+    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
+    store.record_failure(&key(tenant, "EvR"), &failure).await.unwrap();
+    assert!(matches!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), Taken::Event { .. }), "released");
+    stored.release(&key(tenant, "EvR")).await.unwrap();
+    let shown = db.operator().await.receipt(&key(tenant, "EvR")).await.unwrap().unwrap().0;
+    assert_eq!(shown.replays, 1, "two takes, one released");
+
+    store.complete(&key(tenant, "EvR"), now(), days_ago(7), 100).await.unwrap();
+    assert_eq!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), Taken::Handled);
+    store.claim(&receipt(tenant, "EvBare", now())).await.unwrap();
+    assert_eq!(stored.take(&key(tenant, "EvBare"), hold).await.unwrap(), Taken::NoPayload);
+    assert_eq!(stored.take(&key(tenant, "EvNever"), hold).await.unwrap(), Taken::Unknown);
+}
+
+#[tokio::test]
+async fn selections_name_only_the_tenants_own_receipts_and_say_which_have_a_payload() {
+    let db = TestDatabase::create().await;
+    let mut op = db.operator().await;
+    let (a, b) = (tenant_with_team(&mut op, "T1").await, tenant_with_team(&mut op, "T2").await);
+    let store = receipt_store(db.pool());
+    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
+    for (tenant, event) in [(a, "EvA1"), (a, "EvA2"), (b, "EvB1")] {
+        store.claim(&kept(tenant, event)).await.unwrap();
+        store.record_failure(&key(tenant, event), &failure).await.unwrap();
+    }
+    store
+        .claim(&NewReceipt { claimed_at: Utc::now() - Duration::hours(1), ..receipt(a, "EvStranded", now()) })
+        .await
+        .unwrap();
+    let stored = stored(&db);
+
+    let failed = stored.select(a, &ReplaySelection::FailedSince(now() - Duration::minutes(5))).await.unwrap();
+    let names: Vec<_> = failed.iter().map(|c| (c.receipt.key.external_id.as_str(), c.payload_kept)).collect();
+    assert_eq!(names, [("EvA1", true), ("EvA2", true)], "never tenant B's");
+    let stranded =
+        stored.select(a, &ReplaySelection::StrandedBefore(Utc::now() - Duration::minutes(10))).await.unwrap();
+    assert_eq!(stranded.len(), 1);
+    assert!(!stranded[0].payload_kept);
+    assert_eq!(stored.select(b, &ReplaySelection::Event(id("EvA1"))).await.unwrap(), vec![]);
+    assert_eq!(stored.take(&key(b, "EvA1"), Utc::now()).await.unwrap(), Taken::Unknown, "not across tenants");
+}
+
+#[tokio::test]
+async fn the_gauges_count_every_tenants_stranded_and_recently_failed_receipts() {
+    let db = TestDatabase::create().await;
+    let mut op = db.operator().await;
+    let (a, b) = (tenant_with_team(&mut op, "T1").await, tenant_with_team(&mut op, "T2").await);
+    let store = receipt_store(db.pool());
+    let old = Utc::now() - Duration::hours(2);
+    for (tenant, event) in [(a, "S1"), (b, "S2")] {
+        store.claim(&receipt(tenant, event, old)).await.unwrap();
+    }
+    store.claim(&receipt(a, "InFlight", Utc::now())).await.unwrap();
+    store.claim(&receipt(b, "F1", Utc::now())).await.unwrap();
+    store.record_failure(&key(b, "F1"), &Failure { reason: "x".into(), at: Utc::now() }).await.unwrap();
+    store.claim(&receipt(b, "FOld", old)).await.unwrap();
+    store.record_failure(&key(b, "FOld"), &Failure { reason: "x".into(), at: old }).await.unwrap();
+    store.claim(&receipt(a, "Done", old)).await.unwrap();
+    store.complete(&key(a, "Done"), Utc::now(), days_ago(7), 10).await.unwrap();
+
+    let counts =
+        receipt_counts(&db.pool(), Utc::now() - Duration::minutes(10), Utc::now() - Duration::hours(1))
+            .await
+            .unwrap();
+    assert_eq!((counts.stranded, counts.failed_recent), (2, 1));
+}

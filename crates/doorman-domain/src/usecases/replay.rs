@@ -1,0 +1,109 @@
+//! Replay: an operator sends acknowledged events to their agent again, one at a time, from
+//! the payloads their tenant kept. Each goes through the same steps as a live delivery after
+//! its claim — the directory, the agent's settings, the bridge's circuit and bounds, the
+//! installation's token, and the receipt's outcome — never around them.
+
+use std::time::Duration;
+
+use super::Inbound;
+use super::acknowledge::Admission;
+use super::handle::Handled;
+use crate::errors::StorageError;
+use crate::model::{Job, ReplayCandidate, ReplayOutcome, ReplaySelection, Replayed, Taken, TenantId};
+use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, StoredEvents, TenantDirectory};
+use crate::usecases::Unavailability;
+
+impl<D, B, R, I, C> Inbound<D, B, R, I, C>
+where
+    D: TenantDirectory,
+    B: AgentBridge,
+    R: ReceiptStore,
+    I: Installations,
+    C: Clock,
+{
+    /// Replays the tenant's receipts that `selection` names, in claim order, and reports what
+    /// became of each. A handled receipt, or one without a kept payload, is refused and
+    /// named; with `dry_run` nothing is sent or changed. Each replay holds its event for
+    /// `hold` (longer than a dispatch can take) so two replays never overlap.
+    pub async fn replay<S: StoredEvents>(
+        &self,
+        stored: &S,
+        tenant: TenantId,
+        selection: &ReplaySelection,
+        hold: Duration,
+        dry_run: bool,
+    ) -> Result<Vec<Replayed>, StorageError> {
+        let candidates = stored.select(tenant, selection).await?;
+        let mut report = Vec::with_capacity(candidates.len());
+        for candidate in candidates {
+            let outcome = self.replay_one(stored, tenant, &candidate, hold, dry_run).await;
+            tracing::info!(
+                tenant.id = %tenant,
+                event.id = %candidate.receipt.key.external_id,
+                outcome = outcome.as_str(),
+                "replay"
+            );
+            report.push(Replayed { key: candidate.receipt.key, outcome });
+        }
+        Ok(report)
+    }
+
+    async fn replay_one<S: StoredEvents>(
+        &self,
+        stored: &S,
+        tenant: TenantId,
+        candidate: &ReplayCandidate,
+        hold: Duration,
+        dry_run: bool,
+    ) -> ReplayOutcome {
+        let key = &candidate.receipt.key;
+        if candidate.receipt.handled_at.is_some() {
+            return ReplayOutcome::AlreadyHandled;
+        }
+        if !candidate.payload_kept {
+            return ReplayOutcome::NoPayload;
+        }
+        if dry_run {
+            return ReplayOutcome::WouldReplay;
+        }
+        let hold_until = self.clock.now() + chrono::Duration::from_std(hold).unwrap_or(chrono::Duration::MAX);
+        let (event, claimed_at) = match stored.take(key, hold_until).await {
+            Ok(Taken::Event { event, claimed_at }) => (*event, claimed_at),
+            Ok(Taken::Handled) => return ReplayOutcome::AlreadyHandled,
+            Ok(Taken::NoPayload) => return ReplayOutcome::NoPayload,
+            Ok(Taken::InProgress) => return ReplayOutcome::InProgress,
+            Ok(Taken::Unknown) => return ReplayOutcome::Unknown,
+            Err(error) => return ReplayOutcome::NotSent(format!("storage: {error}")),
+        };
+        let refused = match self.admit(&event).await {
+            Admission::Admitted { tenant: found, agent, permit } if found.id == tenant => {
+                let job =
+                    Job::new(tenant, agent, event, claimed_at, permit).with_installation(found.installation);
+                return match self.handle(job).await {
+                    Handled::Delivered { .. } => ReplayOutcome::Handled,
+                    Handled::DeliveredUnrecorded(_) => ReplayOutcome::HandledUnrecorded,
+                    Handled::Failed { error, .. } => ReplayOutcome::Failed(error.to_string()),
+                };
+            }
+            Admission::Admitted { .. } => "the workspace now belongs to another tenant".to_owned(),
+            Admission::Ignored => "the workspace is no longer linked to a tenant".to_owned(),
+            Admission::Unavailable(why) => unavailable(&why),
+        };
+        if let Err(error) = stored.release(key).await {
+            tracing::warn!(tenant.id = %tenant, event.id = %key.external_id, error = %error, "could not release a replay's hold; it expires on its own");
+        }
+        ReplayOutcome::NotSent(refused)
+    }
+}
+
+fn unavailable(why: &Unavailability) -> String {
+    match why {
+        Unavailability::NoAgent { .. } => "the tenant has no agent set".into(),
+        Unavailability::Misconfigured { .. } => "the tenant's stored agent settings are not valid".into(),
+        Unavailability::Paused { .. } => "the tenant's agent is paused".into(),
+        Unavailability::CircuitOpen { .. } => "the agent's circuit is open (it has been failing)".into(),
+        Unavailability::Busy { limit, .. } => format!("too much in flight (the {} bound)", limit.as_str()),
+        Unavailability::Storage(error) => format!("storage: {error}"),
+        Unavailability::Internal => "internal error".into(),
+    }
+}
