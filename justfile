@@ -10,8 +10,9 @@ default:
 
 # `--all-targets` leaves out doc tests, so they run second (the sealed Job's compile-fail
 # tests are among them).
-# Run every test in the workspace (needs PostgreSQL and Chromium: see `just postgres`, `just browser`).
-test: postgres browser
+# Run every test: the alert rules' (promtool), then the workspace's (needs PostgreSQL and
+# Chromium: see `just postgres`, `just browser`).
+test: postgres browser alerts
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
 
@@ -147,6 +148,20 @@ fuzz SECONDS="60":
 
 # What CI runs: the hexagon check, lint, then the tests.
 ci: check-hexagon lint test
+
+# `promtool` comes with Debian's `prometheus` package (installed when missing).
+# Check the alert rules and run their unit tests (every alert firing and not firing).
+alerts:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if ! command -v promtool >/dev/null; then
+        echo "installing promtool (Debian's prometheus package)" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    fi
+    cd deploy/prometheus
+    promtool check rules alerts.yml
+    promtool test rules alerts.test.yml
 
 # The install flow's browser test drives Debian's Chromium through chromium-driver.
 # Make sure headless Chromium and its WebDriver are installed (apt on a fresh Debian machine).

@@ -424,33 +424,7 @@ pub enum ReceiptsCommand {
     /// Send kept events to the tenant's agent again (same `webhook-id`, `delivery.replay`),
     /// one at a time through the same bridge as `serve`. Refuses handled events and events
     /// whose payload was not kept. Exit 1 unless every selected event was handled.
-    #[command(group(clap::ArgGroup::new("which").required(true).args(["event_id", "failed_since", "stranded"])))]
-    Replay {
-        #[arg(long)]
-        tenant: String,
-        /// One event.
-        #[arg(long)]
-        event_id: Option<String>,
-        /// Every unhandled event whose dispatch failed within this long (e.g. 1h).
-        #[arg(long)]
-        failed_since: Option<humantime::Duration>,
-        /// Every stranded event (unfinished for longer than --older-than).
-        #[arg(long)]
-        stranded: bool,
-        #[arg(long, default_value = "10m")]
-        older_than: humantime::Duration,
-        /// Say what would be replayed; send and change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        #[arg(long)]
-        json: bool,
-        /// Log in as `doorman serve` does (a member of `doorman_app`): a replay runs under
-        /// row-level security like a live delivery.
-        #[command(flatten)]
-        db: DatabaseArgs,
-        #[command(flatten)]
-        dispatch: DispatchArgs,
-    },
+    Replay(Box<ReplayArgs>),
     /// Delete every tenant's receipts older than the retention, in bounded batches.
     Prune {
         #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value = "7d")]
@@ -462,4 +436,34 @@ pub enum ReceiptsCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+}
+
+/// `doorman receipts replay`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["event_id", "failed_since", "stranded"])))]
+pub struct ReplayArgs {
+    #[arg(long)]
+    pub tenant: String,
+    /// One event.
+    #[arg(long)]
+    pub event_id: Option<String>,
+    /// Every unhandled event whose dispatch failed within this long (e.g. 1h).
+    #[arg(long)]
+    pub failed_since: Option<humantime::Duration>,
+    /// Every stranded event (unfinished for longer than --older-than).
+    #[arg(long)]
+    pub stranded: bool,
+    #[arg(long, default_value = "10m")]
+    pub older_than: humantime::Duration,
+    /// Say what would be replayed; send and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long)]
+    pub json: bool,
+    /// Log in as `doorman serve` does (a member of `doorman_app`): a replay runs under
+    /// row-level security like a live delivery.
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+    #[command(flatten)]
+    pub dispatch: DispatchArgs,
 }

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use super::admin::{connect, tenant_id};
 use super::{Unsuccessful, output};
-use crate::cli::{DatabaseArgs, DispatchArgs, ReceiptsCommand};
+use crate::cli::{DatabaseArgs, DispatchArgs, ReceiptsCommand, ReplayArgs};
 use crate::config::DispatchConfig;
 
 /// How much longer than a dispatch may take a replay holds its event, so a second replay of
@@ -32,20 +32,21 @@ pub async fn run(command: ReceiptsCommand) -> anyhow::Result<()> {
         ReceiptsCommand::Show { tenant, event_id, older_than, json, db } => {
             show(&tenant, &event_id, *older_than, json, &db).await?;
         }
-        ReceiptsCommand::Replay {
-            tenant,
-            event_id,
-            failed_since,
-            stranded,
-            older_than,
-            dry_run,
-            json,
-            db,
-            dispatch,
-        } => {
+        ReceiptsCommand::Replay(args) => {
+            let ReplayArgs {
+                tenant,
+                event_id,
+                failed_since,
+                stranded,
+                older_than,
+                dry_run,
+                json,
+                db,
+                dispatch,
+            } = *args;
             let tenant = tenant_id(&tenant)?;
             let ago = |d: std::time::Duration, flag| {
-                chrono::Duration::from_std(d).map(|d| Utc::now() - d).with_context(|| format!("{flag}"))
+                chrono::Duration::from_std(d).map(|d| Utc::now() - d).context(flag)
             };
             let selection = match (event_id, failed_since) {
                 (Some(id), _) => ReplaySelection::Event(ExternalEventId::new(id).context("--event-id")?),

@@ -1,39 +1,11 @@
 //! Operator commands through the binary, as an operator types them.
 
-use std::process::{Command, Output};
-
-use doorman_testkit::database::{TEST_KEYS, TestDatabase};
+use doorman_testkit::database::TestDatabase;
 
 use doorman_testkit::fake_slack::{self, FakeSlack, Workspace};
 
-use crate::helpers::{AGENT_SECRET, TestApp, WAIT};
+use crate::helpers::{AGENT_SECRET, TestApp, WAIT, doorman, doorman_with, ok};
 use crate::install::{install, slack_flags};
-
-fn doorman(database_url: &str, args: &[&str]) -> Output {
-    doorman_with(database_url, &[], args)
-}
-
-/// With more environment (the Slack app's settings, say); none is inherited from the shell.
-fn doorman_with(database_url: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_doorman"))
-        .args(args)
-        .env_remove("SLACK_CLIENT_ID")
-        .env_remove("SLACK_CLIENT_SECRET")
-        .env_remove("DOORMAN_PUBLIC_URL")
-        .envs(env.iter().copied())
-        .env("DATABASE_URL", database_url)
-        .env("RUST_LOG", "warn")
-        .env("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS)
-        .env("DOORMAN_AGENT_ALLOW_PRIVATE", "true")
-        .env_remove("DOORMAN_AGENT_SECRET")
-        .output()
-        .expect("run doorman")
-}
-
-fn ok(output: &Output) -> String {
-    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_provisions_a_tenant_that_then_receives_events() {

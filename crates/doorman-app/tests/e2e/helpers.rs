@@ -429,3 +429,31 @@ pub async fn post_event(http: &reqwest::Client, base: &str, team: &str, event_id
         .status()
         .as_u16()
 }
+
+/// The `doorman` binary, as an operator runs it against `database_url`.
+pub fn doorman(database_url: &str, args: &[&str]) -> std::process::Output {
+    doorman_with(database_url, &[], args)
+}
+
+/// With more environment (the Slack app's settings, say); none is inherited from the shell.
+pub fn doorman_with(database_url: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_doorman"))
+        .args(args)
+        .env_remove("SLACK_CLIENT_ID")
+        .env_remove("SLACK_CLIENT_SECRET")
+        .env_remove("DOORMAN_PUBLIC_URL")
+        .envs(env.iter().copied())
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "warn")
+        .env("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS)
+        .env("DOORMAN_AGENT_ALLOW_PRIVATE", "true")
+        .env_remove("DOORMAN_AGENT_SECRET")
+        .output()
+        .expect("run doorman")
+}
+
+/// Its stdout, once it succeeded.
+pub fn ok(output: &std::process::Output) -> String {
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout.clone()).unwrap()
+}

@@ -4,6 +4,7 @@
 mod bad_input;
 mod browser;
 mod cli;
+mod deploy;
 mod directory;
 mod faults;
 mod hardening;
@@ -11,5 +12,6 @@ mod helpers;
 mod install;
 mod processes;
 mod protocol;
+mod replay;
 mod security;
 mod seed_cases;

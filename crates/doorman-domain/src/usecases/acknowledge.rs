@@ -96,6 +96,9 @@ where
 }
 
 /// What the first steps of a delivery (or a replay) found.
+// Lives for one call and is matched at once: boxing the tenant would only add an allocation
+// per delivery.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Admission {
     /// The tenant, its agent, and a place in the bounded work for the job.
     Admitted {
