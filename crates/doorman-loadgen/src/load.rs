@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use doorman_adapters::postgres::PgOperator;
 use doorman_testkit::slack::sign;
 use hdrhistogram::Histogram;
 use tokio::sync::Semaphore;
@@ -117,17 +116,14 @@ pub async fn run(
     let extra_dispatches = per_event.values().map(|n| n.saturating_sub(1)).sum();
 
     // Completion follows the agent's answer; give the last ones a moment to commit.
-    let mut operator = PgOperator::connect(&run.database_url).await?;
-    let horizon = chrono::Utc::now() + chrono::Duration::minutes(1);
-    let mut stranded = operator.stranded(horizon, None).await?.len();
+    let (mut stranded, mut failed) = unfinished(&run.database_url).await?;
     for _ in 0..100 {
         if stranded == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        stranded = operator.stranded(horizon, None).await?.len();
+        (stranded, failed) = unfinished(&run.database_url).await?;
     }
-    let failed = operator.failed(None).await?.len();
 
     let latency = tally.latency.lock().unwrap().clone();
     let statuses = tally.statuses.lock().unwrap().clone();
@@ -233,4 +229,26 @@ fn event_body(team: &str, event_id: &str, size: usize) -> String {
     let padding = size.saturating_sub(body.to_string().len());
     body["event"]["text"] = serde_json::Value::String("x".repeat(padding));
     body.to_string()
+}
+
+/// Receipts never handled: without a failure (stranded) and with one (failed). Plain SQL on
+/// columns every schema version has, so an earlier revision's database (`--compare`) reads too.
+async fn unfinished(database_url: &str) -> anyhow::Result<(usize, usize)> {
+    use diesel_async::{AsyncConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Counts {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        stranded: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        failed: i64,
+    }
+    let mut conn = diesel_async::AsyncPgConnection::establish(database_url).await?;
+    let counts: Counts = diesel::sql_query(
+        "SELECT count(*) FILTER (WHERE failure_reason IS NULL) AS stranded, \
+                count(*) FILTER (WHERE failure_reason IS NOT NULL) AS failed \
+           FROM messaging_event_receipts WHERE handled_at IS NULL",
+    )
+    .get_result(&mut conn)
+    .await?;
+    Ok((counts.stranded as usize, counts.failed as usize))
 }

@@ -32,10 +32,16 @@ impl Run {
         let admin_url = args.database_server.clone();
         recreate_database(&admin_url).await?;
         let database_url = with_database(&admin_url, DATABASE);
-        migrations::run_pending(&database_url)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .context("migrating")?;
+        match server {
+            // Each binary migrates its own database, so an earlier revision (`--compare`)
+            // runs on the schema it was built for.
+            Some(binary) => migrate_with(binary, &database_url)?,
+            None => migrations::run_pending(&database_url)
+                .await
+                .map(drop)
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .context("migrating")?,
+        }
 
         let agent = FakeAgent::start_counting(AGENT_SECRET);
         let mut operator = PgOperator::connect(&database_url).await?;
@@ -58,6 +64,20 @@ impl Run {
             .await?;
         Ok(())
     }
+}
+
+/// `binary migrate` on `database_url`.
+fn migrate_with(binary: &std::path::Path, database_url: &str) -> anyhow::Result<()> {
+    let output = std::process::Command::new(binary)
+        .arg("migrate")
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "error")
+        .output()
+        .with_context(|| format!("running {} migrate", binary.display()))?;
+    if !output.status.success() {
+        anyhow::bail!("{} migrate failed: {}", binary.display(), String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(())
 }
 
 async fn recreate_database(admin_url: &str) -> anyhow::Result<()> {
