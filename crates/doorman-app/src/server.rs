@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
-use doorman_adapters::bridge::HttpAgentBridge;
+use doorman_adapters::bridge::{BridgeSettings, HttpAgentBridge};
 use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{self, PgInstallStore, PgInstallations, PgReceiptStore, PgTenantDirectory};
 use doorman_adapters::slack::oauth::SlackOAuthClient;
@@ -14,7 +14,7 @@ use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
 use doorman_domain::usecases::install::Installs;
 
-use crate::config::ServeConfig;
+use crate::config::{ServeConfig, SlackInstall};
 use crate::http::{self, AppState, InstallFlow};
 use crate::metrics::Metrics;
 use crate::runner::DeliveryRunner;
@@ -73,6 +73,20 @@ impl RunningServer {
     }
 }
 
+/// What every dispatcher sends with, serving or replaying: the agent bridge and, when the Slack
+/// app is configured, the OAuth client that refreshes rotating tokens.
+pub(crate) fn outbound(
+    bridge: &BridgeSettings,
+    slack_app: Option<&SlackInstall>,
+) -> anyhow::Result<(HttpAgentBridge, Option<SlackOAuthClient>)> {
+    let bridge = HttpAgentBridge::new(bridge.clone()).context("building the agent bridge's HTTP client")?;
+    let oauth = slack_app
+        .map(|install| SlackOAuthClient::new(install.app.clone()))
+        .transpose()
+        .context("building the Slack OAuth client")?;
+    Ok((bridge, oauth))
+}
+
 /// Builds everything and starts serving on `config.bind` (port 0 picks a free one). Must
 /// run on the main (multi-threaded) runtime: the pool and the dispatches live there.
 pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
@@ -83,14 +97,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     // Until it has subscribed, the directory resolves from the database.
     let directory_listener = postgres::listener::spawn(config.database_url.expose(), directory.notices());
     let directory_status = directory.status();
-    let bridge =
-        HttpAgentBridge::new(config.bridge.clone()).context("building the agent bridge's HTTP client")?;
-    let oauth = config
-        .slack_app
-        .as_ref()
-        .map(|install| SlackOAuthClient::new(install.app.clone()))
-        .transpose()
-        .context("building the Slack OAuth client")?;
+    let (bridge, oauth) = outbound(&config.bridge, config.slack_app.as_ref())?;
     let installs = match (&config.slack_app, &oauth) {
         (Some(install), Some(oauth)) => Some(Arc::new(InstallFlow {
             installs: Installs::new(

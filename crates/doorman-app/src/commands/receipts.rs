@@ -6,11 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use chrono::Utc;
-use doorman_adapters::bridge::HttpAgentBridge;
 use doorman_adapters::postgres::{
     self, PgInstallations, PgReceiptStore, PgStoredEvents, PgTenantDirectory, PoolSettings,
 };
-use doorman_adapters::slack::oauth::SlackOAuthClient;
 use doorman_domain::ports::SystemClock;
 use doorman_domain::{
     ExternalEventId, Inbound, Platform, Receipt, ReceiptKey, ReceiptStatus, ReplayOutcome, ReplaySelection,
@@ -22,6 +20,7 @@ use super::admin::{connect, tenant_id};
 use super::{Unsuccessful, output};
 use crate::cli::{DatabaseArgs, DispatchArgs, ReceiptsCommand, ReplayArgs};
 use crate::config::DispatchConfig;
+use crate::server;
 
 /// How much longer than a dispatch may take a replay holds its event, so a second replay of
 /// it waits for the first to have finished.
@@ -221,14 +220,7 @@ async fn replay(
 ) -> anyhow::Result<()> {
     let config = DispatchConfig::from_args(dispatch)?;
     let pool = postgres::pool::connect(db.database_url.expose(), &PoolSettings::default());
-    let bridge =
-        HttpAgentBridge::new(config.bridge.clone()).context("building the agent bridge's HTTP client")?;
-    let oauth = config
-        .slack_app
-        .as_ref()
-        .map(|install| SlackOAuthClient::new(install.app.clone()))
-        .transpose()
-        .context("building the Slack OAuth client")?;
+    let (bridge, oauth) = server::outbound(&config.bridge, config.slack_app.as_ref())?;
     let keys = config.keys.clone();
     let inbound = Inbound::new(
         PgTenantDirectory::new(pool.clone(), keys.clone()),

@@ -9,21 +9,9 @@ use doorman_testkit::FakeAgent;
 use doorman_testkit::database::{TEST_KEYS, TestDatabase, tenant_with_agent};
 
 use crate::helpers::{
-    AGENT_SECRET, SIGNING_SECRET, TestApp, WAIT, command_body, event_body, http_client, post_event, quiesce,
-    raw_request, signature_headers, spawn_serve,
+    AGENT_SECRET, SIGNING_SECRET, TestApp, WAIT, command_body, doorman_bare, event_body, http_client,
+    post_event, quiesce, raw_request, signature_headers, spawn_serve,
 };
-
-fn doorman(database_url: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_doorman"))
-        .args(args)
-        .env("DATABASE_URL", database_url)
-        .env("RUST_LOG", "warn")
-        .env_remove("DOORMAN_ENCRYPTION_KEYS")
-        .env_remove("DOORMAN_AGENT_ALLOW_PRIVATE")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run doorman")
-}
 
 // --- 1. bounded work in flight ---------------------------------------------------------------
 
@@ -130,9 +118,10 @@ async fn an_agent_secret_is_nowhere_in_the_database_or_its_dump() {
     let db = TestDatabase::create().await;
     let url = db.url();
     let keys = [("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS), ("DOORMAN_AGENT_ALLOW_PRIVATE", "true")];
-    let tenant = String::from_utf8(doorman(url, &keys, &["tenant", "add", "--name", "Acme"]).stdout).unwrap();
+    let tenant =
+        String::from_utf8(doorman_bare(url, &keys, &["tenant", "add", "--name", "Acme"]).stdout).unwrap();
     let tenant = tenant.trim();
-    let set = doorman(
+    let set = doorman_bare(
         url,
         &[keys[0], keys[1], ("DOORMAN_AGENT_SECRET", AGENT_SECRET)],
         &["agent", "set", "--tenant", tenant, "--url", "http://127.0.0.1:9/agent"],
@@ -184,7 +173,7 @@ async fn start_up_names_a_missing_key_and_a_rotation_moves_every_secret_to_the_n
     let new_key = "fresh:ZnJlc2gta2V5LWZyZXNoLWtleS1mcmVzaC1rZXktMzI=";
     let server_url = db.server_url();
     let serve_with = |keys: &str| {
-        doorman(
+        doorman_bare(
             &server_url,
             &[("DOORMAN_ENCRYPTION_KEYS", keys), ("SLACK_SIGNING_SECRET", SIGNING_SECRET)],
             &["serve", "--bind", "127.0.0.1:0", "--drain-timeout", "1s"],
@@ -203,13 +192,19 @@ async fn start_up_names_a_missing_key_and_a_rotation_moves_every_secret_to_the_n
 
     // New key first, old one kept: rotate, then the old key can go.
     let both = format!("{new_key},{TEST_KEYS}");
-    let rotate =
-        doorman(db.url(), &[("DOORMAN_ENCRYPTION_KEYS", both.as_str())], &["secrets", "rotate", "--json"]);
+    let rotate = doorman_bare(
+        db.url(),
+        &[("DOORMAN_ENCRYPTION_KEYS", both.as_str())],
+        &["secrets", "rotate", "--json"],
+    );
     assert!(rotate.status.success(), "{}", String::from_utf8_lossy(&rotate.stderr));
     let report: serde_json::Value = serde_json::from_slice(&rotate.stdout).unwrap();
     assert_eq!(report, serde_json::json!({"resealed": 1, "key": "fresh"}));
-    let again =
-        doorman(db.url(), &[("DOORMAN_ENCRYPTION_KEYS", both.as_str())], &["secrets", "rotate", "--json"]);
+    let again = doorman_bare(
+        db.url(),
+        &[("DOORMAN_ENCRYPTION_KEYS", both.as_str())],
+        &["secrets", "rotate", "--json"],
+    );
     assert_eq!(
         serde_json::from_slice::<serde_json::Value>(&again.stdout).unwrap()["resealed"],
         0,
@@ -262,7 +257,7 @@ async fn by_default_a_private_agent_gets_nothing_and_agent_set_says_why() {
     for agent_url in
         ["http://127.0.0.1:9/agent", "https://169.254.169.254/latest/meta-data", "https://localhost/x"]
     {
-        let set = doorman(
+        let set = doorman_bare(
             db.url(),
             &[("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS), ("DOORMAN_AGENT_SECRET", AGENT_SECRET)],
             &["agent", "set", "--tenant", &tenant.to_string(), "--url", agent_url],

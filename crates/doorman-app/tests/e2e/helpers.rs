@@ -435,19 +435,28 @@ pub fn doorman(database_url: &str, args: &[&str]) -> std::process::Output {
     doorman_with(database_url, &[], args)
 }
 
-/// With more environment (the Slack app's settings, say); none is inherited from the shell.
+/// With more environment (the Slack app's settings, say) on top of the test keys and private
+/// agents allowed.
 pub fn doorman_with(database_url: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let mut all = vec![("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS), ("DOORMAN_AGENT_ALLOW_PRIVATE", "true")];
+    all.extend_from_slice(env);
+    doorman_bare(database_url, &all, args)
+}
+
+/// With nothing configured but the database and `env`: none of Doorman's settings is
+/// inherited from the shell (no keys, no private agents, no Slack app).
+pub fn doorman_bare(database_url: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_doorman"))
         .args(args)
         .env_remove("SLACK_CLIENT_ID")
         .env_remove("SLACK_CLIENT_SECRET")
         .env_remove("DOORMAN_PUBLIC_URL")
-        .envs(env.iter().copied())
+        .env_remove("DOORMAN_ENCRYPTION_KEYS")
+        .env_remove("DOORMAN_AGENT_ALLOW_PRIVATE")
+        .env_remove("DOORMAN_AGENT_SECRET")
         .env("DATABASE_URL", database_url)
         .env("RUST_LOG", "warn")
-        .env("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS)
-        .env("DOORMAN_AGENT_ALLOW_PRIVATE", "true")
-        .env_remove("DOORMAN_AGENT_SECRET")
+        .envs(env.iter().copied())
         .output()
         .expect("run doorman")
 }
