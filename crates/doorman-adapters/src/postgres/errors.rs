@@ -23,6 +23,18 @@ pub(crate) fn from_diesel(error: DieselError) -> StorageError {
     }
 }
 
+/// Whether `error` says the connection itself is gone (closed under the statement, or the
+/// statement could not be sent), rather than anything about the statement.
+pub(crate) fn is_dead_connection(error: &DieselError) -> bool {
+    matches!(
+        error,
+        DieselError::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _
+        )
+    )
+}
+
 pub(crate) fn from_connection(error: ConnectionError) -> StorageError {
     StorageError::Unavailable(format!("cannot connect to the database: {error}"))
 }

@@ -25,7 +25,7 @@ use uuid::Uuid;
 use crate::secrets::{Keyring, SealedIn};
 
 use super::directory::PAYLOAD_COLUMN;
-use super::errors::{from_diesel, from_pool};
+use super::errors::{from_diesel, from_pool, is_dead_connection};
 use super::group_commit::{GroupCommit, GroupSettings, Writer};
 use super::pool::PgPool;
 
@@ -292,22 +292,37 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>) -> Result<Vec<u64>, S
     let platforms: Vec<&str> = batch.iter().map(|o| o.key.platform.as_str()).collect();
     let event_ids: Vec<&str> = batch.iter().map(|o| o.key.external_id.as_str()).collect();
 
-    let mut conn = pool.get().await.map_err(from_pool)?;
-    let pruned: Vec<Pruned> =
-        diesel::sql_query("SELECT * FROM doorman_record_outcomes($1, $2, $3, $4, $5, $6, $7, $8, $9)")
-            .bind::<Array<SqlUuid>, _>(&tenants)
-            .bind::<Array<Text>, _>(&platforms)
-            .bind::<Array<Text>, _>(&event_ids)
-            .bind::<Array<Nullable<Timestamptz>>, _>(&handled_at)
-            .bind::<Array<Nullable<Text>>, _>(&reasons)
-            .bind::<Array<Nullable<Timestamptz>>, _>(&failed_at)
-            .bind::<Array<SqlUuid>, _>(&prune_tenants)
-            // Both are null when the batch holds only failures: nothing is pruned then.
-            .bind::<Nullable<Timestamptz>, _>(expired_before)
-            .bind::<Nullable<BigInt>, _>(prune_batch.map(i64::from))
-            .load(&mut conn)
-            .await
-            .map_err(from_diesel)?;
+    // Outcomes are idempotent: a receipt is marked handled only while `handled_at` is null, and
+    // a failure is the same values written again. So a batch that met a connection the database
+    // had already closed (a cut or a restart, handed out before the pool noticed) is sent once
+    // more on a fresh connection, for which the pool waits, rather than leave delivered events
+    // looking stranded.
+    let mut retried = false;
+    let pruned: Vec<Pruned> = loop {
+        let mut conn = pool.get().await.map_err(from_pool)?;
+        let written =
+            diesel::sql_query("SELECT * FROM doorman_record_outcomes($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+                .bind::<Array<SqlUuid>, _>(&tenants)
+                .bind::<Array<Text>, _>(&platforms)
+                .bind::<Array<Text>, _>(&event_ids)
+                .bind::<Array<Nullable<Timestamptz>>, _>(&handled_at)
+                .bind::<Array<Nullable<Text>>, _>(&reasons)
+                .bind::<Array<Nullable<Timestamptz>>, _>(&failed_at)
+                .bind::<Array<SqlUuid>, _>(&prune_tenants)
+                // Both are null when the batch holds only failures: nothing is pruned then.
+                .bind::<Nullable<Timestamptz>, _>(expired_before)
+                .bind::<Nullable<BigInt>, _>(prune_batch.map(i64::from))
+                .load(&mut conn)
+                .await;
+        match written {
+            Ok(pruned) => break pruned,
+            Err(error) if !retried && is_dead_connection(&error) => {
+                tracing::warn!(error = %error, outcomes = batch.len(), "an outcome batch met a closed connection; sending it again");
+                retried = true;
+            }
+            Err(error) => return Err(from_diesel(error)),
+        }
+    };
     let mut pruned: HashMap<TenantId, u64> = pruned
         .into_iter()
         .map(|p| (TenantId::from_uuid(p.outcome_tenant), u64::try_from(p.pruned).unwrap_or(0)))

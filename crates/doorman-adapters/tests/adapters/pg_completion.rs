@@ -4,9 +4,11 @@ use chrono::Duration;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use doorman_adapters::postgres::schema::messaging_event_receipts as receipts;
+use doorman_adapters::postgres::{PoolSettings, pool};
 use doorman_domain::Failure;
 use doorman_domain::ports::ReceiptStore;
-use doorman_testkit::database::{TestDatabase, receipt_store};
+use doorman_testkit::FaultProxy;
+use doorman_testkit::database::{TestDatabase, receipt_store, with_address};
 
 use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team};
 
@@ -33,6 +35,34 @@ async fn complete_sets_handled_at_once() {
     store.complete(&key(tenant, "Ev1"), first + Duration::seconds(30), days_ago(7), 100).await.unwrap();
 
     assert_eq!(rows(&db).await, vec![("Ev1".into(), Some(first), None)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_batch_that_meets_a_closed_connection_is_written_on_a_fresh_one() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let proxy = FaultProxy::start(db.server_addr()).await;
+    let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
+    let store = receipt_store(pool);
+    store.claim(&receipt(tenant, "EvHandled", now())).await.unwrap();
+    store.claim(&receipt(tenant, "EvFailed", now())).await.unwrap();
+
+    // The connection dies under the batch's statement, as in a cut or a database restart.
+    proxy.cut_when_client_sends(b"doorman_record_outcomes");
+    let handled = now();
+    store.complete(&key(tenant, "EvHandled"), handled, days_ago(7), 100).await.unwrap();
+    proxy.cut_when_client_sends(b"doorman_record_outcomes");
+    let failure = Failure { reason: "agent answered HTTP 502".into(), at: now() };
+    store.record_failure(&key(tenant, "EvFailed"), &failure).await.unwrap();
+
+    assert_eq!(
+        rows(&db).await,
+        vec![
+            ("EvFailed".into(), None, Some("agent answered HTTP 502".into())),
+            ("EvHandled".into(), Some(handled), None),
+        ]
+    );
+    assert!(proxy.accepted() >= 3, "each retry opened a fresh connection: {}", proxy.accepted());
 }
 
 #[tokio::test]
