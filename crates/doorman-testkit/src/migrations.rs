@@ -2,12 +2,8 @@
 //! (`doorman_adapters::postgres::migrations`).
 
 use diesel::migration::Migration;
-use diesel_async::AsyncPgConnection;
-use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_migrations::MigrationHarness;
-use doorman_adapters::postgres::migrations::{MIGRATIONS, MigrationError};
-
-type SyncPg = AsyncConnectionWrapper<AsyncPgConnection>;
+use doorman_adapters::postgres::migrations::{MIGRATIONS, MigrationError, with_sync_connection};
 
 /// Reverts every applied migration, newest first; returns the versions reverted.
 pub async fn revert_all(database_url: &str) -> Result<Vec<String>, MigrationError> {
@@ -25,18 +21,4 @@ pub async fn pending(database_url: &str) -> Result<Vec<String>, MigrationError> 
         Ok(pending.iter().map(|m| m.name().to_string()).collect())
     })
     .await
-}
-
-/// The migration harness is synchronous: run it on a blocking thread.
-async fn with_sync_connection<T: Send + 'static>(
-    database_url: &str,
-    work: impl FnOnce(&mut SyncPg) -> Result<T, MigrationError> + Send + 'static,
-) -> Result<T, MigrationError> {
-    let url = database_url.to_owned();
-    tokio::task::spawn_blocking(move || {
-        use diesel::Connection;
-        let mut conn = SyncPg::establish(&url)?;
-        work(&mut conn)
-    })
-    .await?
 }

@@ -13,7 +13,8 @@ use super::pool::PgPool;
 
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
-type SyncPg = AsyncConnectionWrapper<AsyncPgConnection>;
+/// A synchronous connection, as the migration harness wants one.
+pub type SyncPg = AsyncConnectionWrapper<AsyncPgConnection>;
 
 /// Errors from the migration harness, boxed as diesel_migrations returns them.
 pub type MigrationError = Box<dyn std::error::Error + Send + Sync>;
@@ -51,7 +52,9 @@ pub fn embedded_count() -> usize {
     MigrationSource::<Pg>::migrations(&MIGRATIONS).map(|m| m.len()).unwrap_or(0)
 }
 
-async fn with_sync_connection<T: Send + 'static>(
+/// Runs `work` with a synchronous connection (the migration harness is synchronous) on a
+/// blocking thread, so the async runtime is never blocked.
+pub async fn with_sync_connection<T: Send + 'static>(
     database_url: &str,
     work: impl FnOnce(&mut SyncPg) -> Result<T, MigrationError> + Send + 'static,
 ) -> Result<T, MigrationError> {
