@@ -9,8 +9,8 @@ use doorman_testkit::FakeAgent;
 use doorman_testkit::database::{TEST_KEYS, TestDatabase, tenant_with_agent};
 
 use crate::helpers::{
-    AGENT_SECRET, SIGNING_SECRET, TestApp, WAIT, command_body, doorman_bare, event_body, http_client,
-    post_event, quiesce, raw_request, signature_headers, spawn_serve,
+    AGENT_SECRET, SIGNING_SECRET, TestApp, WAIT, command_body, doorman, doorman_bare, doorman_with,
+    event_body, http_client, post_event, quiesce, raw_request, signature_headers, spawn_serve,
 };
 
 // --- 1. bounded work in flight ---------------------------------------------------------------
@@ -117,13 +117,11 @@ async fn receipts_of(db: &TestDatabase, prefix: &str) -> i64 {
 async fn an_agent_secret_is_nowhere_in_the_database_or_its_dump() {
     let db = TestDatabase::create().await;
     let url = db.url();
-    let keys = [("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS), ("DOORMAN_AGENT_ALLOW_PRIVATE", "true")];
-    let tenant =
-        String::from_utf8(doorman_bare(url, &keys, &["tenant", "add", "--name", "Acme"]).stdout).unwrap();
+    let tenant = String::from_utf8(doorman(url, &["tenant", "add", "--name", "Acme"]).stdout).unwrap();
     let tenant = tenant.trim();
-    let set = doorman_bare(
+    let set = doorman_with(
         url,
-        &[keys[0], keys[1], ("DOORMAN_AGENT_SECRET", AGENT_SECRET)],
+        &[("DOORMAN_AGENT_SECRET", AGENT_SECRET)],
         &["agent", "set", "--tenant", tenant, "--url", "http://127.0.0.1:9/agent"],
     );
     assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
