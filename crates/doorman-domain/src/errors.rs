@@ -1,10 +1,10 @@
 //! The error policy, written once.
 //!
 //! - Each port has its own typed error, small enough to match on: [`StorageError`] for the
-//!   two storage ports (tenant directory, receipt store: same backing store, same failure
-//!   modes) and [`DispatchError`] for the agent bridge. Constructors return
-//!   [`ValidationError`]. Operator actions (provisioning, listings) return [`OperatorError`],
-//!   worded for any front end: the CLI adds its own hints (which command to run next).
+//!   storage ports (same backing store, same failure modes) and [`DispatchError`] for the
+//!   agent bridge. Constructors return [`ValidationError`]. Operator use cases return
+//!   [`OperatorError`], worded for any front end: the CLI adds its own hints (which command
+//!   to run next), the admin API its problem types and status codes.
 //! - Adapters translate their library's errors into these variants at the boundary (a pool
 //!   timeout becomes `StorageError::Unavailable`); the domain never sees diesel or HTTP
 //!   errors.
@@ -53,15 +53,34 @@ pub enum OAuthError {
     Unreachable(String),
 }
 
-/// An operator action could not be done. Worded for any caller; never names a CLI flag.
+/// An operator action could not be done. Worded for any caller (API or CLI); never names a
+/// CLI flag or a JSON field: each face says which of its inputs a refusal is about.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum OperatorError {
+    /// No such tenant, or one the caller may not see (answered alike, so a scoped key cannot
+    /// learn which tenants exist).
     #[error("no tenant with id {0}")]
     UnknownTenant(crate::model::TenantId),
+    /// No such thing of the tenant's: `what` is `event`, `workspace`, `installation` or `key`.
+    #[error("no {what} {id}")]
+    NotFound { what: &'static str, id: String },
+    /// The caller may not do this (a read-only key changing something, a scoped key creating
+    /// tenants or managing keys). Nothing was written.
+    #[error("forbidden: {0}")]
+    Forbidden(&'static str),
     #[error("tenant {0} has no agent configured")]
     NoAgent(crate::model::TenantId),
-    #[error("that workspace is already linked to a tenant")]
+    #[error("that workspace is already linked to another tenant")]
     WorkspaceTaken,
+    /// The idempotency key was used before for a different request.
+    #[error("this Idempotency-Key was used for a different request")]
+    IdempotencyKeyReused,
+    /// Install links need the Slack app's settings (client id and secret, public URL).
+    #[error("installs are off: the Slack app's client id, secret and public URL are not configured")]
+    InstallsOff,
+    /// A value that is well-formed but not allowed (an agent on a private address).
+    #[error("{what} refused: {reason}")]
+    Refused { what: &'static str, reason: String },
     #[error(transparent)]
     Invalid(#[from] ValidationError),
     #[error(transparent)]

@@ -1,4 +1,4 @@
-//! Doorman's domain: the model, the ports and the two inbound use cases.
+//! Doorman's domain: the model, the ports and the use cases.
 //!
 //! Everything here is pure. The crate depends on no database, HTTP, crypto or runtime
 //! crate (CI checks `cargo tree -p doorman-domain -e normal`), so the rule that matters
@@ -7,7 +7,9 @@
 //!
 //! - [`model`]: tenants, workspaces, inbound events, receipts; validating constructors.
 //! - [`ports`]: what the use cases need from the outside world, with error contracts.
-//! - [`usecases`]: `acknowledge` (before the HTTP answer) and `handle` (after it).
+//! - [`usecases`]: `acknowledge` (before the HTTP answer) and `handle` (after it), the
+//!   operator's replay and installs, and the operator actions both faces (CLI and admin API)
+//!   share.
 
 pub mod errors;
 pub mod model;

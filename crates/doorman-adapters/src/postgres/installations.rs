@@ -294,8 +294,7 @@ impl Installations for PgInstallations {
         workspace: &WorkspaceRef,
         lifecycle: &Lifecycle,
     ) -> Result<(), StorageError> {
-        let org_wide = workspace.is_enterprise_install();
-        let team = if org_wide { None } else { workspace.team_id().map(|t| t.as_str()) };
+        let team = workspace.team_id().map(|t| t.as_str());
         let enterprise = workspace.enterprise_id().map(|e| e.as_str());
         let mut conn = self.pool.get().await.map_err(from_pool)?;
         match lifecycle {
@@ -338,13 +337,12 @@ pub(crate) async fn remove_installation(
         #[diesel(sql_type = Bool)]
         removed: bool,
     }
-    let org_wide = workspace.is_enterprise_install();
     let Removed { removed } =
         diesel::sql_query("SELECT doorman_remove_installation($1, 'slack', $2, $3, $4) AS removed")
             .bind::<SqlUuid, _>(tenant.as_uuid())
-            .bind::<Nullable<Text>, _>(if org_wide { None } else { workspace.team_id().map(|t| t.as_str()) })
+            .bind::<Nullable<Text>, _>(workspace.team_id().map(|t| t.as_str()))
             .bind::<Nullable<Text>, _>(workspace.enterprise_id().map(|e| e.as_str()))
-            .bind::<Bool, _>(org_wide)
+            .bind::<Bool, _>(workspace.is_enterprise_install())
             .get_result(conn)
             .await
             .map_err(from_diesel)?;

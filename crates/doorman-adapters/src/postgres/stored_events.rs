@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::StoredEvents;
-use doorman_domain::{Delivery, ReceiptKey, ReplayCandidate, ReplaySelection, StorageError, Taken, TenantId};
+use doorman_domain::{Delivery, ReceiptKey, ReceiptRecord, ReplaySelection, StorageError, Taken, TenantId};
 
 use super::directory::PAYLOAD_COLUMN;
 use super::errors::{from_diesel, from_pool};
@@ -75,7 +75,7 @@ impl StoredEvents for PgStoredEvents {
         &self,
         tenant: TenantId,
         selection: &ReplaySelection,
-    ) -> Result<Vec<ReplayCandidate>, StorageError> {
+    ) -> Result<Vec<ReceiptRecord>, StorageError> {
         let mut conn = self.pool.get().await.map_err(from_pool)?;
         let selection = selection.clone();
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
@@ -117,7 +117,7 @@ impl StoredEvents for PgStoredEvents {
                     let payload_kept = kept.iter().any(|(platform, id)| {
                         platform == receipt.key.platform.as_str() && id == receipt.key.external_id.as_str()
                     });
-                    Ok(ReplayCandidate { receipt, payload_kept })
+                    Ok(ReceiptRecord { receipt, payload_kept })
                 })
                 .collect()
         })

@@ -160,11 +160,10 @@ impl SlackOAuth for SlackOAuthClient {
                 .transpose()
                 .map_err(|_| malformed("workspace id"))
         };
-        let (team, enterprise) = (id(&answer.team)?, id(&answer.enterprise)?);
-        let org_wide = answer.is_enterprise_install && enterprise.is_some();
-        let workspace = WorkspaceRef::new(if org_wide { None } else { team }, enterprise, org_wide)
-            .map_err(|_| malformed("workspace"))?;
-        let named = if org_wide { &answer.enterprise } else { &answer.team };
+        let workspace =
+            WorkspaceRef::new(id(&answer.team)?, id(&answer.enterprise)?, answer.is_enterprise_install)
+                .map_err(|_| malformed("workspace"))?;
+        let named = if workspace.is_enterprise_install() { &answer.enterprise } else { &answer.team };
         let workspace_name =
             named.as_ref().and_then(|n| n.name.clone()).unwrap_or_else(|| workspace.to_string());
         Ok(Grant {

@@ -263,8 +263,7 @@ fn slack_event(
     })
 }
 
-/// Builds the workspace reference. An org-wide install is named by its enterprise alone:
-/// the team id in such a request is where it happened, not who installed the app.
+/// Builds the workspace reference ([`WorkspaceRef::new`] holds the org-wide rule).
 fn workspace(
     team: Option<&str>,
     enterprise: Option<&str>,
@@ -276,10 +275,7 @@ fn workspace(
             .transpose()
             .map_err(|_| Rejection::Malformed("workspace id is not valid"))
     };
-    let enterprise = id(enterprise)?;
-    let org_wide = org_wide && enterprise.is_some();
-    let team = if org_wide { None } else { id(team)? };
-    WorkspaceRef::new(team, enterprise, org_wide)
+    WorkspaceRef::new(id(team)?, id(enterprise)?, org_wide)
         .map_err(|_| Rejection::Malformed("no team or enterprise id"))
 }
 

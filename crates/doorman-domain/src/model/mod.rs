@@ -2,10 +2,14 @@
 //! value that exists is a value that is valid: adapters convert at the edge and the use
 //! cases never re-check.
 
+mod access;
 mod admission;
+mod audit;
+mod directory;
 mod event;
 mod installation;
 mod job;
+mod page;
 mod platform;
 mod receipt;
 mod replay;
@@ -13,7 +17,13 @@ mod tenant;
 mod text;
 mod workspace;
 
+pub use access::{Actor, ApiKey, Caller, KeyId, KeyName, KeyScope, KeySecret, KeySummary, RequestId};
 pub use admission::{Busy, Permit};
+pub use audit::{AuditAction, AuditEntry, AuditRecord};
+pub use directory::{
+    AgentSummary, Created, Idempotency, IdempotencyKey, InstallLink, InstallationSummary, Linked,
+    LinkedWorkspace, NewTenant, Removed, TenantRecord,
+};
 pub use event::{
     Delivery, EventKind, ExternalEventId, Fingerprint, InboundEvent, Label, Payload, RetryReason,
 };
@@ -22,8 +32,12 @@ pub use installation::{
     TakenState,
 };
 pub use job::Job;
+pub use page::{AuditCursor, Cursor, EventCursor, Page, PageLimit, PageRequest, TenantCursor};
 pub use platform::Platform;
-pub use receipt::{Claim, Completion, Failure, NewReceipt, Receipt, ReceiptKey, ReceiptStatus, Retention};
-pub use replay::{ReplayCandidate, ReplayOutcome, ReplaySelection, Replayed, Taken};
+pub use receipt::{
+    Claim, Completion, EventFilter, EventReport, EventState, Failure, NewReceipt, Receipt, ReceiptKey,
+    ReceiptRecord, ReceiptStatus, Retention,
+};
+pub use replay::{ReplayOutcome, ReplaySelection, Replayed, Taken};
 pub use tenant::{Agent, AgentEndpoint, AgentSecret, AgentUrl, Tenant, TenantId, TenantName};
 pub use workspace::{WorkspaceId, WorkspaceRef};

@@ -67,7 +67,7 @@ pub struct Receipt {
     pub replays: u32,
 }
 
-/// What became of a claimed event, as `doorman receipts show` says it.
+/// What became of a claimed event, as `doorman receipts show` and the admin API say it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReceiptStatus {
     /// The agent took it, at `at`.
@@ -79,6 +79,66 @@ pub enum ReceiptStatus {
     /// Claimed longer ago than the threshold, never handled, no failure: acknowledged to the
     /// platform and delivered to nobody (decision 3).
     Stranded,
+}
+
+impl ReceiptStatus {
+    /// How long an unfinished receipt is in flight before it reads as stranded, unless an
+    /// operator asks otherwise: twice Slack's ~5-minute retry window.
+    pub const STRANDED_AFTER: Duration = Duration::from_secs(10 * 60);
+
+    /// The stable word for reports, `--json` and the admin API.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Handled { .. } => "handled",
+            Self::Failed(_) => "failed",
+            Self::InFlight => "in_flight",
+            Self::Stranded => "stranded",
+        }
+    }
+}
+
+/// A stored receipt, and whether its event's payload is kept (for a replay).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptRecord {
+    pub receipt: Receipt,
+    pub payload_kept: bool,
+}
+
+/// Which unfinished events an operator lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventState {
+    /// The last dispatch failed; newest failure first.
+    Failed,
+    /// Acknowledged, never handled, no failure, claimed before a threshold; oldest first.
+    Stranded,
+}
+
+impl EventState {
+    pub fn parse(word: &str) -> Result<Self, ValidationError> {
+        match word {
+            "failed" => Ok(Self::Failed),
+            "stranded" => Ok(Self::Stranded),
+            _ => Err(ValidationError::new("state", "must be failed or stranded")),
+        }
+    }
+}
+
+/// A listing of unfinished events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventFilter {
+    pub state: EventState,
+    /// Only events that failed (`Failed`) or were claimed (`Stranded`) at or after this.
+    pub since: Option<DateTime<Utc>>,
+    /// `Stranded` only: claimed before this.
+    pub stranded_before: DateTime<Utc>,
+}
+
+/// What became of one event: its receipt, its status now, and whether its payload is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventReport {
+    pub receipt: Receipt,
+    pub status: ReceiptStatus,
+    pub payload_kept: bool,
 }
 
 impl Receipt {

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{ExternalEventId, InboundEvent, Receipt, ReceiptKey};
+use super::{ExternalEventId, InboundEvent, ReceiptKey};
 
 /// Which of a tenant's receipts to replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,13 +14,6 @@ pub enum ReplaySelection {
     FailedSince(DateTime<Utc>),
     /// Every stranded receipt: claimed before this instant, never handled, no failure.
     StrandedBefore(DateTime<Utc>),
-}
-
-/// A receipt chosen for a replay, and whether its payload was kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayCandidate {
-    pub receipt: Receipt,
-    pub payload_kept: bool,
 }
 
 /// What taking a receipt's kept event for one replay found.

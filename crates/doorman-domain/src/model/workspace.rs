@@ -30,7 +30,11 @@ impl fmt::Display for WorkspaceId {
 /// The installation a delivery is for: a team (workspace), an enterprise (an org-wide
 /// install has no team), or both (a team inside an enterprise grid).
 ///
-/// At least one id is always present; the constructor refuses a reference to nothing.
+/// [`WorkspaceRef::new`] is the one constructor, and it holds the *org-wide rule*: an org-wide
+/// install is named by its enterprise alone, so the team id a platform sends with it (where
+/// something happened, not who installed the app) is dropped. Slack parsing, the OAuth grant,
+/// storage and both operator faces all build references through it. At least one id is always
+/// present.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WorkspaceRef {
     team_id: Option<WorkspaceId>,
@@ -39,21 +43,38 @@ pub struct WorkspaceRef {
 }
 
 impl WorkspaceRef {
+    /// `org_wide` claimed without an enterprise id is read as a plain team install: there is
+    /// no enterprise to name it by.
     pub fn new(
         team_id: Option<WorkspaceId>,
         enterprise_id: Option<WorkspaceId>,
-        enterprise_install: bool,
+        org_wide: bool,
     ) -> Result<Self, ValidationError> {
+        let org_wide = org_wide && enterprise_id.is_some();
+        let team_id = if org_wide { None } else { team_id };
         if team_id.is_none() && enterprise_id.is_none() {
             return Err(ValidationError::new("workspace", "has neither a team nor an enterprise id"));
         }
-        if enterprise_install && enterprise_id.is_none() {
-            return Err(ValidationError::new(
-                "workspace",
-                "is an enterprise install without an enterprise id",
-            ));
+        Ok(Self { team_id, enterprise_id, enterprise_install: org_wide })
+    }
+
+    /// As an operator names a workspace: a team (optionally inside an enterprise), or an
+    /// enterprise alone for an org-wide install.
+    pub fn operator(
+        team_id: Option<WorkspaceId>,
+        enterprise_id: Option<WorkspaceId>,
+    ) -> Result<Self, ValidationError> {
+        let org_wide = team_id.is_none();
+        Self::new(team_id, enterprise_id, org_wide)
+    }
+
+    /// Whether `id` names this workspace the way an operator refers to a link: its team id,
+    /// or, for an org-wide install, its enterprise id.
+    pub fn is_named_by(&self, id: &WorkspaceId) -> bool {
+        match &self.team_id {
+            Some(team) => team == id,
+            None => self.enterprise_id.as_ref() == Some(id),
         }
-        Ok(Self { team_id, enterprise_id, enterprise_install })
     }
 
     /// A single workspace (team) install.
@@ -104,8 +125,25 @@ mod tests {
     }
 
     #[test]
-    fn an_enterprise_install_needs_the_enterprise_id() {
-        assert!(WorkspaceRef::new(Some(id("T1")), None, true).is_err());
+    fn an_org_wide_install_is_named_by_its_enterprise_alone() {
+        let org = WorkspaceRef::new(Some(id("T1")), Some(id("E1")), true).unwrap();
+        assert_eq!(org.team_id(), None, "the team is where it happened, not who installed");
+        assert!(org.is_enterprise_install());
+        assert!(org.is_named_by(&id("E1")) && !org.is_named_by(&id("T1")));
+        // Claimed org-wide without an enterprise: read as a plain team.
+        let team = WorkspaceRef::new(Some(id("T1")), None, true).unwrap();
+        assert_eq!(team.team_id(), Some(&id("T1")));
+        assert!(!team.is_enterprise_install());
+    }
+
+    #[test]
+    fn an_operator_names_an_org_wide_install_by_its_enterprise_alone() {
+        let org = WorkspaceRef::operator(None, Some(id("E1"))).unwrap();
+        assert!(org.is_enterprise_install());
+        let in_grid = WorkspaceRef::operator(Some(id("T1")), Some(id("E1"))).unwrap();
+        assert!(!in_grid.is_enterprise_install());
+        assert!(in_grid.is_named_by(&id("T1")) && !in_grid.is_named_by(&id("E1")));
+        assert!(WorkspaceRef::operator(None, None).is_err());
     }
 
     #[test]

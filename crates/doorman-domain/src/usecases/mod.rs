@@ -9,6 +9,10 @@
 //! 3. [`Inbound::replay`] is an operator's: it sends kept events again through the same steps
 //!    as a live delivery after its claim (see `replay.rs`).
 //!
+//! The operator's actions (tenants, workspaces, agents, install links, installations, event
+//! accounting, replays, keys, the audit trail) are [`operator::Operator`]'s: the command line
+//! and the admin API are two faces of those use cases and only convert.
+//!
 //! Only an `Accepted` acknowledgement carries a [`Job`](crate::Job), which nothing outside
 //! this crate can build, and only `handle` dispatches, so the types say "no dispatch without
 //! acknowledge". The unit tests pin the rest of the order: `mockall::Sequence` for the order
@@ -17,6 +21,7 @@
 mod acknowledge;
 mod handle;
 pub mod install;
+pub mod operator;
 mod replay;
 #[cfg(test)]
 mod tests;

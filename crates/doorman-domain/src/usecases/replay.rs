@@ -9,7 +9,9 @@ use super::Inbound;
 use super::acknowledge::Admission;
 use super::handle::Handled;
 use crate::errors::StorageError;
-use crate::model::{Job, ReplayCandidate, ReplayOutcome, ReplaySelection, Replayed, Taken, TenantId};
+use crate::model::{
+    Job, Platform, ReceiptKey, ReceiptRecord, ReplayOutcome, ReplaySelection, Replayed, Taken, TenantId,
+};
 use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, StoredEvents, TenantDirectory};
 use crate::usecases::Unavailability;
 
@@ -23,7 +25,8 @@ where
 {
     /// Replays the tenant's receipts that `selection` names, in claim order, and reports what
     /// became of each. A handled receipt, or one without a kept payload, is refused and
-    /// named; with `dry_run` nothing is sent or changed. Each replay holds its event for
+    /// named, and so is one event named by id that has no receipt (`Unknown`); with `dry_run`
+    /// nothing is sent or changed. Each replay holds its event for
     /// `hold` (longer than a dispatch can take) so two replays never overlap.
     pub async fn replay<S: StoredEvents>(
         &self,
@@ -34,6 +37,13 @@ where
         dry_run: bool,
     ) -> Result<Vec<Replayed>, StorageError> {
         let candidates = stored.select(tenant, selection).await?;
+        if candidates.is_empty()
+            && let ReplaySelection::Event(id) = selection
+        {
+            // Named, and not there: that event is reported, not silently left out.
+            let key = ReceiptKey { tenant, platform: Platform::Slack, external_id: id.clone() };
+            return Ok(vec![Replayed { key, outcome: ReplayOutcome::Unknown }]);
+        }
         let mut report = Vec::with_capacity(candidates.len());
         for candidate in candidates {
             let outcome = self.replay_one(stored, tenant, &candidate, hold, dry_run).await;
@@ -52,7 +62,7 @@ where
         &self,
         stored: &S,
         tenant: TenantId,
-        candidate: &ReplayCandidate,
+        candidate: &ReceiptRecord,
         hold: Duration,
         dry_run: bool,
     ) -> ReplayOutcome {

@@ -12,8 +12,8 @@ fn key() -> ReceiptKey {
     }
 }
 
-fn candidate(handled: bool, payload_kept: bool) -> ReplayCandidate {
-    ReplayCandidate {
+fn candidate(handled: bool, payload_kept: bool) -> ReceiptRecord {
+    ReceiptRecord {
         receipt: Receipt {
             key: key(),
             event_type: "app_mention".into(),
@@ -27,7 +27,7 @@ fn candidate(handled: bool, payload_kept: bool) -> ReplayCandidate {
     }
 }
 
-fn stored_with(candidates: Vec<ReplayCandidate>) -> MockStoredEvents {
+fn stored_with(candidates: Vec<ReceiptRecord>) -> MockStoredEvents {
     let mut stored = MockStoredEvents::new();
     stored.expect_select().returning(move |_, _| ready(Ok(candidates.clone())));
     stored
@@ -173,4 +173,20 @@ async fn a_retaining_tenant_keeps_the_payload_with_the_claim_and_others_do_not()
             .returning(|_| ready(Ok(Claim::Claimed)));
         accepted(ports.build().acknowledge(numbered(0)).await);
     }
+}
+
+#[tokio::test]
+async fn an_event_named_by_id_without_a_receipt_is_reported_unknown_and_nothing_is_sent() {
+    let ports = Ports::new().never_dispatches().never_writes_after_dispatch();
+    let mut stored = stored_with(vec![]);
+    stored.expect_take().never();
+    let selection = ReplaySelection::Event(ExternalEventId::new("EvGone").unwrap());
+    let report = ports.build().replay(&stored, tenant_id(), &selection, HOLD, false).await.unwrap();
+    assert_eq!(report.len(), 1);
+    assert_eq!(report[0].key.external_id.as_str(), "EvGone");
+    assert_eq!(report[0].outcome, ReplayOutcome::Unknown);
+
+    // A selection by state that finds nothing reports nothing.
+    let none = replay(Ports::new(), &stored_with(vec![]), false).await;
+    assert!(none.is_empty());
 }

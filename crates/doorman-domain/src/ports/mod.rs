@@ -4,8 +4,15 @@
 //! multi-threaded runtime and in spawned tasks. Each doc comment states the contract an
 //! adapter MUST honour; the use cases rely on exactly these words.
 //!
-//! With the `mocks` feature (and in this crate's tests) mockall generates `MockTenantDirectory`,
-//! `MockAgentBridge`, `MockReceiptStore` and `MockClock`.
+//! With the `mocks` feature (and in this crate's tests) mockall generates a `Mock…` of each
+//! (`MockTenantDirectory`, `MockAgentBridge`, `MockReceiptStore`, `MockClock`, …).
+//!
+//! The inbound path's ports are here; the operator actions' ports, split by concern, are in
+//! [`operator`].
+
+pub mod operator;
+
+pub use operator::*;
 
 use std::future::Future;
 
@@ -14,7 +21,7 @@ use chrono::{DateTime, Utc};
 use crate::errors::{DispatchError, OAuthError, StorageError};
 use crate::model::{
     Busy, Claim, Completion, Failure, Fingerprint, Grant, Installation, Job, Lifecycle, LinkState,
-    NewReceipt, OpenedState, Permit, Platform, ReceiptKey, Recorded, ReplayCandidate, ReplaySelection, Taken,
+    NewReceipt, OpenedState, Permit, Platform, ReceiptKey, ReceiptRecord, Recorded, ReplaySelection, Taken,
     TakenState, Tenant, TenantId, WorkspaceRef,
 };
 
@@ -137,7 +144,7 @@ pub trait StoredEvents: Send + Sync {
         &self,
         tenant: TenantId,
         selection: &ReplaySelection,
-    ) -> impl Future<Output = Result<Vec<ReplayCandidate>, StorageError>> + Send;
+    ) -> impl Future<Output = Result<Vec<ReceiptRecord>, StorageError>> + Send;
 
     /// Takes the kept event of `key` for one replay, holding it until `hold_until`.
     ///

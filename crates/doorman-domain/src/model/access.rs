@@ -1,0 +1,234 @@
+//! Who is asking: an admin API key or the command line, and what each may do.
+//!
+//! The rules of access live here, once, for both faces: a key scoped to one tenant sees only
+//! that tenant (another tenant is *not found*, so existence is not revealed), a read-only key
+//! changes nothing, and only a key for every tenant creates tenants. The command line, run by
+//! whoever holds the database owner's password, may do everything.
+
+use std::fmt;
+
+use uuid::Uuid;
+
+use super::TenantId;
+use super::text::{check_label, check_printable_ascii};
+use crate::errors::ValidationError;
+
+/// An admin API key's id: public, printed by `keys list`, recorded in the audit trail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyId(Uuid);
+
+impl KeyId {
+    pub const fn from_uuid(id: Uuid) -> Self {
+        Self(id)
+    }
+
+    pub fn generate() -> Self {
+        Self(Uuid::new_v4())
+    }
+
+    pub const fn as_uuid(&self) -> &Uuid {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for KeyId {
+    type Err = ValidationError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s).map(Self).map_err(|_| ValidationError::new("key id", "is not a UUID"))
+    }
+}
+
+impl fmt::Display for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A key's name, for people: 1 to 255 bytes, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyName(String);
+
+impl KeyName {
+    pub fn new(name: impl Into<String>) -> Result<Self, ValidationError> {
+        let name = name.into().trim().to_owned();
+        check_label("key name", &name)?;
+        Ok(Self(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What a key may reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyScope {
+    /// `Some`: this tenant only. `None`: every tenant.
+    pub tenant: Option<TenantId>,
+    /// Reads only: every change is forbidden.
+    pub read_only: bool,
+}
+
+/// An admin API key as it authenticated: never the key itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub id: KeyId,
+    pub name: String,
+    pub scope: KeyScope,
+}
+
+/// A key's secret text (`dmk_…`), shown once when the key is created. Never prints.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeySecret(String);
+
+impl KeySecret {
+    pub fn new(secret: String) -> Self {
+        Self(secret)
+    }
+
+    /// The secret itself, for the one place that shows it to the operator who made it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for KeySecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KeySecret(<redacted>)")
+    }
+}
+
+/// A key as `keys list` shows it: never its secret or hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySummary {
+    pub id: KeyId,
+    pub name: String,
+    pub scope: KeyScope,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub revoked_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Who is acting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// An admin API key (the platform's backend, its support tools).
+    Key(ApiKey),
+    /// The command line, run by this OS user as the database owner: every tenant, every change.
+    Cli { user: String },
+}
+
+impl Actor {
+    /// Whether `tenant` exists as far as this actor can tell. A tenant it may not see must be
+    /// answered exactly like one that does not exist.
+    pub fn may_see(&self, tenant: TenantId) -> bool {
+        match self {
+            Actor::Key(key) => key.scope.tenant.is_none_or(|own| own == tenant),
+            Actor::Cli { .. } => true,
+        }
+    }
+
+    /// Whether this actor may change anything at all.
+    pub fn may_write(&self) -> bool {
+        match self {
+            Actor::Key(key) => !key.scope.read_only,
+            Actor::Cli { .. } => true,
+        }
+    }
+
+    /// Only an actor for every tenant creates tenants (and may write).
+    pub fn may_create_tenants(&self) -> bool {
+        self.may_write() && self.only_tenant().is_none()
+    }
+
+    /// The one tenant a scoped key sees; `None` for an actor that sees every tenant.
+    pub fn only_tenant(&self) -> Option<TenantId> {
+        match self {
+            Actor::Key(key) => key.scope.tenant,
+            Actor::Cli { .. } => None,
+        }
+    }
+
+    /// Whose idempotency keys these are: a key's own, or the command line user's.
+    pub fn idempotency_scope(&self) -> String {
+        match self {
+            Actor::Key(key) => format!("key:{}", key.id),
+            Actor::Cli { user } => format!("cli:{user}"),
+        }
+    }
+}
+
+/// The id of one request (HTTP: `X-Request-Id` or a fresh one; CLI: one per command), so an
+/// audit row can be matched with logs. Printable ASCII, 1 to 128 bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(String);
+
+impl RequestId {
+    pub const MAX_LEN: usize = 128;
+
+    pub fn new(id: impl Into<String>) -> Result<Self, ValidationError> {
+        let id = id.into();
+        check_printable_ascii("request id", &id)?;
+        if id.len() > Self::MAX_LEN {
+            return Err(ValidationError::new("request id", "is longer than 128 bytes"));
+        }
+        Ok(Self(id))
+    }
+
+    pub fn generate() -> Self {
+        Self(Uuid::new_v4().to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Who is asking, and in which request: what every operator use case is called with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub actor: Actor,
+    pub request: RequestId,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(tenant: Option<TenantId>, read_only: bool) -> Actor {
+        Actor::Key(ApiKey { id: KeyId::generate(), name: "k".into(), scope: KeyScope { tenant, read_only } })
+    }
+
+    #[test]
+    fn a_scoped_key_sees_only_its_tenant_and_never_creates_tenants() {
+        let (own, other) = (TenantId::generate(), TenantId::generate());
+        let scoped = key(Some(own), false);
+        assert!(scoped.may_see(own) && !scoped.may_see(other));
+        assert!(scoped.may_write());
+        assert!(!scoped.may_create_tenants());
+        assert_eq!(scoped.only_tenant(), Some(own));
+    }
+
+    #[test]
+    fn a_read_only_key_writes_nothing_and_an_unscoped_one_creates_tenants() {
+        let read_only = key(None, true);
+        assert!(read_only.may_see(TenantId::generate()));
+        assert!(!read_only.may_write() && !read_only.may_create_tenants());
+        assert!(key(None, false).may_create_tenants());
+        assert!(Actor::Cli { user: "ops".into() }.may_create_tenants());
+    }
+
+    #[test]
+    fn a_request_id_is_bounded_printable_ascii() {
+        assert!(RequestId::new("req-1").is_ok());
+        assert!(RequestId::new("").is_err());
+        assert!(RequestId::new("a\nb").is_err());
+        assert!(RequestId::new("x".repeat(129)).is_err());
+    }
+}

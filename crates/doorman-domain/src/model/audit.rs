@@ -1,0 +1,109 @@
+//! The audit trail: one row for every change made through either face (admin API or CLI).
+//!
+//! An entry says when, who (a key's id and name, or `cli` and the OS user), what (an action
+//! from a fixed vocabulary), on which tenant and target, and in which request. Never a secret:
+//! targets are ids and names, never URLs' credentials, keys or tokens.
+
+use chrono::{DateTime, Utc};
+
+use super::{Actor, Caller, TenantId};
+
+/// What was changed. The stored word is [`AuditAction::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuditAction {
+    TenantCreate,
+    TenantRetainPayloads,
+    WorkspaceLink,
+    WorkspaceUnlink,
+    AgentSet,
+    AgentPause,
+    AgentResume,
+    InstallLinkCreate,
+    InstallationRemove,
+    EventsReplay,
+    KeyCreate,
+    KeyRevoke,
+}
+
+impl AuditAction {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::TenantCreate => "tenant.create",
+            Self::TenantRetainPayloads => "tenant.retain_payloads",
+            Self::WorkspaceLink => "workspace.link",
+            Self::WorkspaceUnlink => "workspace.unlink",
+            Self::AgentSet => "agent.set",
+            Self::AgentPause => "agent.pause",
+            Self::AgentResume => "agent.resume",
+            Self::InstallLinkCreate => "install_link.create",
+            Self::InstallationRemove => "installation.remove",
+            Self::EventsReplay => "events.replay",
+            Self::KeyCreate => "key.create",
+            Self::KeyRevoke => "key.revoke",
+        }
+    }
+}
+
+/// One change, about to be written with it (in the same transaction, by the port that makes
+/// the change).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    pub caller: Caller,
+    pub action: AuditAction,
+    pub tenant: Option<TenantId>,
+    /// What was changed, in words an operator can search for (a workspace id, an event id, a
+    /// key id, `on`/`off`): never a secret.
+    pub target: Option<String>,
+}
+
+impl AuditEntry {
+    pub fn new(
+        caller: &Caller,
+        action: AuditAction,
+        tenant: Option<TenantId>,
+        target: Option<String>,
+    ) -> Self {
+        Self { caller: caller.clone(), action, tenant, target }
+    }
+
+    /// `key` or `cli`.
+    pub fn actor_kind(&self) -> &'static str {
+        match &self.caller.actor {
+            Actor::Key(_) => "key",
+            Actor::Cli { .. } => "cli",
+        }
+    }
+
+    /// The key's id, or the OS user.
+    pub fn actor_id(&self) -> String {
+        match &self.caller.actor {
+            Actor::Key(key) => key.id.to_string(),
+            Actor::Cli { user } => user.clone(),
+        }
+    }
+
+    /// The key's name, or `cli`.
+    pub fn actor_name(&self) -> String {
+        match &self.caller.actor {
+            Actor::Key(key) => key.name.clone(),
+            Actor::Cli { .. } => "cli".to_owned(),
+        }
+    }
+}
+
+/// A stored audit row, as listings return it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    /// `key` or `cli`.
+    pub actor_kind: String,
+    /// The key's id, or the OS user.
+    pub actor_id: String,
+    /// The key's name, or `cli`.
+    pub actor_name: String,
+    pub action: String,
+    pub tenant: Option<TenantId>,
+    pub target: Option<String>,
+    pub request_id: String,
+}

@@ -1,0 +1,121 @@
+//! The directory as operators see it: tenants, their workspace links, their agent and their
+//! installations, and the answers operator actions give about them.
+
+use chrono::{DateTime, Utc};
+
+use super::text::check_printable_ascii;
+use super::{AgentUrl, Platform, TenantId, TenantName, WorkspaceRef};
+use crate::errors::ValidationError;
+
+/// A tenant, as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantRecord {
+    pub id: TenantId,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    /// Keeps its claimed events' payloads for replay (`tenant retain-payloads`).
+    pub retain_payloads: bool,
+}
+
+/// A tenant about to be created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTenant {
+    pub id: TenantId,
+    pub name: TenantName,
+}
+
+/// A client's key for making one creation safe to repeat (HTTP `Idempotency-Key`): printable
+/// ASCII, 1 to 255 bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    pub fn new(key: impl Into<String>) -> Result<Self, ValidationError> {
+        let key = key.into();
+        check_printable_ascii("Idempotency-Key", &key)?;
+        Ok(Self(key))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// An idempotent creation: whose key it is, the key, and what the request asked for (a
+/// repeat must ask for the same).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idempotency {
+    /// [`Actor::idempotency_scope`](super::Actor::idempotency_scope): keys never collide
+    /// across callers.
+    pub scope: String,
+    pub key: IdempotencyKey,
+    /// The request's content in canonical form.
+    pub fingerprint: String,
+}
+
+/// What creating a tenant did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// A new tenant.
+    New(TenantRecord),
+    /// The same request under the same idempotency key was answered before: its tenant,
+    /// nothing created.
+    Repeated(TenantRecord),
+    /// The idempotency key was used before for a different request: nothing created.
+    KeyReused,
+}
+
+/// A workspace linked to a tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkedWorkspace {
+    pub platform: Platform,
+    pub workspace: WorkspaceRef,
+    pub linked_at: DateTime<Utc>,
+}
+
+/// What linking a workspace did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Linked {
+    /// Linked now.
+    New(LinkedWorkspace),
+    /// The tenant already had it: nothing changed.
+    Already(LinkedWorkspace),
+    /// Another tenant has it: nothing changed.
+    Taken,
+}
+
+/// What removing a workspace's link (and its installation) found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Removed {
+    pub link: bool,
+    pub installation: bool,
+}
+
+/// A tenant's agent as operators see it: never its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSummary {
+    pub url: AgentUrl,
+    pub paused: bool,
+}
+
+/// An installation as operators list it: never a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallationSummary {
+    pub tenant: TenantId,
+    pub workspace: WorkspaceRef,
+    pub app_id: String,
+    pub bot_user_id: String,
+    pub scopes: String,
+    /// False once Slack revoked the bot token.
+    pub has_bot_token: bool,
+    pub token_expires_at: Option<DateTime<Utc>>,
+    pub installed_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An install link to hand a customer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallLink {
+    pub url: String,
+    pub expires_at: DateTime<Utc>,
+}

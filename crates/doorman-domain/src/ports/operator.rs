@@ -1,0 +1,233 @@
+//! The operator actions' ports, one per concern: tenants, workspace links, agents, install
+//! links and installations, the event ledger, the audit trail, admin keys, and where agents
+//! may be. The operator use cases (`usecases::operator`) reach them through
+//! [`OperatorPorts`], which the app fixes once for each face's database role.
+//!
+//! Every method that changes something takes the [`AuditEntry`] describing the change and
+//! MUST write it in the same transaction as the change, and not at all when nothing changed:
+//! so the audit trail can neither miss a change nor record one that did not happen.
+
+use std::future::Future;
+
+use chrono::{DateTime, Utc};
+
+use super::Clock;
+use crate::errors::StorageError;
+use crate::model::{
+    AgentSecret, AgentSummary, AgentUrl, AuditCursor, AuditEntry, AuditRecord, Created, EventCursor,
+    EventFilter, Idempotency, InstallationSummary, KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked,
+    LinkedWorkspace, NewTenant, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, Removed,
+    TenantCursor, TenantId, TenantRecord, WorkspaceRef,
+};
+
+/// Tenants.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait Tenants: Send + Sync {
+    /// Creates `tenant`, with `audit`.
+    ///
+    /// With `idempotency`, MUST create at most one tenant per scope and key, also for
+    /// concurrent calls: a later call with the same fingerprint MUST return
+    /// `Created::Repeated` with the tenant the first call created, and one with another
+    /// fingerprint `Created::KeyReused`; neither writes anything.
+    fn create(
+        &self,
+        tenant: &NewTenant,
+        idempotency: Option<Idempotency>,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<Created, StorageError>> + Send;
+
+    /// The tenant, or `None` when there is none with that id.
+    fn get(
+        &self,
+        tenant: TenantId,
+    ) -> impl Future<Output = Result<Option<TenantRecord>, StorageError>> + Send;
+
+    /// Tenants, oldest first; with `only`, that tenant alone (if it exists).
+    fn list(
+        &self,
+        only: Option<TenantId>,
+        page: &PageRequest<TenantCursor>,
+    ) -> impl Future<Output = Result<Page<TenantRecord, TenantCursor>, StorageError>> + Send;
+
+    /// Whether the tenant keeps its claimed events' payloads for replay, with `audit`.
+    fn set_retain_payloads(
+        &self,
+        tenant: TenantId,
+        on: bool,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+}
+
+/// Which workspaces a tenant's deliveries come from.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait Workspaces: Send + Sync {
+    /// The tenant's links, oldest first.
+    fn list(
+        &self,
+        tenant: TenantId,
+    ) -> impl Future<Output = Result<Vec<LinkedWorkspace>, StorageError>> + Send;
+
+    /// Links `workspace` to `tenant`, with `audit`.
+    ///
+    /// - MUST answer `Linked::Taken`, changing nothing, when another tenant has the workspace
+    ///   (a workspace belongs to one tenant, whichever process or role asks).
+    /// - MUST answer `Linked::Already`, changing nothing, when `tenant` has it.
+    fn link(
+        &self,
+        tenant: TenantId,
+        platform: Platform,
+        workspace: &WorkspaceRef,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<Linked, StorageError>> + Send;
+
+    /// Removes `tenant`'s link of `workspace` and its installation there, if any, with
+    /// `audit` when anything was removed. MUST NOT touch another tenant's rows.
+    fn remove(
+        &self,
+        tenant: TenantId,
+        platform: Platform,
+        workspace: &WorkspaceRef,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<Removed, StorageError>> + Send;
+}
+
+/// Tenants' agents.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait Agents: Send + Sync {
+    /// The tenant's agent (never its secret), or `None` when none is set.
+    fn get(
+        &self,
+        tenant: TenantId,
+    ) -> impl Future<Output = Result<Option<AgentSummary>, StorageError>> + Send;
+
+    /// Sets (or replaces) the agent, with `audit`. The secret MUST be stored sealed; a paused
+    /// agent stays paused.
+    fn set(
+        &self,
+        tenant: TenantId,
+        url: &AgentUrl,
+        secret: &AgentSecret,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Pauses or resumes the agent, with `audit`. MUST return `false`, changing and
+    /// auditing nothing, when the tenant has no agent. Every serving process MUST see the
+    /// change within 200 ms of the commit (the directory's notices).
+    fn set_paused(
+        &self,
+        tenant: TenantId,
+        paused: bool,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<bool, StorageError>> + Send;
+}
+
+/// Install links and the installations they lead to.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait InstallRecords: Send + Sync {
+    /// A new install link for `tenant`, usable until `expires_at`, with `audit`: the token to
+    /// put in its URL. MUST store only a hash of it.
+    fn create_link(
+        &self,
+        tenant: TenantId,
+        expires_at: DateTime<Utc>,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<String, StorageError>> + Send;
+
+    /// Installations of `tenant` (every tenant's with `None`), oldest first, at most
+    /// 1,000: MUST NOT carry a token.
+    fn list(
+        &self,
+        tenant: Option<TenantId>,
+    ) -> impl Future<Output = Result<Vec<InstallationSummary>, StorageError>> + Send;
+}
+
+/// What became of events: receipts, read per tenant.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait Ledger: Send + Sync {
+    /// One receipt and whether its payload is kept; `None` when there is no such receipt.
+    fn receipt(
+        &self,
+        key: &ReceiptKey,
+    ) -> impl Future<Output = Result<Option<ReceiptRecord>, StorageError>> + Send;
+
+    /// The tenant's failed (newest failure first) or stranded (oldest claim first) receipts.
+    /// MUST NOT return another tenant's.
+    fn list(
+        &self,
+        tenant: TenantId,
+        filter: &EventFilter,
+        page: &PageRequest<EventCursor>,
+    ) -> impl Future<Output = Result<Page<ReceiptRecord, EventCursor>, StorageError>> + Send;
+}
+
+/// The audit trail.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait AuditTrail: Send + Sync {
+    /// Writes one entry on its own, for a change no other port makes (a replay).
+    fn record(&self, entry: &AuditEntry) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Entries, newest first; with `tenant`, that tenant's only.
+    fn list(
+        &self,
+        tenant: Option<TenantId>,
+        page: &PageRequest<AuditCursor>,
+    ) -> impl Future<Output = Result<Page<AuditRecord, AuditCursor>, StorageError>> + Send;
+}
+
+/// Admin API keys.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait AdminKeys: Send + Sync {
+    /// Creates a key, with `audit`: its secret text, to be shown once. MUST store only a hash
+    /// of the secret.
+    fn create(
+        &self,
+        id: KeyId,
+        name: &KeyName,
+        scope: KeyScope,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<KeySecret, StorageError>> + Send;
+
+    /// Every key, oldest first: never its secret or hash.
+    fn list(&self) -> impl Future<Output = Result<Vec<KeySummary>, StorageError>> + Send;
+
+    /// Revokes a key, with `audit`: from the next request on, in every process, it
+    /// authenticates nothing. MUST return `false`, writing nothing, when there is no such
+    /// key or it was already revoked.
+    fn revoke(
+        &self,
+        id: KeyId,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<bool, StorageError>> + Send;
+}
+
+/// Where agents may be reached: the rule the bridge applies before every dispatch, asked
+/// before an agent is stored.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait Destinations: Send + Sync {
+    /// `Err(why)` when dispatches to `url` would be refused (its scheme, or the addresses its
+    /// host resolves to).
+    fn check(&self, url: &AgentUrl) -> impl Future<Output = Result<(), String>> + Send;
+}
+
+/// The ports the operator use cases reach, fixed together once by the app for each face.
+pub trait OperatorPorts: Send + Sync {
+    type Tenants: Tenants;
+    type Workspaces: Workspaces;
+    type Agents: Agents;
+    type Installs: InstallRecords;
+    type Ledger: Ledger;
+    type Audit: AuditTrail;
+    type Keys: AdminKeys;
+    type Destinations: Destinations;
+    type Clock: Clock;
+
+    fn tenants(&self) -> &Self::Tenants;
+    fn workspaces(&self) -> &Self::Workspaces;
+    fn agents(&self) -> &Self::Agents;
+    fn installs(&self) -> &Self::Installs;
+    fn ledger(&self) -> &Self::Ledger;
+    fn audit(&self) -> &Self::Audit;
+    fn keys(&self) -> &Self::Keys;
+    fn destinations(&self) -> &Self::Destinations;
+    fn clock(&self) -> &Self::Clock;
+}

@@ -1,0 +1,84 @@
+//! Creating, reading and listing tenants; whether a tenant keeps payloads for replay.
+
+use super::{Operator, entry};
+use crate::errors::OperatorError;
+use crate::model::{
+    AuditAction, AuditEntry, Caller, Created, Idempotency, IdempotencyKey, NewTenant, Page, PageRequest,
+    TenantCursor, TenantId, TenantName, TenantRecord,
+};
+use crate::ports::{OperatorPorts, Tenants};
+
+/// A tenant just created, or the one an idempotent repeat was first answered with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedTenant {
+    pub tenant: TenantRecord,
+    /// True when this request created it; false for a repeat under the same idempotency key.
+    pub new: bool,
+}
+
+impl<P: OperatorPorts> Operator<P> {
+    /// Creates a tenant. Only a caller for every tenant may. With an idempotency key, the
+    /// same request again returns the first answer and creates nothing; the key with a
+    /// different request is refused.
+    pub async fn create_tenant(
+        &self,
+        caller: &Caller,
+        name: TenantName,
+        idempotency: Option<IdempotencyKey>,
+    ) -> Result<CreatedTenant, OperatorError> {
+        if !caller.actor.may_create_tenants() {
+            return Err(OperatorError::Forbidden(
+                "only a key for every tenant, and not read-only, creates tenants",
+            ));
+        }
+        let tenant = NewTenant { id: TenantId::generate(), name };
+        let idempotency = idempotency.map(|key| Idempotency {
+            scope: caller.actor.idempotency_scope(),
+            key,
+            fingerprint: tenant.name.as_str().to_owned(),
+        });
+        let audit = AuditEntry::new(
+            caller,
+            AuditAction::TenantCreate,
+            Some(tenant.id),
+            Some(tenant.name.as_str().to_owned()),
+        );
+        match self.ports.tenants().create(&tenant, idempotency, &audit).await? {
+            Created::New(tenant) => Ok(CreatedTenant { tenant, new: true }),
+            Created::Repeated(tenant) => Ok(CreatedTenant { tenant, new: false }),
+            Created::KeyReused => Err(OperatorError::IdempotencyKeyReused),
+        }
+    }
+
+    /// One tenant the caller may see.
+    pub async fn tenant(&self, caller: &Caller, tenant: TenantId) -> Result<TenantRecord, OperatorError> {
+        self.visible(caller, tenant).await
+    }
+
+    /// The tenants the caller may see, oldest first.
+    pub async fn tenants(
+        &self,
+        caller: &Caller,
+        page: &PageRequest<TenantCursor>,
+    ) -> Result<Page<TenantRecord, TenantCursor>, OperatorError> {
+        Ok(self.ports.tenants().list(caller.actor.only_tenant(), page).await?)
+    }
+
+    /// Turns keeping payloads for replay on or off. Off stops keeping new ones; those kept go
+    /// when their events are handled or pruned.
+    pub async fn set_retain_payloads(
+        &self,
+        caller: &Caller,
+        tenant: TenantId,
+        on: bool,
+    ) -> Result<(), OperatorError> {
+        self.writable(caller, tenant).await?;
+        let audit = entry(
+            caller,
+            AuditAction::TenantRetainPayloads,
+            tenant,
+            Some(if on { "on" } else { "off" }.to_owned()),
+        );
+        Ok(self.ports.tenants().set_retain_payloads(tenant, on, &audit).await?)
+    }
+}
