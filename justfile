@@ -90,18 +90,11 @@ run: migrate
     export DOORMAN_AGENT_ALLOW_PRIVATE="${DOORMAN_AGENT_ALLOW_PRIVATE:-true}"
     exec cargo run --quiet --locked --bin doorman -- serve
 
-# Needs the Diesel CLI (cargo install diesel_cli --no-default-features --features postgres);
-# a test fails while schema.rs is stale.
+# The adapters' schema test renders the migrated database as `diesel print-schema` would and,
+# asked to, writes it; a test fails while schema.rs is stale.
 # Regenerate schema.rs from the migrations.
 schema: postgres
-    #!/usr/bin/env bash
-    set -euo pipefail
-    url="${TEST_DATABASE_URL%/*}/doorman_schema_$$"
-    # `diesel database setup` also writes its own initial-setup migration; Doorman does not use it.
-    DATABASE_URL="$url" diesel database setup >/dev/null
-    DATABASE_URL="$url" diesel print-schema > crates/doorman-adapters/src/postgres/schema.rs
-    DATABASE_URL="$url" diesel database drop
-    rm -rf migrations/00000000000000_diesel_initial_setup
+    DOORMAN_WRITE_SCHEMA_RS=1 cargo test --locked -p doorman-adapters --test adapters -- pg_schema::schema_rs_matches_the_migrated_database
 
 # For each configuration: a fresh database, a fresh release `doorman serve`, the load
 # generator (20,000 events, 30% re-delivered, 5% commands) and the SQL floor, in one run.

@@ -53,6 +53,86 @@ pub enum Command {
     /// Install the Slack app into customers' workspaces, list and remove installations.
     #[command(subcommand)]
     Slack(SlackCommand),
+    /// The admin API: serve it, manage its keys, read the audit trail.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Serve the admin API (`/admin/v1`) for the platform's backend, as a member of
+    /// `doorman_admin` (never `doorman serve`'s role).
+    Serve(Box<AdminServeArgs>),
+    /// Create, list and revoke admin API keys.
+    #[command(subcommand)]
+    Keys(ApiKeysCommand),
+    /// The audit trail: every change made through the admin API or the command line, newest
+    /// first.
+    Audit {
+        #[arg(long)]
+        tenant: Option<String>,
+        /// How many entries (at most 100 per page; pages are followed up to this many).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApiKeysCommand {
+    /// Create a key and print it once (`dmk_…`); only its hash is stored.
+    Create {
+        #[arg(long)]
+        name: String,
+        /// Scope the key to one tenant (it sees nothing else, and cannot create tenants).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// The key may read, never change anything.
+        #[arg(long)]
+        read_only: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// List keys (never their secrets).
+    List {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Revoke a key: its next request, to any admin process, is refused.
+    Revoke {
+        /// The key's id (`keys list`).
+        id: String,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+/// `doorman admin serve`.
+#[derive(Debug, Clone, Args)]
+pub struct AdminServeArgs {
+    /// Log in as a role whose only membership is `doorman_admin`.
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+
+    /// Address the admin API listens on. Keep it off the internet: only the platform's backend
+    /// needs it.
+    #[arg(long, env = "DOORMAN_ADMIN_BIND", default_value = "127.0.0.1:3001")]
+    pub bind: SocketAddr,
+
+    /// HTTP worker threads (0: one per CPU).
+    #[arg(long, env = "DOORMAN_ADMIN_WORKERS", default_value_t = 0)]
+    pub workers: usize,
+
+    /// How replays dispatch, and where agents may be (shared with `serve`).
+    #[command(flatten)]
+    pub dispatch: DispatchArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -318,6 +398,13 @@ pub enum TenantCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// List tenants, oldest first.
+    List {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
     /// Keep (on) or stop keeping (off) the payloads of the tenant's claimed events until they
     /// are handled, so `receipts replay` can send them again. Off by default. Payloads are
     /// sealed like other secrets and deleted when handled or pruned.
@@ -350,6 +437,26 @@ pub enum WorkspaceCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// List a tenant's workspace links.
+    List {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Remove a tenant's link (and the app's installation there, if any): a team by its id, an
+    /// org-wide install by its enterprise id.
+    Unlink {
+        #[arg(long)]
+        tenant: String,
+        /// A team id, or an org-wide install's enterprise id.
+        #[arg(long)]
+        id: String,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -369,6 +476,13 @@ pub enum AgentCommand {
         destinations: DestinationArgs,
         #[command(flatten)]
         db: DatabaseArgs,
+    },
+    /// Show a tenant's agent (never its secret).
+    Show {
+        #[command(flatten)]
+        target: TenantTarget,
+        #[arg(long)]
+        json: bool,
     },
     /// Pause a tenant's agent: deliveries are answered 503 and Slack retries them later.
     Pause(TenantTarget),
@@ -460,8 +574,8 @@ pub struct ReplayArgs {
     pub dry_run: bool,
     #[arg(long)]
     pub json: bool,
-    /// Log in as `doorman serve` does (a member of `doorman_app`): a replay runs under
-    /// row-level security like a live delivery.
+    /// Log in as a member of `doorman_admin` (the tables' owner is one): a replay runs as the
+    /// admin API's does, under row-level security for the one tenant.
     #[command(flatten)]
     pub db: DatabaseArgs,
     #[command(flatten)]

@@ -16,7 +16,7 @@ use doorman_adapters::slack::oauth::SlackApp;
 use doorman_adapters::slack::{SigningSecret, Verifier};
 use doorman_domain::Retention;
 
-use crate::cli::{DispatchArgs, KeysArgs, Secret, ServeArgs, SlackAppArgs};
+use crate::cli::{AdminServeArgs, DestinationArgs, DispatchArgs, KeysArgs, Secret, ServeArgs, SlackAppArgs};
 
 /// The longest a request may wait for each of its two database connections.
 pub const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_millis(1250);
@@ -85,6 +85,11 @@ pub fn slack_install(args: &SlackAppArgs) -> anyhow::Result<Option<SlackInstall>
     }))
 }
 
+/// Where agents may be, from `DOORMAN_AGENT_ALLOW_PRIVATE`.
+pub fn destinations(args: &DestinationArgs) -> DestinationPolicy {
+    DestinationPolicy { allow_private: args.agent_allow_private }
+}
+
 /// The keyring from `DOORMAN_ENCRYPTION_KEYS`, for every command that seals or opens secrets.
 pub fn keyring(args: &KeysArgs) -> anyhow::Result<Arc<Keyring>> {
     let spec = args.encryption_keys.as_ref().map(Secret::expose).unwrap_or("");
@@ -121,13 +126,47 @@ impl DispatchConfig {
                     cooldown: *args.circuit_cooldown,
                 },
                 limits,
-                destinations: DestinationPolicy { allow_private: args.destinations.agent_allow_private },
+                destinations: destinations(&args.destinations),
                 ..BridgeSettings::default()
             },
             keys: keyring(&args.keys)?,
             slack_app: slack_install(&args.slack_app)?,
         })
     }
+}
+
+/// Validated settings for `doorman admin serve`.
+#[derive(Debug, Clone)]
+pub struct AdminConfig {
+    pub database_url: Secret,
+    pub bind: SocketAddr,
+    pub workers: usize,
+    pub pool: PoolSettings,
+    /// For replays (the same bridge, bounds and keys as `serve`), sealing agents' secrets,
+    /// where agents may be, and install links.
+    pub dispatch: DispatchConfig,
+}
+
+impl AdminConfig {
+    pub fn from_args(args: &AdminServeArgs) -> anyhow::Result<Self> {
+        Ok(Self {
+            database_url: args.db.database_url.clone(),
+            bind: args.bind,
+            workers: workers(args.workers),
+            // Operator actions are few and short; a replay holds one connection at a time.
+            pool: PoolSettings {
+                max_size: 4,
+                connection_timeout: Duration::from_secs(5),
+                ..PoolSettings::default()
+            },
+            dispatch: DispatchConfig::from_args(&args.dispatch)?,
+        })
+    }
+}
+
+/// `0` is one worker per CPU.
+fn workers(asked: usize) -> usize {
+    if asked == 0 { std::thread::available_parallelism().map(usize::from).unwrap_or(2) } else { asked }
 }
 
 impl ServeConfig {
@@ -156,11 +195,7 @@ impl ServeConfig {
         }
         let DispatchConfig { retention, bridge, keys, slack_app } =
             DispatchConfig::from_args(&args.dispatch)?;
-        let workers = if args.workers == 0 {
-            std::thread::available_parallelism().map(usize::from).unwrap_or(2)
-        } else {
-            args.workers
-        };
+        let workers = workers(args.workers);
         Ok(Self {
             database_url: args.db.database_url.clone(),
             bind: args.bind,

@@ -8,13 +8,20 @@
 //!   so shutdown can drain them.
 //! - [`metrics`], [`telemetry`]: Prometheus metrics and logs.
 //! - [`watch`]: the once-a-minute count of stranded and failed receipts behind the gauges.
-//! - [`commands`]: one module per subcommand.
+//! - [`commands`]: one module per subcommand; operator commands are the command line's face of
+//!   the operator use cases.
+//! - [`admin_api`]: `doorman admin serve`, the admin API: the same use cases' HTTP face.
+//! - [`documents`]: the JSON both faces print.
+//! - [`replays`]: the live path after the claim, as both faces replay events.
 
+pub mod admin_api;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod documents;
 pub mod http;
 pub mod metrics;
+pub mod replays;
 pub mod runner;
 pub mod server;
 pub mod telemetry;

@@ -206,7 +206,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<Drained> {
     Ok(server.shutdown().await)
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
+/// Waits for SIGTERM or SIGINT.
+pub(crate) async fn wait_for_signal() -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     tokio::select! {

@@ -3,12 +3,15 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use diesel::sql_types::{Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use doorman_adapters::postgres::{PgOperator, migrations};
+use doorman_adapters::postgres::directory::AGENT_SECRET_COLUMN;
+use doorman_adapters::postgres::migrations;
+use doorman_adapters::secrets::SealedIn;
 use doorman_domain::TenantId;
 use doorman_testkit::FakeAgent;
 use doorman_testkit::ServeProcess;
-use doorman_testkit::database::{TEST_KEYS, tenant_with_agent, with_database};
+use doorman_testkit::database::{TEST_KEYS, test_keys, with_database};
 
 use crate::Args;
 
@@ -44,11 +47,11 @@ impl Run {
         }
 
         let agent = FakeAgent::start_counting(AGENT_SECRET);
-        let mut operator = PgOperator::connect(&database_url).await?;
+        let mut conn = AsyncPgConnection::establish(&database_url).await?;
         let mut tenants = Vec::new();
         for i in 0..args.tenants {
             let team = format!("TBENCH{i:04}");
-            let tenant = tenant_with_agent(&mut operator, &team, agent.url(), AGENT_SECRET).await;
+            let tenant = tenant_with_agent(&mut conn, &team, agent.url()).await?;
             tenants.push((tenant, team));
         }
         let server = server.map(|binary| Server::start(binary, &database_url, args)).transpose()?;
@@ -64,6 +67,39 @@ impl Run {
             .await?;
         Ok(())
     }
+}
+
+/// A tenant with `team` linked and the fake agent set, written in plain SQL on the three
+/// directory tables every schema since the first has: the benchmark sets up its world the same
+/// way whichever binary (`--compare`) migrated the database.
+async fn tenant_with_agent(
+    conn: &mut AsyncPgConnection,
+    team: &str,
+    agent_url: &str,
+) -> anyhow::Result<TenantId> {
+    let tenant = TenantId::generate();
+    let sealed = test_keys().seal(AGENT_SECRET.as_bytes(), SealedIn { tenant, column: AGENT_SECRET_COLUMN });
+    for (sql, text) in [
+        ("INSERT INTO tenants (id, name) VALUES ($1, $2)", format!("tenant {team}")),
+        (
+            "INSERT INTO messaging_workspaces (tenant_id, platform, team_id) VALUES ($1, 'slack', $2)",
+            team.to_owned(),
+        ),
+    ] {
+        diesel::sql_query(sql)
+            .bind::<SqlUuid, _>(tenant.as_uuid())
+            .bind::<Text, _>(text)
+            .execute(conn)
+            .await?;
+    }
+    diesel::sql_query("INSERT INTO agent_bridges (tenant_id, url, signing_secret) VALUES ($1, $2, $3)")
+        .bind::<SqlUuid, _>(tenant.as_uuid())
+        .bind::<Text, _>(agent_url)
+        .bind::<Text, _>(sealed)
+        .execute(conn)
+        .await
+        .context("setting a tenant's agent")?;
+    Ok(tenant)
 }
 
 /// `binary migrate` on `database_url`.

@@ -14,9 +14,11 @@ use diesel::sql_types::{BigInt, Bool, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use doorman_adapters::postgres::pool::{self, PgPool, PoolSettings};
-use doorman_adapters::postgres::{PgOperator, PgReceiptStore, migrations};
+use doorman_adapters::postgres::{PgMaintenance, PgReceiptStore, migrations};
 use doorman_adapters::secrets::Keyring;
-use doorman_domain::{AgentSecret, AgentUrl, Platform, TenantId, TenantName, WorkspaceId, WorkspaceRef};
+use doorman_domain::TenantId;
+
+pub use crate::operator::TestOperator;
 
 const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -77,9 +79,20 @@ impl TestDatabase {
         pool::connect(&self.server_url(), settings)
     }
 
-    /// The operator adapter, on an owner connection, as operator commands use it.
-    pub async fn operator(&self) -> PgOperator {
-        PgOperator::connect(&self.url).await.expect("connect to the test database")
+    /// The database's URL logging in as [`ADMIN_ROLE`]: a role whose only membership is
+    /// `doorman_admin`, as `doorman admin serve` runs in production.
+    pub fn admin_url(&self) -> String {
+        with_user(&self.url, ADMIN_ROLE)
+    }
+
+    /// The operator use cases as the command line runs them: on an owner pool, as `cli`.
+    pub fn operator(&self) -> TestOperator {
+        TestOperator::owner(&self.url)
+    }
+
+    /// Maintenance (re-sealing, pruning), on an owner connection.
+    pub async fn maintenance(&self) -> PgMaintenance {
+        PgMaintenance::connect(&self.url).await.expect("connect to the test database")
     }
 
     /// An owner connection, for SQL a test runs itself.
@@ -115,6 +128,9 @@ impl Drop for TestDatabase {
 /// created once, beside the template.
 pub const SERVER_ROLE: &str = "doorman_test_server";
 
+/// The least-privileged login the tests' admin APIs use: a member of `doorman_admin` only.
+pub const ADMIN_ROLE: &str = "doorman_test_admin";
+
 /// The encryption keys tests seal secrets with (`DOORMAN_ENCRYPTION_KEYS`).
 pub const TEST_KEYS: &str = "test:a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=";
 
@@ -131,16 +147,14 @@ pub fn receipt_store(pool: PgPool) -> PgReceiptStore {
 /// A tenant named after `team`, with that team linked and its agent set: what every test of
 /// a delivery starts from.
 pub async fn tenant_with_agent(
-    operator: &mut PgOperator,
+    operator: &TestOperator,
     team: &str,
     agent_url: &str,
     secret: &str,
 ) -> TenantId {
-    let tenant = operator.create_tenant(&TenantName::new(format!("tenant {team}")).unwrap()).await.unwrap();
-    let workspace = WorkspaceRef::team(WorkspaceId::new(team).unwrap());
-    operator.link_workspace(tenant, Platform::Slack, &workspace).await.unwrap();
-    let (url, secret) = (AgentUrl::parse(agent_url).unwrap(), AgentSecret::parse(secret).unwrap());
-    operator.set_agent(tenant, &url, &secret, &test_keys()).await.unwrap();
+    let tenant = operator.create_tenant(&format!("tenant {team}")).await;
+    operator.link(tenant, Some(team), None).await.expect("link the team");
+    operator.set_agent(tenant, agent_url, secret).await.expect("set the agent");
     tenant
 }
 
@@ -225,18 +239,20 @@ async fn ensure_template(server: &str) -> String {
             .expect("publish the template");
         drop_superseded_templates(&mut admin, &template).await;
     }
-    // Under the same lock: the role outlives databases, so it is made (or found) each time.
-    diesel::sql_query(format!(
-        "DO $$ BEGIN \
-           IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{SERVER_ROLE}') THEN \
-             CREATE ROLE {SERVER_ROLE} LOGIN NOINHERIT; \
-           END IF; \
-           GRANT doorman_app TO {SERVER_ROLE}; \
-         END $$"
-    ))
-    .execute(&mut admin)
-    .await
-    .expect("create the least-privileged server role");
+    // Under the same lock: the roles outlive databases, so they are made (or found) each time.
+    for (login, member_of) in [(SERVER_ROLE, "doorman_app"), (ADMIN_ROLE, "doorman_admin")] {
+        diesel::sql_query(format!(
+            "DO $$ BEGIN \
+               IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{login}') THEN \
+                 CREATE ROLE {login} LOGIN NOINHERIT; \
+               END IF; \
+               GRANT {member_of} TO {login}; \
+             END $$"
+        ))
+        .execute(&mut admin)
+        .await
+        .expect("create a least-privileged login role");
+    }
     diesel::sql_query("SELECT pg_advisory_unlock($1)")
         .bind::<BigInt, _>(lock_key)
         .execute(&mut admin)

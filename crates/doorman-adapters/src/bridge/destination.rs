@@ -77,6 +77,13 @@ impl DestinationPolicy {
     }
 }
 
+/// The operator's use cases ask the same question before storing an agent.
+impl doorman_domain::ports::Destinations for DestinationPolicy {
+    async fn check(&self, url: &AgentUrl) -> Result<(), String> {
+        self.check_resolved(url).await.map_err(|refused| refused.to_string())
+    }
+}
+
 /// A resolver for reqwest that keeps only public addresses: connecting to whatever a name
 /// resolves to, not what it said it was, is where the check must be.
 #[derive(Debug, Clone, Copy)]

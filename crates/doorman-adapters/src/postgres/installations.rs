@@ -15,8 +15,8 @@ use diesel::sql_types::{Array, Bool, Nullable, Text, Timestamptz, Uuid as SqlUui
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::{InstallStore, Installations};
 use doorman_domain::{
-    Freshness, Grant, Installation, Lifecycle, LinkState, OAuthError, OpenedState, Recorded, SlackToken,
-    StateRefusal, StorageError, TakenState, TenantId, WorkspaceRef,
+    Freshness, Grant, Installation, Lifecycle, LinkState, OAuthError, OpenedState, Recorded, Removed,
+    SlackToken, StateRefusal, StorageError, TakenState, TenantId, WorkspaceRef,
 };
 use uuid::Uuid;
 
@@ -299,7 +299,7 @@ impl Installations for PgInstallations {
         let mut conn = self.pool.get().await.map_err(from_pool)?;
         match lifecycle {
             Lifecycle::Uninstalled => {
-                remove_installation(&mut conn, tenant, workspace).await?;
+                remove_installation(&mut conn, tenant, workspace).await.map_err(from_diesel)?;
             }
             Lifecycle::TokensRevoked { bot_user_ids } => {
                 conn.transaction::<_, diesel::result::Error, _>(async |conn| {
@@ -325,26 +325,27 @@ impl Installations for PgInstallations {
 }
 
 /// Removes `tenant`'s installation of `workspace` and the workspace's link
-/// (`doorman_remove_installation`); whether there was anything to remove. Shared by the
-/// `app_uninstalled` event and `doorman slack uninstall`.
+/// (`doorman_remove_installation`); what there was to remove. Shared by the `app_uninstalled`
+/// event and the operator's unlink and uninstall.
 pub(crate) async fn remove_installation(
     conn: &mut diesel_async::AsyncPgConnection,
     tenant: TenantId,
     workspace: &WorkspaceRef,
-) -> Result<bool, StorageError> {
+) -> Result<Removed, diesel::result::Error> {
     #[derive(diesel::QueryableByName)]
-    struct Removed {
+    struct Found {
         #[diesel(sql_type = Bool)]
-        removed: bool,
+        link_removed: bool,
+        #[diesel(sql_type = Bool)]
+        installation_removed: bool,
     }
-    let Removed { removed } =
-        diesel::sql_query("SELECT doorman_remove_installation($1, 'slack', $2, $3, $4) AS removed")
+    let found: Found =
+        diesel::sql_query("SELECT * FROM doorman_remove_installation($1, 'slack', $2, $3, $4)")
             .bind::<SqlUuid, _>(tenant.as_uuid())
             .bind::<Nullable<Text>, _>(workspace.team_id().map(|t| t.as_str()))
             .bind::<Nullable<Text>, _>(workspace.enterprise_id().map(|e| e.as_str()))
             .bind::<Bool, _>(workspace.is_enterprise_install())
             .get_result(conn)
-            .await
-            .map_err(from_diesel)?;
-    Ok(removed)
+            .await?;
+    Ok(Removed { link: found.link_removed, installation: found.installation_removed })
 }

@@ -6,19 +6,23 @@
 //!   tables; each transaction names its tenant with `set_config('app.tenant_id', …, true)`
 //!   (inside the hot-path SQL functions), which ends with the transaction and so never leaks from one
 //!   request into the next;
-//! - **owner connections** for migrations and operator commands ([`operator`]), which act
-//!   across tenants on purpose.
+//! - the **admin pool** ([`pool::connect_as`] with `doorman_admin`) for the admin API's
+//!   operator actions ([`admin`]), under row-level security like the server's;
+//! - **owner connections** for migrations, the command line's operator actions ([`admin`]
+//!   again, on an owner pool) and maintenance ([`maintenance`]), which act across tenants on
+//!   purpose.
 //!
 //! Library errors become the domain's [`StorageError`](doorman_domain::StorageError) in
 //! [`errors`]; nothing here panics on a database failure.
 
+pub mod admin;
 pub mod directory;
 pub mod errors;
 pub mod group_commit;
 pub mod installations;
 pub mod listener;
+pub mod maintenance;
 pub mod migrations;
-pub mod operator;
 pub mod pool;
 mod receipt_row;
 pub mod receipts;
@@ -26,10 +30,13 @@ pub mod schema;
 pub mod security;
 pub mod stored_events;
 
+pub use admin::{
+    PgAdminKeys, PgAgents, PgAuditTrail, PgInstallRecords, PgLedger, PgOperatorPorts, PgTenants, PgWorkspaces,
+};
 pub use directory::PgTenantDirectory;
 pub use group_commit::GroupSettings;
 pub use installations::{PgInstallStore, PgInstallations};
-pub use operator::PgOperator;
+pub use maintenance::PgMaintenance;
 pub use pool::{PgPool, PoolSettings};
 pub use receipts::PgReceiptStore;
 pub use stored_events::PgStoredEvents;

@@ -11,6 +11,10 @@ use futures_util::FutureExt;
 /// The role every server connection acts as. Created by the first migration.
 pub const APP_ROLE: &str = "doorman_app";
 
+/// The role the admin API's connections act as (the `admin_role_keys_and_audit` migration):
+/// it writes the directory, never claims.
+pub const ADMIN_ROLE: &str = "doorman_admin";
+
 pub type PgPool = bb8::Pool<AsyncDieselConnectionManager<AsyncPgConnection>>;
 
 /// Pool sizing and timeouts.
@@ -43,6 +47,12 @@ impl Default for PoolSettings {
 /// Connections are opened lazily: a database that is down at start-up makes requests
 /// answer 503 (and `/readyz` fail) rather than the process refuse to start.
 pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
+    connect_as(database_url, settings, Some(APP_ROLE))
+}
+
+/// A pool whose connections `SET ROLE role` as they open (`None`: act as the login user, as
+/// operator commands do with the tables' owner).
+pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'static str>) -> PgPool {
     let mut config = ManagerConfig::default();
     // On check-out, refuse a connection whose socket has closed (a database restart or a
     // network cut) or whose transaction state is broken, without a round trip: "Verified"
@@ -61,14 +71,16 @@ pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
         }
         .boxed()
     }));
-    config.custom_setup = Box::new(|url| {
+    config.custom_setup = Box::new(move |url| {
         let url = url.to_owned();
         async move {
             let mut conn = AsyncPgConnection::establish(&url).await?;
-            diesel::sql_query(format!("SET ROLE {APP_ROLE}"))
-                .execute(&mut conn)
-                .await
-                .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+            if let Some(role) = role {
+                diesel::sql_query(format!("SET ROLE {role}"))
+                    .execute(&mut conn)
+                    .await
+                    .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+            }
             Ok(conn)
         }
         .boxed()
@@ -80,6 +92,13 @@ pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
         .connection_timeout(settings.connection_timeout)
         .idle_timeout(Some(settings.idle_timeout))
         .build_unchecked(manager)
+}
+
+/// `set_config('app.all_tenants', 'on', true)`: the rest of this transaction may read every
+/// tenant's row of `tenants` and `admin_audit` as `doorman_admin` (listings across tenants);
+/// nothing else, and nothing after the transaction.
+pub async fn across_tenants(conn: &mut AsyncPgConnection) -> Result<(), diesel::result::Error> {
+    diesel::sql_query("SELECT set_config('app.all_tenants', 'on', true)").execute(conn).await.map(drop)
 }
 
 /// `set_config('app.tenant_id', …, true)`: the rest of this transaction acts for `tenant`

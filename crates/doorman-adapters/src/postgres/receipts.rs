@@ -57,11 +57,28 @@ impl PgReceiptStore {
         Self::with_settings(claims, completions, keys, GroupSettings::default())
     }
 
+    /// For replays outside the server (as `doorman_admin`): completions record their outcome
+    /// and never prune. Pruning is the server's (opportunistic, decision 8) and `receipts
+    /// prune`'s, and the admin role may not delete receipts.
+    pub fn for_replays(pool: PgPool, keys: Arc<Keyring>) -> Self {
+        Self::build(pool.clone(), pool, keys, GroupSettings::default(), false)
+    }
+
     pub fn with_settings(
         claims: PgPool,
         completions: PgPool,
         keys: Arc<Keyring>,
         settings: GroupSettings,
+    ) -> Self {
+        Self::build(claims, completions, keys, settings, true)
+    }
+
+    fn build(
+        claims: PgPool,
+        completions: PgPool,
+        keys: Arc<Keyring>,
+        settings: GroupSettings,
+        prune: bool,
     ) -> Self {
         let request_pool = claims.clone();
         let request_writer: Writer<(TenantId, Fingerprint), Claim> =
@@ -69,7 +86,7 @@ impl PgReceiptStore {
         let claim_writer: Writer<SealedReceipt, Claim> =
             Arc::new(move |batch| Box::pin(write_claims(claims.clone(), batch)));
         let outcome_writer: Writer<Outcome, u64> =
-            Arc::new(move |batch| Box::pin(write_outcomes(completions.clone(), batch)));
+            Arc::new(move |batch| Box::pin(write_outcomes(completions.clone(), batch, prune)));
         Self {
             claims: GroupCommit::start("claim", settings, claim_writer),
             requests: GroupCommit::start("request", settings, request_writer),
@@ -259,9 +276,9 @@ struct Pruned {
     pruned: i64,
 }
 
-/// One transaction for the batch. Each tenant with a completion in it prunes once; what it
-/// pruned is reported on that tenant's first completion of the batch.
-async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>) -> Result<Vec<u64>, StorageError> {
+/// One transaction for the batch. Each tenant with a completion in it prunes once (when
+/// `prune`); what it pruned is reported on that tenant's first completion of the batch.
+async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>, prune: bool) -> Result<Vec<u64>, StorageError> {
     let mut handled_at = Vec::with_capacity(batch.len());
     let mut reasons = Vec::with_capacity(batch.len());
     let mut failed_at = Vec::with_capacity(batch.len());
@@ -277,7 +294,7 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>) -> Result<Vec<u64>, S
                 failed_at.push(None);
                 expired_before = Some(expired_before.map_or(*cutoff, |e| e.min(*cutoff)));
                 prune_batch = Some(prune_batch.map_or(*limit, |p| p.min(*limit)));
-                if !prune_tenants.contains(outcome.key.tenant.as_uuid()) {
+                if prune && !prune_tenants.contains(outcome.key.tenant.as_uuid()) {
                     prune_tenants.push(*outcome.key.tenant.as_uuid());
                 }
             }

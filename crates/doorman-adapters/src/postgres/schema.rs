@@ -1,6 +1,42 @@
 // @generated automatically by Diesel CLI.
 
 diesel::table! {
+    admin_audit (id) {
+        id -> Int8,
+        at -> Timestamptz,
+        actor_kind -> Text,
+        actor_id -> Text,
+        actor_name -> Text,
+        action -> Text,
+        tenant_id -> Nullable<Uuid>,
+        target -> Nullable<Text>,
+        request_id -> Text,
+    }
+}
+
+diesel::table! {
+    admin_idempotency (scope, key) {
+        scope -> Text,
+        key -> Text,
+        fingerprint -> Text,
+        tenant_id -> Uuid,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    admin_keys (id) {
+        id -> Uuid,
+        name -> Text,
+        tenant_id -> Nullable<Uuid>,
+        read_only -> Bool,
+        secret_hash -> Text,
+        created_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     agent_bridges (tenant_id) {
         tenant_id -> Uuid,
         url -> Text,
@@ -103,6 +139,8 @@ diesel::table! {
     }
 }
 
+diesel::joinable!(admin_idempotency -> tenants (tenant_id));
+diesel::joinable!(admin_keys -> tenants (tenant_id));
 diesel::joinable!(agent_bridges -> tenants (tenant_id));
 diesel::joinable!(messaging_event_payloads -> tenants (tenant_id));
 diesel::joinable!(messaging_event_receipts -> tenants (tenant_id));
@@ -113,6 +151,9 @@ diesel::joinable!(messaging_request_replays -> tenants (tenant_id));
 diesel::joinable!(messaging_workspaces -> tenants (tenant_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
+    admin_audit,
+    admin_idempotency,
+    admin_keys,
     agent_bridges,
     messaging_event_payloads,
     messaging_event_receipts,

@@ -1,27 +1,21 @@
 //! Shared set-up: tenants with workspaces and agents, receipts to claim.
 
 use chrono::{DateTime, Duration, Utc};
-use doorman_adapters::postgres::PgOperator;
-use doorman_domain::{
-    ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, TenantId, TenantName, WorkspaceId,
-};
+use doorman_domain::{ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, TenantId, WorkspaceId};
+use doorman_testkit::database::TestOperator;
 
 pub fn ws(id: &str) -> WorkspaceId {
     WorkspaceId::new(id).unwrap()
 }
 
 /// A tenant with one linked team and an agent.
-pub async fn tenant_with_team(operator: &mut PgOperator, team: &str) -> TenantId {
+pub async fn tenant_with_team(operator: &TestOperator, team: &str) -> TenantId {
     doorman_testkit::database::tenant_with_agent(operator, team, AGENT_URL, AGENT_SECRET).await
 }
 
 pub const AGENT_URL: &str = "http://127.0.0.1:9/agent";
 /// A valid `whsec_` secret (24 bytes).
 pub const AGENT_SECRET: &str = "whsec_dGVzdC1hZ2VudC1zZWNyZXQtMjQtYnl0ZXM=";
-
-pub fn name(name: &str) -> TenantName {
-    TenantName::new(name).unwrap()
-}
 
 pub fn key(tenant: TenantId, event_id: &str) -> ReceiptKey {
     ReceiptKey { tenant, platform: Platform::Slack, external_id: ExternalEventId::new(event_id).unwrap() }

@@ -2,12 +2,12 @@
 
 mod bridge_http;
 mod fixtures;
+mod pg_admin;
 mod pg_claims;
 mod pg_completion;
 mod pg_directory;
 mod pg_installations;
 mod pg_isolation;
-mod pg_operator;
 mod pg_replay;
 mod pg_schema;
 mod slack_fixtures;

@@ -19,7 +19,7 @@ use crate::fixtures::{now, receipt, tenant_with_team};
 #[tokio::test]
 async fn a_second_claim_of_the_same_event_is_a_duplicate() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let store = receipt_store(db.pool());
 
     assert_eq!(store.claim(&receipt(tenant, "Ev1", now())).await.unwrap(), Claim::Claimed);
@@ -30,7 +30,7 @@ async fn a_second_claim_of_the_same_event_is_a_duplicate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_concurrent_claims_of_one_event_yield_exactly_one_claimed() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let store = Arc::new(receipt_store(db.pool_with(&PoolSettings { max_size: 32, ..Default::default() })));
 
     let claims = (0..64).map(|_| {
@@ -47,9 +47,9 @@ async fn sixty_four_concurrent_claims_of_one_event_yield_exactly_one_claimed() {
 #[tokio::test]
 async fn the_same_event_id_under_two_tenants_is_claimed_by_both() {
     let db = TestDatabase::create().await;
-    let mut op = db.operator().await;
-    let a = tenant_with_team(&mut op, "TA").await;
-    let b = tenant_with_team(&mut op, "TB").await;
+    let op = db.operator();
+    let a = tenant_with_team(&op, "TA").await;
+    let b = tenant_with_team(&op, "TB").await;
     let store = receipt_store(db.pool());
 
     assert_eq!(store.claim(&receipt(a, "EvShared", now())).await.unwrap(), Claim::Claimed);
@@ -71,7 +71,7 @@ async fn an_unreachable_database_is_unavailable_not_a_panic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_concurrent_claims_of_fifty_keys_across_two_processes_stores_claim_each_key_once() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     // Two stores on two pools: as two processes would be.
     let stores = [Arc::new(receipt_store(db.pool())), Arc::new(receipt_store(db.pool()))];
 
@@ -89,7 +89,7 @@ async fn two_hundred_concurrent_claims_of_fifty_keys_across_two_processes_stores
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_key_twice_in_one_batch_is_claimed_by_the_first_only() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     // One batch at a time and a slow database: while the first batch is on the wire the
     // rest queue up and travel together.
     let proxy = FaultProxy::start(db.server_addr()).await;
@@ -117,7 +117,7 @@ async fn the_same_key_twice_in_one_batch_is_claimed_by_the_first_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_cut_on_its_way_to_the_database_writes_nothing_and_every_waiter_is_told_unavailable() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let proxy = FaultProxy::start(db.server_addr()).await;
     let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
     let settings = GroupSettings { max_batch: 64, in_flight: 1 };
@@ -175,9 +175,9 @@ async fn count(db: &TestDatabase, event_id: &str) -> i64 {
 #[tokio::test]
 async fn a_request_fingerprint_is_recorded_once_per_tenant_until_it_expires() {
     let db = TestDatabase::create().await;
-    let mut op = db.operator().await;
-    let a = tenant_with_team(&mut op, "TA").await;
-    let b = tenant_with_team(&mut op, "TB").await;
+    let op = db.operator();
+    let a = tenant_with_team(&op, "TA").await;
+    let b = tenant_with_team(&op, "TB").await;
     let store = receipt_store(db.pool());
     let fingerprint = |expires_in: i64| {
         Fingerprint::new(format!("v0={}", "ab".repeat(32)), now() + chrono::Duration::seconds(expires_in))

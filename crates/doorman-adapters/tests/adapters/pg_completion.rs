@@ -26,7 +26,7 @@ async fn rows(db: &TestDatabase) -> Vec<Row> {
 #[tokio::test]
 async fn complete_sets_handled_at_once() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let store = receipt_store(db.pool());
     store.claim(&receipt(tenant, "Ev1", now())).await.unwrap();
 
@@ -40,7 +40,7 @@ async fn complete_sets_handled_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outcome_batch_that_meets_a_closed_connection_is_written_on_a_fresh_one() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let proxy = FaultProxy::start(db.server_addr()).await;
     let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
     let store = receipt_store(pool);
@@ -68,7 +68,7 @@ async fn an_outcome_batch_that_meets_a_closed_connection_is_written_on_a_fresh_o
 #[tokio::test]
 async fn a_recorded_failure_keeps_handled_at_null() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let store = receipt_store(db.pool());
     store.claim(&receipt(tenant, "Ev1", now())).await.unwrap();
 
@@ -81,9 +81,9 @@ async fn a_recorded_failure_keeps_handled_at_null() {
 #[tokio::test]
 async fn prune_removes_only_that_tenants_expired_receipts_and_no_more_than_the_batch() {
     let db = TestDatabase::create().await;
-    let mut op = db.operator().await;
-    let a = tenant_with_team(&mut op, "TA").await;
-    let b = tenant_with_team(&mut op, "TB").await;
+    let op = db.operator();
+    let a = tenant_with_team(&op, "TA").await;
+    let b = tenant_with_team(&op, "TB").await;
     let store = receipt_store(db.pool());
     for i in 0..5 {
         store.claim(&receipt(a, &format!("OldA{i}"), days_ago(30))).await.unwrap();

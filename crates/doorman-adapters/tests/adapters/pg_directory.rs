@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use doorman_testkit::database::{TestDatabase, test_keys};
 
-use crate::fixtures::{AGENT_SECRET, AGENT_URL, name, tenant_with_team, ws};
+use crate::fixtures::{AGENT_SECRET, AGENT_URL, tenant_with_team, ws};
 
 #[tokio::test]
 async fn a_linked_team_resolves_to_its_tenant_and_agent() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
 
     let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
@@ -30,7 +30,7 @@ async fn a_linked_team_resolves_to_its_tenant_and_agent() {
 #[tokio::test]
 async fn an_unknown_workspace_resolves_to_nothing() {
     let db = TestDatabase::create().await;
-    tenant_with_team(&mut db.operator().await, "T1").await;
+    tenant_with_team(&db.operator(), "T1").await;
     let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
 
     assert_eq!(directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T2"))).await.unwrap(), None);
@@ -39,12 +39,10 @@ async fn an_unknown_workspace_resolves_to_nothing() {
 #[tokio::test]
 async fn an_org_wide_install_resolves_by_enterprise_and_a_team_link_wins() {
     let db = TestDatabase::create().await;
-    let mut op = db.operator().await;
-    let org = op.create_tenant(&name("org")).await.unwrap();
-    op.link_workspace(org, Platform::Slack, &WorkspaceRef::new(None, Some(ws("E1")), true).unwrap())
-        .await
-        .unwrap();
-    let team = tenant_with_team(&mut op, "T9").await;
+    let op = db.operator();
+    let org = op.create_tenant("org").await;
+    op.link(org, None, Some("E1")).await.unwrap();
+    let team = tenant_with_team(&op, "T9").await;
     let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
 
     let org_wide = WorkspaceRef::new(None, Some(ws("E1")), true).unwrap();
@@ -62,9 +60,9 @@ async fn an_org_wide_install_resolves_by_enterprise_and_a_team_link_wins() {
 #[tokio::test]
 async fn a_paused_bridge_is_reported_paused() {
     let db = TestDatabase::create().await;
-    let mut op = db.operator().await;
-    let tenant = tenant_with_team(&mut op, "T1").await;
-    op.set_paused(tenant, true).await.unwrap();
+    let op = db.operator();
+    let tenant = tenant_with_team(&op, "T1").await;
+    op.pause(tenant, true).await.unwrap();
     let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
 
     let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
@@ -74,7 +72,7 @@ async fn a_paused_bridge_is_reported_paused() {
 #[tokio::test]
 async fn a_stored_agent_that_does_not_convert_resolves_unusable() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
     // Written by hand, past the operator's checks (as an old row or a manual edit would be):
     // a bad URL; a secret too short once opened; a secret stored unsealed; a sealed secret

@@ -14,7 +14,7 @@ use doorman_domain::{
 };
 use doorman_testkit::database::{TestDatabase, test_keys};
 
-use crate::fixtures::{name, ws};
+use crate::fixtures::ws;
 
 fn store(db: &TestDatabase) -> PgInstallStore {
     PgInstallStore::new(db.pool(), Arc::new(test_keys()))
@@ -34,16 +34,16 @@ fn grant(team: &str, token: &str) -> Grant {
 }
 
 async fn tenant(db: &TestDatabase, tenant_name: &str) -> TenantId {
-    db.operator().await.create_tenant(&name(tenant_name)).await.unwrap()
+    db.operator().create_tenant(tenant_name).await
 }
 
 #[tokio::test]
 async fn install_links_are_found_by_their_token_until_they_expire() {
     let db = TestDatabase::create().await;
     let acme = tenant(&db, "Acme").await;
-    let mut op = db.operator().await;
-    let live = op.create_install_link(acme, Utc::now() + Duration::hours(1)).await.unwrap();
-    let old = op.create_install_link(acme, Utc::now() - Duration::seconds(1)).await.unwrap();
+    let op = db.operator();
+    let live = op.install_link_until(acme, Utc::now() + Duration::hours(1)).await;
+    let old = op.install_link_until(acme, Utc::now() - Duration::seconds(1)).await;
     let store = store(&db);
 
     assert_eq!(store.link(&live).await.unwrap(), LinkState::Active(acme));

@@ -30,9 +30,9 @@ async fn set_tenant(conn: &mut AsyncPgConnection, tenant: TenantId) {
 
 /// Two tenants with a workspace, an agent and a receipt each.
 async fn two_tenants(db: &TestDatabase) -> (TenantId, TenantId) {
-    let mut op = db.operator().await;
-    let a = tenant_with_team(&mut op, "TA").await;
-    let b = tenant_with_team(&mut op, "TB").await;
+    let op = db.operator();
+    let a = tenant_with_team(&op, "TA").await;
+    let b = tenant_with_team(&op, "TB").await;
     let store = receipt_store(db.pool());
     store.claim(&receipt(a, "EvA", now())).await.unwrap();
     store.claim(&receipt(b, "EvB", now())).await.unwrap();

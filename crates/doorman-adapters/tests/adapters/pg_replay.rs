@@ -10,7 +10,7 @@ use diesel_async::RunQueryDsl;
 use doorman_adapters::postgres::PgStoredEvents;
 use doorman_adapters::postgres::receipts::receipt_counts;
 use doorman_adapters::postgres::schema::messaging_event_payloads as payloads;
-use doorman_domain::ports::{ReceiptStore, StoredEvents};
+use doorman_domain::ports::{Ledger, OperatorPorts, ReceiptStore, StoredEvents};
 use doorman_domain::{ExternalEventId, Failure, NewReceipt, Payload, ReplaySelection, Taken, TenantId};
 use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
@@ -50,7 +50,7 @@ fn id(event_id: &str) -> ExternalEventId {
 #[tokio::test]
 async fn a_payload_is_kept_sealed_with_its_claim_and_goes_when_handled_or_pruned() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let store = receipt_store(db.pool());
     store.claim(&kept(tenant, "EvKept")).await.unwrap();
     store.claim(&kept(tenant, "EvKept")).await.unwrap(); // a duplicate keeps nothing more
@@ -73,7 +73,7 @@ async fn a_payload_is_kept_sealed_with_its_claim_and_goes_when_handled_or_pruned
 #[tokio::test]
 async fn a_replay_takes_the_event_once_counts_it_and_a_failure_or_release_ends_the_hold() {
     let db = TestDatabase::create().await;
-    let tenant = tenant_with_team(&mut db.operator().await, "T1").await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
     let store = receipt_store(db.pool());
     store.claim(&kept(tenant, "EvR")).await.unwrap();
     let stored = stored(&db);
@@ -91,7 +91,16 @@ async fn a_replay_takes_the_event_once_counts_it_and_a_failure_or_release_ends_t
     store.record_failure(&key(tenant, "EvR"), &failure).await.unwrap();
     assert!(matches!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), Taken::Event { .. }), "released");
     stored.release(&key(tenant, "EvR")).await.unwrap();
-    let shown = db.operator().await.receipt(&key(tenant, "EvR")).await.unwrap().unwrap().0;
+    let shown = db
+        .operator()
+        .use_cases()
+        .ports()
+        .ledger()
+        .receipt(&key(tenant, "EvR"))
+        .await
+        .unwrap()
+        .unwrap()
+        .receipt;
     assert_eq!(shown.replays, 1, "two takes, one released");
 
     store.complete(&key(tenant, "EvR"), now(), days_ago(7), 100).await.unwrap();
@@ -104,8 +113,8 @@ async fn a_replay_takes_the_event_once_counts_it_and_a_failure_or_release_ends_t
 #[tokio::test]
 async fn selections_name_only_the_tenants_own_receipts_and_say_which_have_a_payload() {
     let db = TestDatabase::create().await;
-    let mut op = db.operator().await;
-    let (a, b) = (tenant_with_team(&mut op, "T1").await, tenant_with_team(&mut op, "T2").await);
+    let op = db.operator();
+    let (a, b) = (tenant_with_team(&op, "T1").await, tenant_with_team(&op, "T2").await);
     let store = receipt_store(db.pool());
     let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
     for (tenant, event) in [(a, "EvA1"), (a, "EvA2"), (b, "EvB1")] {
@@ -132,8 +141,8 @@ async fn selections_name_only_the_tenants_own_receipts_and_say_which_have_a_payl
 #[tokio::test]
 async fn the_gauges_count_every_tenants_stranded_and_recently_failed_receipts() {
     let db = TestDatabase::create().await;
-    let mut op = db.operator().await;
-    let (a, b) = (tenant_with_team(&mut op, "T1").await, tenant_with_team(&mut op, "T2").await);
+    let op = db.operator();
+    let (a, b) = (tenant_with_team(&op, "T1").await, tenant_with_team(&op, "T2").await);
     let store = receipt_store(db.pool());
     let old = Utc::now() - Duration::hours(2);
     for (tenant, event) in [(a, "S1"), (b, "S2")] {

@@ -2,6 +2,8 @@
 //! tenants on purpose); results go to stdout, logs and errors to stderr.
 
 mod admin;
+pub mod context;
+mod operator;
 pub mod output;
 mod receipts;
 
@@ -23,12 +25,13 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Migrate(db) => migrate(&db).await,
-        Command::Tenant(command) => admin::tenant(command).await,
-        Command::Workspace(command) => admin::workspace(command).await,
-        Command::Agent(command) => admin::agent(command).await,
+        Command::Tenant(command) => operator::tenant(command).await,
+        Command::Workspace(command) => operator::workspace(command).await,
+        Command::Agent(command) => operator::agent(command).await,
         Command::Receipts(command) => receipts::run(command).await,
-        Command::Secrets(command) => admin::secrets(command).await,
-        Command::Slack(command) => admin::slack(command).await,
+        Command::Secrets(command) => operator::secrets(command).await,
+        Command::Slack(command) => operator::slack(command).await,
+        Command::Admin(command) => admin::run(command).await,
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod body;
 mod install;
-mod ops;
+pub mod ops;
 pub mod responses;
 mod slack;
 

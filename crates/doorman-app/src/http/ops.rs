@@ -16,6 +16,12 @@ pub async fn healthz() -> HttpResponse {
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let current = migrations::is_current(&state.pool).await;
     state.metrics.readiness(matches!(current, Ok(true)));
+    readiness(current)
+}
+
+/// The `/readyz` answer for what the migrations check found (the server's and the admin
+/// API's alike).
+pub fn readiness(current: Result<bool, doorman_domain::StorageError>) -> HttpResponse {
     match current {
         Ok(true) => HttpResponse::Ok().json(json!({ "status": "ready" })),
         Ok(false) => HttpResponse::ServiceUnavailable()

@@ -5,7 +5,6 @@
 use std::time::{Duration, Instant};
 
 use diesel_async::RunQueryDsl;
-use doorman_domain::{Platform, WorkspaceId, WorkspaceRef};
 use doorman_testkit::database::{TestDatabase, tenant_with_agent};
 use doorman_testkit::{FakeAgent, ServeProcess};
 
@@ -32,7 +31,7 @@ impl Two {
     async fn start() -> Self {
         let db = TestDatabase::create().await;
         let agent = FakeAgent::start(AGENT_SECRET);
-        let tenant = tenant_with_agent(&mut db.operator().await, "T1", agent.url(), AGENT_SECRET).await;
+        let tenant = tenant_with_agent(&db.operator(), "T1", agent.url(), AGENT_SECRET).await;
         let two = Self {
             processes: [serve(&db), serve(&db)],
             db,
@@ -115,11 +114,11 @@ async fn a_pause_and_a_resume_apply_in_both_processes_within_200_ms() {
         assert_eq!(two.deliver(process, "T1").await.0, 200);
     }
 
-    two.db.operator().await.set_paused(two.tenant, true).await.unwrap();
+    two.db.operator().pause(two.tenant, true).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 503).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "pause applied after {took:?}");
 
-    two.db.operator().await.set_paused(two.tenant, false).await.unwrap();
+    two.db.operator().pause(two.tenant, false).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 200).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "resume applied after {took:?}");
 }
@@ -138,7 +137,7 @@ async fn with_the_listeners_killed_a_pause_made_at_once_still_applies_within_200
     .execute(&mut two.db.owner().await)
     .await
     .unwrap();
-    two.db.operator().await.set_paused(two.tenant, true).await.unwrap();
+    two.db.operator().pause(two.tenant, true).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 503).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "pause applied after {took:?}");
 
@@ -146,7 +145,7 @@ async fn with_the_listeners_killed_a_pause_made_at_once_still_applies_within_200
     for process in &two.processes {
         two.wait_for_listener(process).await;
     }
-    two.db.operator().await.set_paused(two.tenant, false).await.unwrap();
+    two.db.operator().pause(two.tenant, false).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 200).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "resume applied after {took:?}");
 }
@@ -162,8 +161,7 @@ async fn a_workspace_link_makes_a_workspace_remembered_as_unknown_route_within_2
         assert!(two.metrics(process).await.contains("doorman_unknown_workspaces_total 1"));
     }
 
-    let workspace = WorkspaceRef::team(WorkspaceId::new("TNEW").unwrap());
-    two.db.operator().await.link_workspace(two.tenant, Platform::Slack, &workspace).await.unwrap();
+    two.db.operator().link(two.tenant, Some("TNEW"), None).await.unwrap();
     let linked_at = Instant::now();
     let mut took = [None, None];
     while took.iter().any(Option::is_none) {

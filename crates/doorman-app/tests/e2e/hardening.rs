@@ -20,8 +20,8 @@ async fn a_slow_agent_holds_at_most_its_bound_and_every_event_is_dispatched_once
     let db = TestDatabase::create().await;
     let slow = FakeAgent::start_counting(AGENT_SECRET);
     let other = FakeAgent::start_counting(AGENT_SECRET);
-    tenant_with_agent(&mut db.operator().await, "TSLOW", slow.url(), AGENT_SECRET).await;
-    tenant_with_agent(&mut db.operator().await, "TOTHER", other.url(), AGENT_SECRET).await;
+    tenant_with_agent(&db.operator(), "TSLOW", slow.url(), AGENT_SECRET).await;
+    tenant_with_agent(&db.operator(), "TOTHER", other.url(), AGENT_SECRET).await;
     let server = spawn_serve(&db, "warn", &["--max-in-flight-per-tenant", "64", "--dispatch-timeout", "60s"]);
     let http = http_client();
     let base = server.base().to_owned();
@@ -167,7 +167,7 @@ async fn an_agent_secret_is_nowhere_in_the_database_or_its_dump() {
 async fn start_up_names_a_missing_key_and_a_rotation_moves_every_secret_to_the_new_one() {
     let db = TestDatabase::create().await;
     let agent = FakeAgent::start(AGENT_SECRET);
-    tenant_with_agent(&mut db.operator().await, "T1", agent.url(), AGENT_SECRET).await; // sealed with "test"
+    tenant_with_agent(&db.operator(), "T1", agent.url(), AGENT_SECRET).await; // sealed with "test"
     let new_key = "fresh:ZnJlc2gta2V5LWZyZXNoLWtleS1mcmVzaC1rZXktMzI=";
     let server_url = db.server_url();
     let serve_with = |keys: &str| {
@@ -232,7 +232,7 @@ async fn by_default_a_private_agent_gets_nothing_and_agent_set_says_why() {
     let db = TestDatabase::create().await;
     let agent = FakeAgent::start(AGENT_SECRET);
     // Stored past the command's check, as if set before this rule or by hand.
-    tenant_with_agent(&mut db.operator().await, "T1", agent.url(), AGENT_SECRET).await;
+    tenant_with_agent(&db.operator(), "T1", agent.url(), AGENT_SECRET).await;
     let url = db.server_url();
     let env = [
         ("DATABASE_URL", url.as_str()),
@@ -245,13 +245,12 @@ async fn by_default_a_private_agent_gets_nothing_and_agent_set_says_why() {
     let http = http_client();
     assert_eq!(post_event(&http, server.base(), "T1", "EvPrivate").await, 200);
     quiesce(&http, server.base()).await;
-    let failed = db.operator().await.failed(None).await.unwrap();
+    let failed = db.operator().failed().await;
     assert_eq!(failed.len(), 1);
     assert!(failed[0].failure.as_ref().unwrap().reason.starts_with("destination_not_allowed"), "{failed:?}");
     assert_eq!(agent.requests() + agent.bad_signatures(), 0, "nothing was sent");
 
-    let tenant =
-        db.operator().await.create_tenant(&doorman_domain::TenantName::new("Other").unwrap()).await.unwrap();
+    let tenant = db.operator().create_tenant("Other").await;
     for agent_url in
         ["http://127.0.0.1:9/agent", "https://169.254.169.254/latest/meta-data", "https://localhost/x"]
     {

@@ -157,7 +157,7 @@ impl TestApp {
 
     /// A tenant with `team` linked and the fake agent set.
     pub async fn tenant(&self, team: &str) -> TenantId {
-        tenant_with_agent(&mut self.db.operator().await, team, &self.agent_url(), AGENT_SECRET).await
+        tenant_with_agent(&self.db.operator(), team, &self.agent_url(), AGENT_SECRET).await
     }
 
     pub async fn post(

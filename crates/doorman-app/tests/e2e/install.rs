@@ -3,8 +3,7 @@
 
 use chrono::{Duration as Ago, Utc};
 use diesel_async::RunQueryDsl;
-use doorman_domain::{AgentSecret, AgentUrl, TenantId, TenantName};
-use doorman_testkit::database::test_keys;
+use doorman_domain::TenantId;
 use doorman_testkit::fake_slack::{self, FakeSlack, Workspace};
 
 use crate::helpers::{AGENT_SECRET, TestApp, WAIT};
@@ -36,12 +35,10 @@ async fn spawn_installing(slack: &FakeSlack) -> TestApp {
 
 /// A tenant with the fake agent set, no workspace linked yet; its install link.
 pub async fn customer(app: &TestApp, name: &str) -> (TenantId, String) {
-    let mut op = app.db.operator().await;
-    let tenant = op.create_tenant(&TenantName::new(name).unwrap()).await.unwrap();
-    let (url, secret) =
-        (AgentUrl::parse(&app.agent_url()).unwrap(), AgentSecret::parse(AGENT_SECRET).unwrap());
-    op.set_agent(tenant, &url, &secret, &test_keys()).await.unwrap();
-    let link = op.create_install_link(tenant, Utc::now() + Ago::hours(1)).await.unwrap();
+    let op = app.db.operator();
+    let tenant = op.create_tenant(name).await;
+    op.set_agent(tenant, &app.agent_url(), AGENT_SECRET).await.unwrap();
+    let link = op.install_link_until(tenant, Utc::now() + Ago::hours(1)).await;
     (tenant, link)
 }
 
@@ -139,9 +136,9 @@ async fn a_workspace_installed_for_one_tenant_is_refused_to_another() {
 
     let (status, page) = install(&app, &second_link).await;
     assert_eq!(status, 409, "{page}");
-    let installations = app.db.operator().await.installations(None).await.unwrap();
+    let installations = app.db.operator().installations().await;
     assert_eq!(installations.len(), 1);
-    assert_eq!(installations[0].tenant_id, *first.as_uuid(), "nothing changed");
+    assert_eq!(installations[0].tenant, first, "nothing changed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,7 +191,7 @@ async fn a_cancelled_install_and_a_slack_refusal_store_nothing() {
     let (status, page) = install(&app, &link).await;
     assert_eq!(status, 502);
     assert!(page.contains("invalid_code"), "{page}");
-    assert!(app.db.operator().await.installations(None).await.unwrap().is_empty(), "nothing stored");
+    assert!(app.db.operator().installations().await.is_empty(), "nothing stored");
     assert_eq!(app.event("T1", "EvNotInstalled", None).await.status(), 200);
     app.quiesce().await;
     assert_eq!(app.agent.requests(), 0, "the workspace was not linked");
@@ -205,8 +202,7 @@ async fn unknown_and_expired_links_say_so_and_installs_off_is_404() {
     let slack = FakeSlack::start("localhost", Workspace::team("T1", "One"));
     let app = spawn_installing(&slack).await;
     let (tenant, _) = customer(&app, "Acme").await;
-    let expired =
-        app.db.operator().await.create_install_link(tenant, Utc::now() - Ago::seconds(1)).await.unwrap();
+    let expired = app.db.operator().install_link_until(tenant, Utc::now() - Ago::seconds(1)).await;
     let http = no_redirects();
     for (link, status) in [("not-a-link", 404), (expired.as_str(), 410)] {
         let response = http.get(format!("{}/slack/install/{link}", app.base)).send().await.unwrap();
@@ -236,7 +232,7 @@ async fn an_uninstall_event_is_dispatched_then_the_team_is_forgotten() {
     );
     app.quiesce().await;
     assert_eq!(app.agent.count_for("EvUninstalled"), 1, "the agent had it first");
-    assert!(app.db.operator().await.installations(None).await.unwrap().is_empty());
+    assert!(app.db.operator().installations().await.is_empty());
 
     // The workspace is no longer linked: its events are ignored (200, nothing claimed).
     let deadline = std::time::Instant::now() + WAIT;
@@ -271,7 +267,7 @@ async fn a_revoked_bot_token_is_forgotten_and_no_longer_handed_out() {
         200
     );
     app.quiesce().await;
-    let installations = app.db.operator().await.installations(None).await.unwrap();
+    let installations = app.db.operator().installations().await;
     assert!(!installations[0].has_bot_token);
 
     app.until_answered("TREV", 200).await;
@@ -319,7 +315,7 @@ async fn a_refresh_slack_refuses_fails_the_dispatch_as_token_refresh_failed() {
     assert_eq!(app.event("TRF", "EvNoRefresh", None).await.status(), 200);
     app.quiesce().await;
     assert_eq!(app.agent.requests(), 0, "nothing sent with an expired token");
-    let failed = app.db.operator().await.failed(None).await.unwrap();
+    let failed = app.db.operator().failed().await;
     assert!(failed[0].failure.as_ref().unwrap().reason.starts_with("token_refresh_failed"), "{failed:?}");
 }
 
@@ -340,7 +336,7 @@ async fn an_expired_token_whose_refresh_token_is_gone_is_never_sent() {
     app.quiesce().await;
     assert_eq!(app.agent.requests(), 0, "nothing sent with an expired token");
     assert_eq!(slack.refreshes(), 0);
-    let failed = app.db.operator().await.failed(None).await.unwrap();
+    let failed = app.db.operator().failed().await;
     // Whether the cached copy was already reloaded (the domain refuses) or not (the refresh
     // re-reads the row and refuses), the failure says why.
     assert!(failed[0].failure.as_ref().unwrap().reason.starts_with("token_refresh_failed"), "{failed:?}");
@@ -364,7 +360,12 @@ async fn repeated_installs_do_not_grow_the_states_table() {
         .await
         .unwrap();
     assert!(states.n <= 2, "each start deletes the spent states: {} left", states.n);
-    let pruned =
-        app.db.operator().await.prune_install_states(std::num::NonZeroU32::new(10).unwrap()).await.unwrap();
+    let pruned = app
+        .db
+        .maintenance()
+        .await
+        .prune_install_states(std::num::NonZeroU32::new(10).unwrap())
+        .await
+        .unwrap();
     assert_eq!(pruned as i64, states.n, "the operator command clears the rest");
 }

@@ -35,7 +35,7 @@ impl Held {
 }
 
 async fn tenant_with_agent(db: &TestDatabase, agent: &FakeAgent, team: &str) {
-    database::tenant_with_agent(&mut db.operator().await, team, agent.url(), AGENT_SECRET).await;
+    database::tenant_with_agent(&db.operator(), team, agent.url(), AGENT_SECRET).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -79,8 +79,7 @@ async fn sigterm_during_a_held_dispatch_waits_for_it_within_the_drain_timeout() 
     let status = server.wait_for_exit(WAIT).await.expect("exits once the dispatch finished");
     assert!(status.success(), "{status:?}");
     assert_eq!(agent.count_for("EvDrain"), 1);
-    let stranded =
-        db.operator().await.stranded(chrono::Utc::now() + chrono::Duration::minutes(1), None).await.unwrap();
+    let stranded = db.operator().stranded().await;
     assert!(stranded.is_empty(), "the drained dispatch completed its receipt: {stranded:?}");
 }
 
@@ -93,8 +92,7 @@ async fn a_dispatch_outliving_the_drain_timeout_is_left_visibly_stranded() {
     let status = server.wait_for_exit(WAIT).await.expect("exits after the drain timeout");
     assert!(!status.success(), "a drain that left work unfinished exits non-zero");
 
-    let stranded =
-        db.operator().await.stranded(chrono::Utc::now() + chrono::Duration::minutes(1), None).await.unwrap();
+    let stranded = db.operator().stranded().await;
     assert_eq!(stranded.len(), 1);
     assert_eq!(stranded[0].key.external_id.as_str(), "EvCut");
 }
@@ -105,8 +103,7 @@ async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_
     server.signal("KILL");
     server.wait_for_exit(WAIT).await.expect("killed");
 
-    let soon = chrono::Utc::now() + chrono::Duration::minutes(1);
-    let stranded = db.operator().await.stranded(soon, None).await.unwrap();
+    let stranded = db.operator().stranded().await;
     assert_eq!(stranded.len(), 1, "the loss is visible");
     assert_eq!(stranded[0].key.external_id.as_str(), "EvKilled");
 
@@ -118,7 +115,7 @@ async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_
     assert_eq!(post_event(&http, restarted.base(), "T1", "EvKilled").await, 200);
     quiesce(&http, restarted.base()).await;
     assert_eq!(agent.requests(), 1, "the retry is a duplicate and is not dispatched again");
-    let still = db.operator().await.stranded(soon, None).await.unwrap();
+    let still = db.operator().stranded().await;
     assert_eq!(still.len(), 1, "still listed for an operator to look at");
 }
 
@@ -168,8 +165,7 @@ async fn a_clean_drain_under_load_writes_every_completion() {
     assert!(status.success(), "a clean drain exits 0: {status:?}");
 
     assert!(accepted.len() >= 100, "{} accepted before the shutdown", accepted.len());
-    let stranded =
-        db.operator().await.stranded(chrono::Utc::now() + chrono::Duration::minutes(1), None).await.unwrap();
+    let stranded = db.operator().stranded().await;
     assert!(stranded.is_empty(), "no completion left in memory: {} stranded", stranded.len());
     for id in &accepted {
         assert_eq!(agent.count_for(id), 1, "{id} acknowledged and dispatched once");

@@ -16,11 +16,11 @@ fn json(stdout: &str) -> Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
-/// `receipts replay` logs in as the server does (a member of `doorman_app` only).
+/// `receipts replay` logs in as the owner, and replays as `doorman_admin` (the admin API's role).
 fn replay(app: &TestApp, tenant: &str, selection: &[&str]) -> std::process::Output {
     let mut args = vec!["receipts", "replay", "--tenant", tenant, "--json"];
     args.extend_from_slice(selection);
-    doorman(&app.db.server_url(), &args)
+    doorman(app.db.url(), &args)
 }
 
 fn show(app: &TestApp, tenant: &str, event_id: &str) -> std::process::Output {
@@ -40,7 +40,7 @@ async fn events_failed_while_the_agent_was_down_are_replayed_once_each_and_then_
         assert_eq!(app.event("T1", id, None).await.status(), 200);
     }
     app.quiesce().await;
-    assert_eq!(app.db.operator().await.failed(None).await.unwrap().len(), 3);
+    assert_eq!(app.db.operator().failed().await.len(), 3);
     assert_eq!(json(&ok(&show(&app, &tenant, "EvDown1")))["status"], "failed");
     assert_eq!(kept_payloads(&app).await, 3, "kept while unhandled");
     proxy.restore().await;
@@ -99,8 +99,7 @@ async fn without_retention_a_replay_refuses_and_names_each_event() {
         .collect();
     assert_eq!(named, [("EvNoKeep1".into(), "no_payload".into()), ("EvNoKeep2".into(), "no_payload".into())]);
     assert!(report["events"][0]["detail"].as_str().unwrap().contains("retain-payloads"), "{report}");
-    let human =
-        doorman(&app.db.server_url(), &["receipts", "replay", "--tenant", &tenant, "--failed-since", "1h"]);
+    let human = doorman(app.db.url(), &["receipts", "replay", "--tenant", &tenant, "--failed-since", "1h"]);
     let stdout = String::from_utf8_lossy(&human.stdout);
     assert!(stdout.contains("EvNoKeep1") && stdout.contains("no payload kept"), "{stdout}");
     assert_eq!(app.agent.requests(), 2, "the two live attempts, nothing more");

@@ -150,7 +150,7 @@ async fn an_unknown_workspace_gets_200_writes_no_receipt_and_dispatches_nothing(
 async fn a_delivery_answered_503_while_paused_writes_nothing_and_its_retry_dispatches_once() {
     let app = TestApp::spawn().await;
     let tenant = app.tenant("T1").await;
-    app.db.operator().await.set_paused(tenant, true).await.unwrap();
+    app.db.operator().pause(tenant, true).await.unwrap();
 
     assert_eq!(app.event("T1", "EvPaused", None).await.status(), 503);
     assert!(app.receipts().await.is_empty(), "nothing written");
@@ -158,7 +158,7 @@ async fn a_delivery_answered_503_while_paused_writes_nothing_and_its_retry_dispa
 
     // The resume reaches the server by a notice, in milliseconds; Slack's retries keep coming
     // until one is taken, and each refused one writes nothing.
-    app.db.operator().await.set_paused(tenant, false).await.unwrap();
+    app.db.operator().pause(tenant, false).await.unwrap();
     app.retry_until_taken("T1", "EvPaused").await;
     assert_eq!(app.event("T1", "EvPaused", Some(9)).await.status(), 200);
     app.quiesce().await;

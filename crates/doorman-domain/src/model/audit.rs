@@ -23,6 +23,9 @@ pub enum AuditAction {
     EventsReplay,
     KeyCreate,
     KeyRevoke,
+    SecretsRotate,
+    ReceiptsPrune,
+    InstallStatesPrune,
 }
 
 impl AuditAction {
@@ -40,6 +43,9 @@ impl AuditAction {
             Self::EventsReplay => "events.replay",
             Self::KeyCreate => "key.create",
             Self::KeyRevoke => "key.revoke",
+            Self::SecretsRotate => "secrets.rotate",
+            Self::ReceiptsPrune => "receipts.prune",
+            Self::InstallStatesPrune => "install_states.prune",
         }
     }
 }

@@ -150,11 +150,11 @@ pub trait Ledger: Send + Sync {
         key: &ReceiptKey,
     ) -> impl Future<Output = Result<Option<ReceiptRecord>, StorageError>> + Send;
 
-    /// The tenant's failed (newest failure first) or stranded (oldest claim first) receipts.
-    /// MUST NOT return another tenant's.
+    /// The tenant's (every tenant's with `None`) failed (newest failure first) or stranded
+    /// (oldest claim first) receipts. With a tenant, MUST NOT return another tenant's.
     fn list(
         &self,
-        tenant: TenantId,
+        tenant: Option<TenantId>,
         filter: &EventFilter,
         page: &PageRequest<EventCursor>,
     ) -> impl Future<Output = Result<Page<ReceiptRecord, EventCursor>, StorageError>> + Send;

@@ -14,10 +14,6 @@ impl<P: OperatorPorts> Operator<P> {
         tenant: Option<TenantId>,
         page: &PageRequest<AuditCursor>,
     ) -> Result<Page<AuditRecord, AuditCursor>, OperatorError> {
-        let tenant = match (tenant, caller.actor.only_tenant()) {
-            (Some(tenant), _) => Some(self.visible(caller, tenant).await?.id),
-            (None, own) => own,
-        };
-        Ok(self.ports.audit().list(tenant, page).await?)
+        Ok(self.ports.audit().list(self.scoped(caller, tenant).await?, page).await?)
     }
 }

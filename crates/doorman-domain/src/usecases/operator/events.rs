@@ -32,16 +32,17 @@ impl<P: OperatorPorts> Operator<P> {
         Ok(self.report(record))
     }
 
-    /// The tenant's failed (newest failure first) or stranded (oldest first) events.
+    /// Failed (newest failure first) or stranded (oldest first) events: of one tenant, or (a
+    /// caller for every tenant) of all.
     pub async fn events(
         &self,
         caller: &Caller,
-        tenant: TenantId,
+        tenant: Option<TenantId>,
         state: EventState,
         since: Option<DateTime<Utc>>,
         page: &PageRequest<EventCursor>,
     ) -> Result<Page<EventReport, EventCursor>, OperatorError> {
-        self.visible(caller, tenant).await?;
+        let tenant = self.scoped(caller, tenant).await?;
         let filter = EventFilter { state, since, stranded_before: self.stranded_before() };
         let found = self.ports.ledger().list(tenant, &filter, page).await?;
         Ok(found.map(|record| self.report(record)))

@@ -61,11 +61,7 @@ impl<P: OperatorPorts> Operator<P> {
         caller: &Caller,
         tenant: Option<TenantId>,
     ) -> Result<Vec<InstallationSummary>, OperatorError> {
-        let tenant = match (tenant, caller.actor.only_tenant()) {
-            (Some(tenant), _) => Some(self.visible(caller, tenant).await?.id),
-            (None, own) => own,
-        };
-        Ok(self.ports.installs().list(tenant).await?)
+        Ok(self.ports.installs().list(self.scoped(caller, tenant).await?).await?)
     }
 
     /// Removes the tenant's installation of the workspace `id` names, and the workspace's

@@ -74,6 +74,19 @@ impl<P: OperatorPorts> Operator<P> {
         self.ports.tenants().get(tenant).await?.ok_or(OperatorError::UnknownTenant(tenant))
     }
 
+    /// Which tenant a listing reads: the one asked for (if visible), else a scoped caller's
+    /// own, else `None` (every tenant, for a caller that sees them all).
+    pub(crate) async fn scoped(
+        &self,
+        caller: &Caller,
+        tenant: Option<TenantId>,
+    ) -> Result<Option<TenantId>, OperatorError> {
+        match (tenant, caller.actor.only_tenant()) {
+            (Some(tenant), _) => Ok(Some(self.visible(caller, tenant).await?.id)),
+            (None, own) => Ok(own),
+        }
+    }
+
     /// Like [`Operator::visible`], for a change: a read-only caller is forbidden (after the
     /// scope check, so a tenant out of scope still reads as unknown).
     pub(crate) async fn writable(

@@ -1,0 +1,113 @@
+//! Tenants' agents: the URL, the sealed signing secret, paused or not.
+
+use std::sync::Arc;
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use doorman_domain::ports::Agents;
+use doorman_domain::{AgentSecret, AgentSummary, AgentUrl, AuditEntry, StorageError, TenantId};
+
+use super::audit;
+use crate::postgres::directory::AGENT_SECRET_COLUMN;
+use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::pool::{PgPool, act_for};
+use crate::postgres::schema::agent_bridges;
+use crate::secrets::{Keyring, SealedIn};
+
+#[derive(Debug, Clone)]
+pub struct PgAgents {
+    pool: PgPool,
+    keys: Option<Arc<Keyring>>,
+}
+
+impl PgAgents {
+    /// `keys` seal the secrets it stores (the first key seals); without keys, setting an agent
+    /// is refused rather than storing a secret in the clear.
+    pub fn new(pool: PgPool, keys: Option<Arc<Keyring>>) -> Self {
+        Self { pool, keys }
+    }
+}
+
+impl Agents for PgAgents {
+    async fn get(&self, tenant: TenantId) -> Result<Option<AgentSummary>, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let found: Option<(String, bool)> = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                agent_bridges::table
+                    .filter(agent_bridges::tenant_id.eq(tenant.as_uuid()))
+                    .select((agent_bridges::url, agent_bridges::paused))
+                    .first(conn)
+                    .await
+                    .optional()
+            })
+            .await
+            .map_err(from_diesel)?;
+        found
+            .map(|(url, paused)| {
+                let url = AgentUrl::parse(&url)
+                    .map_err(|e| StorageError::Unexpected(format!("the tenant's stored agent URL: {e}")))?;
+                Ok(AgentSummary { url, paused })
+            })
+            .transpose()
+    }
+
+    async fn set(
+        &self,
+        tenant: TenantId,
+        url: &AgentUrl,
+        secret: &AgentSecret,
+        audit: &AuditEntry,
+    ) -> Result<(), StorageError> {
+        let keys = self.keys.as_ref().ok_or_else(|| {
+            StorageError::Unexpected("no encryption keys are configured to seal the agent's secret".into())
+        })?;
+        let sealed =
+            keys.seal(secret.expose_whsec().as_bytes(), SealedIn { tenant, column: AGENT_SECRET_COLUMN });
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            act_for(conn, tenant).await?;
+            diesel::insert_into(agent_bridges::table)
+                .values((
+                    agent_bridges::tenant_id.eq(tenant.as_uuid()),
+                    agent_bridges::url.eq(url.as_str()),
+                    agent_bridges::signing_secret.eq(&sealed),
+                ))
+                .on_conflict(agent_bridges::tenant_id)
+                .do_update()
+                .set((
+                    agent_bridges::url.eq(url.as_str()),
+                    agent_bridges::signing_secret.eq(&sealed),
+                    agent_bridges::updated_at.eq(diesel::dsl::now),
+                ))
+                .execute(conn)
+                .await?;
+            audit::write(conn, audit).await
+        })
+        .await
+        .map_err(from_diesel)
+    }
+
+    async fn set_paused(
+        &self,
+        tenant: TenantId,
+        paused: bool,
+        audit: &AuditEntry,
+    ) -> Result<bool, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            act_for(conn, tenant).await?;
+            let updated =
+                diesel::update(agent_bridges::table.filter(agent_bridges::tenant_id.eq(tenant.as_uuid())))
+                    .set((agent_bridges::paused.eq(paused), agent_bridges::updated_at.eq(diesel::dsl::now)))
+                    .execute(conn)
+                    .await?;
+            if updated > 0 {
+                audit::write(conn, audit).await?;
+            }
+            Ok(updated > 0)
+        })
+        .await
+        .map_err(from_diesel)
+    }
+}

@@ -1,0 +1,130 @@
+//! The audit trail: written by every change in its own transaction, listed newest first.
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use doorman_domain::ports::AuditTrail;
+use doorman_domain::{AuditCursor, AuditEntry, AuditRecord, Page, PageRequest, StorageError, TenantId};
+use uuid::Uuid;
+
+use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::pool::{PgPool, across_tenants, act_for};
+use crate::postgres::schema::admin_audit;
+
+/// Writes `entry` on `conn`, inside the transaction making the change it describes.
+pub(crate) async fn write(
+    conn: &mut AsyncPgConnection,
+    entry: &AuditEntry,
+) -> Result<(), diesel::result::Error> {
+    diesel::insert_into(admin_audit::table)
+        .values((
+            admin_audit::actor_kind.eq(entry.actor_kind()),
+            admin_audit::actor_id.eq(entry.actor_id()),
+            admin_audit::actor_name.eq(entry.actor_name()),
+            admin_audit::action.eq(entry.action.as_str()),
+            admin_audit::tenant_id.eq(entry.tenant.map(|t| *t.as_uuid())),
+            admin_audit::target.eq(entry.target.as_deref()),
+            admin_audit::request_id.eq(entry.caller.request.as_str()),
+        ))
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+#[derive(Debug, Clone)]
+pub struct PgAuditTrail {
+    pool: PgPool,
+}
+
+impl PgAuditTrail {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+type Row = (
+    i64,
+    chrono::DateTime<chrono::Utc>,
+    String,
+    String,
+    String,
+    String,
+    Option<Uuid>,
+    Option<String>,
+    String,
+);
+
+impl AuditTrail for PgAuditTrail {
+    async fn record(&self, entry: &AuditEntry) -> Result<(), StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            if let Some(tenant) = entry.tenant {
+                act_for(conn, tenant).await?;
+            }
+            write(conn, entry).await
+        })
+        .await
+        .map_err(from_diesel)
+    }
+
+    async fn list(
+        &self,
+        tenant: Option<TenantId>,
+        page: &PageRequest<AuditCursor>,
+    ) -> Result<Page<AuditRecord, AuditCursor>, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let page = page.clone();
+        let rows: Vec<Row> = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let mut query = admin_audit::table.into_boxed();
+                match tenant {
+                    Some(tenant) => {
+                        act_for(conn, tenant).await?;
+                        query = query.filter(admin_audit::tenant_id.eq(*tenant.as_uuid()));
+                    }
+                    None => across_tenants(conn).await?,
+                }
+                if let Some(after) = page.after {
+                    query = query.filter(
+                        admin_audit::at
+                            .lt(after.at)
+                            .or(admin_audit::at.eq(after.at).and(admin_audit::id.lt(after.id))),
+                    );
+                }
+                query
+                    .order((admin_audit::at.desc(), admin_audit::id.desc()))
+                    .limit(i64::from(page.limit.get()) + 1)
+                    .select((
+                        admin_audit::id,
+                        admin_audit::at,
+                        admin_audit::actor_kind,
+                        admin_audit::actor_id,
+                        admin_audit::actor_name,
+                        admin_audit::action,
+                        admin_audit::tenant_id,
+                        admin_audit::target,
+                        admin_audit::request_id,
+                    ))
+                    .load(conn)
+                    .await
+            })
+            .await
+            .map_err(from_diesel)?;
+        let records = rows
+            .into_iter()
+            .map(|(id, at, actor_kind, actor_id, actor_name, action, tenant, target, request_id)| {
+                AuditRecord {
+                    id,
+                    at,
+                    actor_kind,
+                    actor_id,
+                    actor_name,
+                    action,
+                    tenant: tenant.map(TenantId::from_uuid),
+                    target,
+                    request_id,
+                }
+            })
+            .collect();
+        Ok(Page::from_overfetch(records, page.limit, |r: &AuditRecord| AuditCursor { at: r.at, id: r.id }))
+    }
+}

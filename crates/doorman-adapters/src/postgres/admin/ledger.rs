@@ -1,0 +1,132 @@
+//! Receipts as operators read them: one, or a page of failed or stranded ones, each with
+//! whether its payload is kept.
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use doorman_domain::ports::Ledger;
+use doorman_domain::{
+    EventCursor, EventFilter, EventState, Page, PageRequest, ReceiptKey, ReceiptRecord, StorageError,
+    TenantId,
+};
+
+use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::pool::{PgPool, act_for};
+use crate::postgres::receipt_row::ReceiptRow;
+use crate::postgres::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
+
+#[derive(Debug, Clone)]
+pub struct PgLedger {
+    pool: PgPool,
+}
+
+impl PgLedger {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+/// Whether the receipt's payload is kept: one probe of the payloads' primary key.
+macro_rules! payload_kept {
+    () => {
+        diesel::dsl::exists(
+            payloads::table
+                .filter(payloads::tenant_id.eq(receipts::tenant_id))
+                .filter(payloads::platform.eq(receipts::platform))
+                .filter(payloads::external_event_id.eq(receipts::external_event_id)),
+        )
+    };
+}
+
+impl Ledger for PgLedger {
+    async fn receipt(&self, key: &ReceiptKey) -> Result<Option<ReceiptRecord>, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let found: Option<(ReceiptRow, bool)> = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, key.tenant).await?;
+                receipts::table
+                    .filter(receipts::tenant_id.eq(key.tenant.as_uuid()))
+                    .filter(receipts::platform.eq(key.platform.as_str()))
+                    .filter(receipts::external_event_id.eq(key.external_id.as_str()))
+                    .select((ReceiptRow::as_select(), payload_kept!()))
+                    .first(conn)
+                    .await
+                    .optional()
+            })
+            .await
+            .map_err(from_diesel)?;
+        found
+            .map(|(row, payload_kept)| Ok(ReceiptRecord { receipt: row.into_receipt()?, payload_kept }))
+            .transpose()
+    }
+
+    /// Failed: newest failure first; stranded: oldest claim first. Both read the partial index
+    /// of unhandled receipts. Every tenant's (`None`) needs the tables' owner: as
+    /// `doorman_admin` it finds none (the admin API always names a tenant).
+    async fn list(
+        &self,
+        tenant: Option<TenantId>,
+        filter: &EventFilter,
+        page: &PageRequest<EventCursor>,
+    ) -> Result<Page<ReceiptRecord, EventCursor>, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let (filter, page) = (*filter, page.clone());
+        let rows: Vec<(ReceiptRow, bool)> = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let mut query = receipts::table.filter(receipts::handled_at.is_null()).into_boxed();
+                if let Some(tenant) = tenant {
+                    act_for(conn, tenant).await?;
+                    query = query.filter(receipts::tenant_id.eq(*tenant.as_uuid()));
+                }
+                let after = page.after.map(|c| (c.at, c.event_id.as_str().to_owned()));
+                query =
+                    match filter.state {
+                        EventState::Failed => {
+                            query = query.filter(receipts::failure_reason.is_not_null());
+                            if let Some(since) = filter.since {
+                                query = query.filter(receipts::failed_at.ge(since));
+                            }
+                            if let Some((at, id)) = after {
+                                query =
+                                    query.filter(receipts::failed_at.lt(at).or(
+                                        receipts::failed_at.eq(at).and(receipts::external_event_id.lt(id)),
+                                    ));
+                            }
+                            query.order((receipts::failed_at.desc(), receipts::external_event_id.desc()))
+                        }
+                        EventState::Stranded => {
+                            query = query
+                                .filter(receipts::failure_reason.is_null())
+                                .filter(receipts::claimed_at.lt(filter.stranded_before));
+                            if let Some(since) = filter.since {
+                                query = query.filter(receipts::claimed_at.ge(since));
+                            }
+                            if let Some((at, id)) = after {
+                                query =
+                                    query.filter(receipts::claimed_at.gt(at).or(
+                                        receipts::claimed_at.eq(at).and(receipts::external_event_id.gt(id)),
+                                    ));
+                            }
+                            query.order((receipts::claimed_at.asc(), receipts::external_event_id.asc()))
+                        }
+                    };
+                query
+                    .limit(i64::from(page.limit.get()) + 1)
+                    .select((ReceiptRow::as_select(), payload_kept!()))
+                    .load(conn)
+                    .await
+            })
+            .await
+            .map_err(from_diesel)?;
+        let records = rows
+            .into_iter()
+            .map(|(row, payload_kept)| Ok(ReceiptRecord { receipt: row.into_receipt()?, payload_kept }))
+            .collect::<Result<Vec<_>, StorageError>>()?;
+        Ok(Page::from_overfetch(records, page.limit, |r: &ReceiptRecord| EventCursor {
+            at: match (filter.state, &r.receipt.failure) {
+                (EventState::Failed, Some(failure)) => failure.at,
+                _ => r.receipt.claimed_at,
+            },
+            event_id: r.receipt.key.external_id.clone(),
+        }))
+    }
+}

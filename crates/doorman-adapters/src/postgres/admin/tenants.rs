@@ -1,0 +1,205 @@
+//! Tenants: created (idempotently when asked), read, listed a page at a time.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use doorman_domain::ports::Tenants;
+use doorman_domain::{
+    AuditEntry, Created, Idempotency, NewTenant, Page, PageRequest, StorageError, TenantCursor, TenantId,
+    TenantRecord,
+};
+use uuid::Uuid;
+
+use super::{Stop, audit};
+use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::pool::{PgPool, across_tenants, act_for};
+use crate::postgres::schema::{admin_idempotency, tenants};
+use crate::secrets::token_hash;
+
+/// How long an idempotency key is remembered: a repeat after that creates again.
+const KEY_MEMORY: &str = "24 hours";
+
+#[derive(Debug, Clone)]
+pub struct PgTenants {
+    pool: PgPool,
+}
+
+impl PgTenants {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+type Row = (Uuid, String, DateTime<Utc>, bool);
+
+const COLUMNS: (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads) =
+    (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads);
+
+fn record((id, name, created_at, retain_payloads): Row) -> TenantRecord {
+    TenantRecord { id: TenantId::from_uuid(id), name, created_at, retain_payloads }
+}
+
+impl Tenants for PgTenants {
+    /// The idempotency row goes in with the tenant: two concurrent creations with one key both
+    /// reach its primary key, the second waits for the first to commit and then finds the
+    /// conflict, rolls back its tenant, and answers with the first one's.
+    async fn create(
+        &self,
+        tenant: &NewTenant,
+        idempotency: Option<Idempotency>,
+        audit: &AuditEntry,
+    ) -> Result<Created, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let fingerprint = idempotency.as_ref().map(|i| token_hash(&i.fingerprint));
+        let created = conn
+            .transaction::<_, Stop<()>, _>(async |conn| {
+                act_for(conn, tenant.id).await?;
+                let row: Row = diesel::insert_into(tenants::table)
+                    .values((tenants::id.eq(tenant.id.as_uuid()), tenants::name.eq(tenant.name.as_str())))
+                    .returning(COLUMNS)
+                    .get_result(conn)
+                    .await?;
+                if let (Some(idempotency), Some(fingerprint)) = (&idempotency, &fingerprint) {
+                    diesel::sql_query(format!(
+                        "DELETE FROM admin_idempotency WHERE scope = $1 AND key = $2 \
+                          AND created_at < now() - interval '{KEY_MEMORY}'"
+                    ))
+                    .bind::<diesel::sql_types::Text, _>(&idempotency.scope)
+                    .bind::<diesel::sql_types::Text, _>(idempotency.key.as_str())
+                    .execute(conn)
+                    .await?;
+                    let remembered = diesel::insert_into(admin_idempotency::table)
+                        .values((
+                            admin_idempotency::scope.eq(&idempotency.scope),
+                            admin_idempotency::key.eq(idempotency.key.as_str()),
+                            admin_idempotency::fingerprint.eq(fingerprint),
+                            admin_idempotency::tenant_id.eq(tenant.id.as_uuid()),
+                        ))
+                        .on_conflict_do_nothing()
+                        .execute(conn)
+                        .await?;
+                    if remembered == 0 {
+                        return Err(Stop::Answer(()));
+                    }
+                }
+                audit::write(conn, audit).await?;
+                Ok(record(row))
+            })
+            .await;
+        match created {
+            Ok(tenant) => Ok(Created::New(tenant)),
+            Err(stop) => {
+                stop.into_result()?;
+                let (Some(idempotency), Some(fingerprint)) = (idempotency, fingerprint) else {
+                    return Err(StorageError::Unexpected("an idempotent repeat without a key".into()));
+                };
+                first_answer(&mut conn, &idempotency, &fingerprint).await
+            }
+        }
+    }
+
+    async fn get(&self, tenant: TenantId) -> Result<Option<TenantRecord>, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            act_for(conn, tenant).await?;
+            tenants::table
+                .filter(tenants::id.eq(tenant.as_uuid()))
+                .select(COLUMNS)
+                .first::<Row>(conn)
+                .await
+                .optional()
+        })
+        .await
+        .map(|row| row.map(record))
+        .map_err(from_diesel)
+    }
+
+    async fn list(
+        &self,
+        only: Option<TenantId>,
+        page: &PageRequest<TenantCursor>,
+    ) -> Result<Page<TenantRecord, TenantCursor>, StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let page = page.clone();
+        let rows: Vec<Row> = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let mut query = tenants::table.into_boxed();
+                match only {
+                    Some(tenant) => {
+                        act_for(conn, tenant).await?;
+                        query = query.filter(tenants::id.eq(*tenant.as_uuid()));
+                    }
+                    None => across_tenants(conn).await?,
+                }
+                if let Some(after) = page.after {
+                    query = query.filter(tenants::created_at.gt(after.created_at).or(
+                        tenants::created_at.eq(after.created_at).and(tenants::id.gt(*after.id.as_uuid())),
+                    ));
+                }
+                query
+                    .order((tenants::created_at.asc(), tenants::id.asc()))
+                    .limit(i64::from(page.limit.get()) + 1)
+                    .select(COLUMNS)
+                    .load(conn)
+                    .await
+            })
+            .await
+            .map_err(from_diesel)?;
+        let records = rows.into_iter().map(record).collect();
+        Ok(Page::from_overfetch(records, page.limit, |t: &TenantRecord| TenantCursor {
+            created_at: t.created_at,
+            id: t.id,
+        }))
+    }
+
+    async fn set_retain_payloads(
+        &self,
+        tenant: TenantId,
+        on: bool,
+        audit: &AuditEntry,
+    ) -> Result<(), StorageError> {
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            act_for(conn, tenant).await?;
+            diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
+                .set(tenants::retain_payloads.eq(on))
+                .execute(conn)
+                .await?;
+            audit::write(conn, audit).await
+        })
+        .await
+        .map_err(from_diesel)
+    }
+}
+
+/// The tenant the first request under this key created, or `KeyReused` when that request
+/// asked for something else. On the connection the creation rolled back on: waiting for a
+/// second one while holding it could exhaust the pool under a burst of repeats.
+async fn first_answer(
+    conn: &mut AsyncPgConnection,
+    idempotency: &Idempotency,
+    fingerprint: &str,
+) -> Result<Created, StorageError> {
+    let found: Option<(String, Row)> = conn
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            across_tenants(conn).await?;
+            admin_idempotency::table
+                .inner_join(tenants::table)
+                .filter(admin_idempotency::scope.eq(&idempotency.scope))
+                .filter(admin_idempotency::key.eq(idempotency.key.as_str()))
+                .select((admin_idempotency::fingerprint, COLUMNS))
+                .first(conn)
+                .await
+                .optional()
+        })
+        .await
+        .map_err(from_diesel)?;
+    match found {
+        Some((stored, row)) if stored == fingerprint => Ok(Created::Repeated(record(row))),
+        Some(_) => Ok(Created::KeyReused),
+        // The first request's tenant is gone (deleted with its key): nothing to repeat.
+        None => {
+            Err(StorageError::Unavailable("the idempotency key's first request is gone; try again".into()))
+        }
+    }
+}

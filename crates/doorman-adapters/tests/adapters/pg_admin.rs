@@ -1,0 +1,340 @@
+//! The operator actions' adapters on real PostgreSQL: as the command line runs them (the
+//! tables' owner) and as the admin API does (`doorman_admin`, under row-level security).
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use chrono::Duration;
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use doorman_adapters::bridge::DestinationPolicy;
+use doorman_adapters::postgres::PgOperatorPorts;
+use doorman_adapters::postgres::pool::{self, ADMIN_ROLE, PoolSettings, act_for};
+use doorman_domain::ports::{OperatorPorts, ReceiptStore};
+use doorman_domain::usecases::operator::{Operator, OperatorSettings};
+use doorman_domain::{
+    Actor, ApiKey, AuditCursor, Caller, Failure, IdempotencyKey, KeyId, KeyName, KeyScope, OperatorError,
+    PageLimit, PageRequest, RequestId, TenantCursor, TenantId, TenantName,
+};
+use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
+
+use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team};
+
+/// The use cases as the admin API runs them: logged in as a member of `doorman_admin` only.
+fn admin(db: &TestDatabase) -> Operator<PgOperatorPorts> {
+    let pool = pool::connect_as(&db.admin_url(), &PoolSettings::default(), Some(ADMIN_ROLE));
+    let ports =
+        PgOperatorPorts::new(pool, Some(Arc::new(test_keys())), DestinationPolicy { allow_private: true });
+    let settings = OperatorSettings {
+        install_base_url: None,
+        stranded_after: std::time::Duration::from_secs(600),
+        replay_hold: std::time::Duration::from_secs(90),
+    };
+    Operator::new(ports, settings)
+}
+
+fn key_caller(tenant: Option<TenantId>, read_only: bool) -> Caller {
+    Caller {
+        actor: Actor::Key(ApiKey {
+            id: KeyId::generate(),
+            name: "backend".into(),
+            scope: KeyScope { tenant, read_only },
+        }),
+        request: RequestId::new("req-test").unwrap(),
+    }
+}
+
+fn name(name: &str) -> TenantName {
+    TenantName::new(name).unwrap()
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+async fn count(conn: &mut AsyncPgConnection, sql: &str) -> i64 {
+    diesel::sql_query(sql).get_result::<Count>(conn).await.unwrap().n
+}
+
+#[tokio::test]
+async fn a_workspace_links_to_one_tenant_only_and_only_a_new_link_is_audited() {
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let a = tenant_with_team(&op, "T1").await;
+    let b = op.create_tenant("other").await;
+
+    assert_eq!(op.link(b, Some("T1"), None).await.unwrap_err(), OperatorError::WorkspaceTaken);
+    assert!(!op.link(a, Some("T1"), None).await.unwrap().new, "linking it again changes nothing");
+    assert!(op.link(b, None, Some("E1")).await.unwrap().new);
+    assert_eq!(op.link(a, None, Some("E1")).await.unwrap_err(), OperatorError::WorkspaceTaken);
+
+    let links =
+        count(&mut db.owner().await, "SELECT count(*) AS n FROM admin_audit WHERE action = 'workspace.link'")
+            .await;
+    assert_eq!(links, 2, "T1 for a, E1 for b: refusals and repeats write nothing");
+}
+
+#[tokio::test]
+async fn actions_on_an_unknown_tenant_or_a_missing_agent_say_so_without_cli_wording() {
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let ghost = TenantId::generate();
+    assert_eq!(op.pause(ghost, true).await, Err(OperatorError::UnknownTenant(ghost)));
+    assert_eq!(
+        op.set_agent(ghost, crate::fixtures::AGENT_URL, crate::fixtures::AGENT_SECRET).await,
+        Err(OperatorError::UnknownTenant(ghost))
+    );
+    let bare = op.create_tenant("bare").await;
+    let error = op.pause(bare, true).await.unwrap_err();
+    assert_eq!(error, OperatorError::NoAgent(bare));
+    assert!(!error.to_string().contains("doorman "), "no command named: {error}");
+}
+
+#[tokio::test]
+async fn the_admin_role_writes_the_directory_reads_one_tenant_at_a_time_and_claims_nothing() {
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let a = admin.create_tenant(&writer, name("A"), None).await.unwrap().tenant.id;
+    let b = admin.create_tenant(&writer, name("B"), None).await.unwrap().tenant.id;
+    admin
+        .link_workspace(&writer, a, Some(doorman_domain::WorkspaceId::new("TA").unwrap()), None)
+        .await
+        .unwrap();
+    let url = doorman_domain::AgentUrl::parse(crate::fixtures::AGENT_URL).unwrap();
+    let secret = doorman_domain::AgentSecret::parse(crate::fixtures::AGENT_SECRET).unwrap();
+    admin.set_agent(&writer, a, url, secret).await.unwrap();
+    admin.pause_agent(&writer, a, true).await.unwrap();
+    assert!(admin.agent(&writer, a).await.unwrap().paused);
+
+    // The server's receipts of both tenants, as doorman_admin sees them.
+    tenant_with_team(&db.operator(), "TB").await;
+    let store = receipt_store(db.pool());
+    store.claim(&receipt(a, "EvA", now())).await.unwrap();
+    store.claim(&receipt(b, "EvB", now())).await.unwrap();
+    let mut conn = AsyncPgConnection::establish(&db.admin_url()).await.unwrap();
+    diesel::sql_query(format!("SET ROLE {ADMIN_ROLE}")).execute(&mut conn).await.unwrap();
+    assert_eq!(count(&mut conn, "SELECT count(*) AS n FROM tenants").await, 0, "no tenant named: none seen");
+    assert_eq!(count(&mut conn, "SELECT count(*) AS n FROM messaging_event_receipts").await, 0);
+    let seen = conn
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            act_for(conn, a).await?;
+            Ok(count(conn, "SELECT count(*) AS n FROM messaging_event_receipts").await)
+        })
+        .await
+        .unwrap();
+    assert_eq!(seen, 1, "tenant A's receipt only");
+
+    // It may not claim, nor read what only the server needs, nor see keys' secrets.
+    for refused in [
+        format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
+             VALUES ('{a}', 'slack', 'EvX', 'x', 0, now())"
+        ),
+        "SELECT count(*) AS n FROM messaging_request_replays".to_owned(),
+        "SELECT count(*) AS n FROM messaging_install_states".to_owned(),
+        "UPDATE admin_keys SET revoked_at = now()".to_owned(),
+        "INSERT INTO messaging_installations (tenant_id, platform, team_id, is_enterprise_install, app_id, bot_user_id, scopes) \
+         VALUES (gen_random_uuid(), 'slack', 'T', false, 'A', 'U', '')"
+            .to_owned(),
+    ] {
+        let error = diesel::sql_query(&refused).execute(&mut conn).await.unwrap_err();
+        assert!(error.to_string().contains("permission denied"), "{refused}: {error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_concurrent_identical_creations_under_one_key_make_one_tenant() {
+    let db = TestDatabase::create().await;
+    let admin = Arc::new(admin(&db));
+    let caller = key_caller(None, false);
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let (admin, caller) = (admin.clone(), caller.clone());
+            tokio::spawn(async move {
+                let key = IdempotencyKey::new("create-acme-1").unwrap();
+                admin.create_tenant(&caller, name("Acme"), Some(key)).await
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    let mut new = 0;
+    for task in tasks {
+        let created = task.await.unwrap().unwrap();
+        ids.push(created.tenant.id);
+        new += usize::from(created.new);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "every answer names the one tenant");
+    assert_eq!(new, 1, "one request created it; the others repeated its answer");
+    let mut owner = db.owner().await;
+    assert_eq!(count(&mut owner, "SELECT count(*) AS n FROM tenants").await, 1);
+    assert_eq!(
+        count(&mut owner, "SELECT count(*) AS n FROM admin_audit WHERE action = 'tenant.create'").await,
+        1
+    );
+
+    let reused =
+        admin.create_tenant(&caller, name("Other"), Some(IdempotencyKey::new("create-acme-1").unwrap()));
+    assert_eq!(reused.await.unwrap_err(), OperatorError::IdempotencyKeyReused);
+    let another_key = key_caller(None, false);
+    let theirs =
+        admin.create_tenant(&another_key, name("Acme"), Some(IdempotencyKey::new("create-acme-1").unwrap()));
+    assert!(theirs.await.unwrap().new, "keys are per caller");
+}
+
+#[tokio::test]
+async fn tenants_page_in_creation_order_and_a_scoped_key_lists_its_own() {
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let mut made = Vec::new();
+    for i in 0..5 {
+        made.push(admin.create_tenant(&writer, name(&format!("T{i}")), None).await.unwrap().tenant.id);
+    }
+    let mut seen = Vec::new();
+    let mut page = PageRequest::<TenantCursor> { limit: PageLimit::new(2).unwrap(), after: None };
+    let mut pages = 0;
+    loop {
+        let listed = admin.tenants(&writer, &page).await.unwrap();
+        pages += 1;
+        seen.extend(listed.items.iter().map(|t| t.id));
+        match listed.next {
+            Some(next) => page.after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!((seen, pages), (made.clone(), 3));
+
+    let scoped = key_caller(Some(made[3]), true);
+    let own = admin.tenants(&scoped, &PageRequest::default()).await.unwrap();
+    assert_eq!(own.items.iter().map(|t| t.id).collect::<Vec<_>>(), vec![made[3]]);
+}
+
+#[tokio::test]
+async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let a = tenant_with_team(&op, "TA").await;
+    let b = tenant_with_team(&op, "TB").await;
+    let store = receipt_store(db.pool());
+    let old = now() - Duration::minutes(30);
+    for (tenant, id) in [(a, "Stranded"), (a, "Handled"), (a, "Failed"), (b, "StrandedB")] {
+        store.claim(&receipt(tenant, id, old)).await.unwrap();
+    }
+    store.complete(&key(a, "Handled"), now(), days_ago(7), 10).await.unwrap();
+    store
+        .record_failure(&key(a, "Failed"), &Failure { reason: "agent answered HTTP 500".into(), at: now() })
+        .await
+        .unwrap();
+
+    let mut all: Vec<String> = op.stranded().await.iter().map(|r| r.key.external_id.to_string()).collect();
+    all.sort();
+    assert_eq!(all, ["Stranded", "StrandedB"]);
+    let failed = op.failed().await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].failure.as_ref().unwrap().reason, "agent answered HTTP 500");
+
+    // As the admin API reads them: one tenant, with the ten-minute threshold.
+    store.claim(&receipt(a, "Recent", now())).await.unwrap();
+    let admin = admin(&db);
+    let reader = key_caller(Some(a), true);
+    let stranded = admin
+        .events(&reader, Some(a), doorman_domain::EventState::Stranded, None, &PageRequest::default())
+        .await
+        .unwrap();
+    let names: Vec<_> = stranded.items.iter().map(|r| r.receipt.key.external_id.as_str()).collect();
+    assert_eq!(names, ["Stranded"], "not B's, not the recent one");
+}
+
+#[tokio::test]
+async fn prune_deletes_every_tenants_expired_receipts_in_batches() {
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let a = tenant_with_team(&op, "TA").await;
+    let b = tenant_with_team(&op, "TB").await;
+    let store = receipt_store(db.pool());
+    for i in 0..4 {
+        store.claim(&receipt(a, &format!("A{i}"), days_ago(10))).await.unwrap();
+        store.claim(&receipt(b, &format!("B{i}"), days_ago(10))).await.unwrap();
+    }
+    store.claim(&receipt(a, "Fresh", now())).await.unwrap();
+
+    let pruned =
+        db.maintenance().await.prune_expired(days_ago(7), NonZeroU32::new(3).unwrap()).await.unwrap();
+    assert_eq!(pruned, 8);
+    assert_eq!(op.stranded().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_key_authenticates_by_its_secret_until_revoked_and_only_its_hash_is_stored() {
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let tenant = op.create_tenant("Acme").await;
+    let scope = KeyScope { tenant: Some(tenant), read_only: true };
+    let (id, secret) =
+        op.use_cases().create_key(op.caller(), KeyName::new("support").unwrap(), scope).await.unwrap();
+    let admin = admin(&db);
+    let keys = admin.ports().keys();
+
+    let found = keys.authenticate(secret.expose()).await.unwrap().expect("the key authenticates");
+    assert_eq!((found.id, found.name.as_str(), found.scope), (id, "support", scope));
+    let wrong = format!("{}x", secret.expose());
+    assert_eq!(keys.authenticate(&wrong).await.unwrap(), None);
+    assert_eq!(keys.authenticate("dmk_nothing").await.unwrap(), None);
+
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = Text)]
+        row: String,
+    }
+    let stored: Vec<Row> = diesel::sql_query("SELECT k::text AS row FROM admin_keys k")
+        .load(&mut db.owner().await)
+        .await
+        .unwrap();
+    let secret_part = secret.expose().rsplit('_').next().unwrap();
+    assert!(stored.iter().all(|r| !r.row.contains(secret_part)), "the secret is not stored");
+
+    op.use_cases().revoke_key(op.caller(), id).await.unwrap();
+    assert_eq!(keys.authenticate(secret.expose()).await.unwrap(), None, "revoked at once");
+    assert!(matches!(op.use_cases().revoke_key(op.caller(), id).await, Err(OperatorError::NotFound { .. })));
+}
+
+#[tokio::test]
+async fn the_audit_trail_says_who_did_what_newest_first_and_a_scoped_key_reads_its_own() {
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let a = admin.create_tenant(&writer, name("A"), None).await.unwrap().tenant.id;
+    let b = admin.create_tenant(&writer, name("B"), None).await.unwrap().tenant.id;
+    admin.set_retain_payloads(&writer, a, true).await.unwrap();
+    let op = db.operator();
+    op.pause(a, true).await.unwrap_err(); // no agent: refused, nothing audited
+    op.link(b, Some("TB"), None).await.unwrap();
+
+    let all = admin.audit(&writer, None, &PageRequest::<AuditCursor>::default()).await.unwrap();
+    let actions: Vec<_> = all.items.iter().map(|r| (r.action.as_str(), r.actor_kind.as_str())).collect();
+    assert_eq!(
+        actions,
+        [
+            ("workspace.link", "cli"),
+            ("tenant.retain_payloads", "key"),
+            ("tenant.create", "key"),
+            ("tenant.create", "key")
+        ]
+    );
+    let newest = &all.items[0];
+    assert_eq!((newest.actor_id.as_str(), newest.actor_name.as_str()), ("test", "cli"));
+    let keyed = &all.items[1];
+    assert_eq!(
+        (keyed.tenant, keyed.target.as_deref(), keyed.request_id.as_str()),
+        (Some(a), Some("on"), "req-test")
+    );
+    assert_eq!(keyed.actor_name, "backend");
+
+    let scoped = key_caller(Some(b), true);
+    let own = admin.audit(&scoped, None, &PageRequest::default()).await.unwrap();
+    assert!(own.items.iter().all(|r| r.tenant == Some(b)) && own.items.len() == 2, "{:?}", own.items);
+}

@@ -1,0 +1,160 @@
+//! `/admin/v1/tenants/{id}/agent`: where the tenant's events go, paused or not.
+
+use std::fmt;
+
+use actix_web::{HttpResponse, web};
+use doorman_domain::{AgentSecret, AgentUrl, OperatorError};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::problem::{ApiError, Problem};
+use super::{AdminState, Authenticated, tenant_path};
+use crate::documents::AgentDoc;
+
+/// The agent to set.
+#[derive(Deserialize, ToSchema)]
+pub struct NewAgent {
+    /// An https URL on a public address (unless the server allows private ones).
+    pub url: String,
+    /// `whsec_` and base64 of at least 16 bytes (Standard Webhooks): the agent verifies
+    /// dispatches with it. Never returned.
+    pub signing_secret: String,
+}
+
+impl fmt::Debug for NewAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewAgent")
+            .field("url", &"<not logged>")
+            .field("signing_secret", &"<redacted>")
+            .finish()
+    }
+}
+
+/// The agent, or 404 when none is set.
+fn no_agent_is_not_found(error: OperatorError) -> ApiError {
+    match error {
+        OperatorError::NoAgent(tenant) => ApiError::not_found(format!("tenant {tenant} has no agent set")),
+        other => other.into(),
+    }
+}
+
+/// The tenant's agent (never its secret).
+#[utoipa::path(
+    get,
+    path = "/admin/v1/tenants/{id}/agent",
+    tag = "agents",
+    params(("id" = String, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "The agent", body = AgentDoc),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant, or no agent set", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    let agent = state.operator.agent(&caller.0, tenant).await.map_err(no_agent_is_not_found)?;
+    Ok(HttpResponse::Ok().json(AgentDoc::from(agent)))
+}
+
+/// Sets (or replaces) the tenant's agent. A paused agent stays paused.
+#[utoipa::path(
+    put,
+    path = "/admin/v1/tenants/{id}/agent",
+    tag = "agents",
+    request_body = NewAgent,
+    params(("id" = String, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "The agent now", body = AgentDoc),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A URL that is not https or not public, or a secret that is not whsec_…", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn set(
+    caller: Authenticated,
+    path: web::Path<String>,
+    body: web::Json<NewAgent>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    let body = body.into_inner();
+    let url = AgentUrl::parse(&body.url).map_err(|e| ApiError::invalid_value("url", &e))?;
+    let secret = AgentSecret::parse(&body.signing_secret)
+        .map_err(|e| ApiError::invalid_value("signing_secret", &e))?;
+    state
+        .operator
+        .set_agent(&caller.0, tenant, url, secret)
+        .await
+        .map_err(|e| ApiError::from_operator(e, Some("url")))?;
+    let agent = state.operator.agent(&caller.0, tenant).await?;
+    Ok(HttpResponse::Ok().json(AgentDoc::from(agent)))
+}
+
+/// Pauses the tenant's agent: its deliveries are answered 503 (Slack retries them) in every
+/// serving process within 200 ms.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/tenants/{id}/agent/pause",
+    tag = "agents",
+    params(("id" = String, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "The agent now", body = AgentDoc),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "No agent set", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn pause(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    set_paused(caller, &path, state, true).await
+}
+
+/// Resumes the tenant's agent.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/tenants/{id}/agent/resume",
+    tag = "agents",
+    params(("id" = String, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "The agent now", body = AgentDoc),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "No agent set", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn resume(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    set_paused(caller, &path, state, false).await
+}
+
+async fn set_paused(
+    caller: Authenticated,
+    tenant: &str,
+    state: web::Data<AdminState>,
+    paused: bool,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(tenant)?;
+    state.operator.pause_agent(&caller.0, tenant, paused).await?;
+    let agent = state.operator.agent(&caller.0, tenant).await?;
+    Ok(HttpResponse::Ok().json(AgentDoc::from(agent)))
+}

@@ -1,0 +1,43 @@
+//! `/admin/v1/audit`: every change through either face, newest first.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use doorman_domain::AuditCursor;
+
+use super::problem::{ApiError, Problem};
+use super::query::{Query, next_cursor};
+use super::{AdminState, Authenticated, tenant_path};
+use crate::documents::{AuditDoc, Page};
+
+/// Audit entries: who (key id and name, or `cli` and the OS user), what, on which tenant, in
+/// which request. A key scoped to a tenant reads that tenant's entries only.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/audit",
+    tag = "audit",
+    params(
+        ("tenant" = Option<String>, Query, description = "One tenant's entries"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page (50)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "A page of entries", body = Page<AuditDoc>),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant (or not this key's)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    caller: Authenticated,
+    request: HttpRequest,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let query = Query::of(&request);
+    let tenant = query.get("tenant").map(tenant_path).transpose()?;
+    let page = query.page::<AuditCursor>()?;
+    let listed = state.operator.audit(&caller.0, tenant, &page).await?;
+    Ok(HttpResponse::Ok().json(Page {
+        items: listed.items.into_iter().map(AuditDoc::from).collect(),
+        next_cursor: next_cursor(listed.next),
+    }))
+}

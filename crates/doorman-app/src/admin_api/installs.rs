@@ -1,0 +1,108 @@
+//! `/admin/v1/tenants/{id}/install-links` and `/installations`: the Slack app installed by a
+//! tenant's customers through a link.
+
+use std::time::Duration;
+
+use actix_web::{HttpResponse, web};
+use doorman_domain::usecases::operator::installs::LinkLifetime;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::problem::{ApiError, Problem};
+use super::{AdminState, Authenticated, tenant_path, workspace_path};
+use crate::documents::{InstallLinkDoc, InstallationDoc, Items};
+
+/// An install link to make.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewInstallLink {
+    /// How long the link may be used: 60 seconds to 30 days (86,400 unless given).
+    #[schema(minimum = 60, maximum = 2_592_000)]
+    pub expires_in_seconds: Option<u64>,
+}
+
+/// A link to hand one customer: their browser goes through Slack's consent, and the workspace
+/// they install into is linked to the tenant. Usable for several installs until it expires.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/tenants/{id}/install-links",
+    tag = "installations",
+    request_body = NewInstallLink,
+    params(("id" = String, Path, description = "The tenant's id")),
+    responses(
+        (status = 201, description = "The link", body = InstallLinkDoc),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Installs are off (the Slack app is not configured)", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A lifetime out of bounds", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn create_link(
+    caller: Authenticated,
+    path: web::Path<String>,
+    body: web::Json<NewInstallLink>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    let seconds = body.expires_in_seconds.unwrap_or(24 * 3600);
+    let lifetime = LinkLifetime::new(Duration::from_secs(seconds))
+        .map_err(|e| ApiError::invalid_value("expires_in_seconds", &e))?;
+    let link = state.operator.create_install_link(&caller.0, tenant, lifetime).await?;
+    Ok(HttpResponse::Created().json(InstallLinkDoc::from(link)))
+}
+
+/// The tenant's installations: never a token.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/tenants/{id}/installations",
+    tag = "installations",
+    params(("id" = String, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "The tenant's installations", body = Items<InstallationDoc>),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    let found = state.operator.installations(&caller.0, Some(tenant)).await?;
+    Ok(HttpResponse::Ok().json(Items { items: found.into_iter().map(InstallationDoc::from).collect() }))
+}
+
+/// Removes the tenant's installation of the workspace (team id, or an org-wide install's
+/// enterprise id) and the workspace's link, as Slack's `app_uninstalled` does.
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/tenants/{id}/installations/{workspace_id}",
+    tag = "installations",
+    params(
+        ("id" = String, Path, description = "The tenant's id"),
+        ("workspace_id" = String, Path, description = "A team id, or an org-wide install's enterprise id"),
+    ),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant, or no such installation of it", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn remove(
+    caller: Authenticated,
+    path: web::Path<(String, String)>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let (tenant, workspace) = path.into_inner();
+    let (tenant, workspace) = (tenant_path(&tenant)?, workspace_path(&workspace)?);
+    state.operator.uninstall(&caller.0, tenant, &workspace).await?;
+    Ok(HttpResponse::NoContent().finish())
+}

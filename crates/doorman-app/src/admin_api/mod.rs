@@ -1,0 +1,299 @@
+//! The admin API (`doorman admin serve`): the platform's backend drives Doorman over HTTP with
+//! a key it holds. A process of its own, logged in as a member of `doorman_admin` (it writes
+//! the directory; the Slack-facing `doorman serve` keeps `doorman_app`, which cannot).
+//!
+//! Handlers only convert: JSON and query strings into the operator use cases' arguments, their
+//! answers into documents (`crate::documents`) and their refusals into problem details
+//! ([`problem`]). Two middlewares wrap them: [`observe`] (a request id, metrics, a log line,
+//! and problem details for the framework's own errors) around everything, and [`authenticate`]
+//! (the bearer key) around `/admin/v1` except its OpenAPI document.
+
+mod agents;
+mod audit;
+mod events;
+mod installs;
+mod metrics;
+pub mod openapi;
+pub mod problem;
+mod query;
+mod tenants;
+mod workspaces;
+
+use std::future::{Ready, ready};
+use std::net::{SocketAddr, TcpListener};
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{App, FromRequest, HttpMessage, HttpRequest, HttpResponse, HttpServer, web};
+use anyhow::Context;
+use doorman_adapters::postgres::pool::{self, ADMIN_ROLE};
+use doorman_adapters::postgres::{PgAdminKeys, PgOperatorPorts, PgPool, migrations};
+use doorman_domain::usecases::operator::{Operator, OperatorSettings};
+use doorman_domain::{Actor, Caller, ReceiptStatus, RequestId, TenantId, WorkspaceId};
+
+use self::metrics::AdminMetrics;
+use self::problem::{ApiError, PROBLEM_JSON, json_error};
+use crate::commands::context::HOLD_MARGIN;
+use crate::config::AdminConfig;
+use crate::replays::Replays;
+
+/// The most a request body may be.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// How long in-flight requests may take to finish once shutdown starts (replays included).
+const REQUEST_GRACE: u64 = 30;
+
+/// What every handler reaches: concrete types, chosen once.
+#[derive(Debug)]
+pub struct AdminState {
+    pub operator: Operator<PgOperatorPorts>,
+    pub keys: PgAdminKeys,
+    pub replays: Replays,
+    pub pool: PgPool,
+    pub metrics: AdminMetrics,
+}
+
+/// The caller the [`authenticate`] middleware found: a handler that takes this only runs for
+/// a valid key.
+#[derive(Debug, Clone)]
+pub struct Authenticated(pub Caller);
+
+impl FromRequest for Authenticated {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            request
+                .extensions()
+                .get::<Caller>()
+                .cloned()
+                .map(Authenticated)
+                .ok_or_else(ApiError::unauthorized),
+        )
+    }
+}
+
+/// A tenant id from a path: one that is not a UUID names no tenant (404).
+pub(crate) fn tenant_path(raw: &str) -> Result<TenantId, ApiError> {
+    raw.parse().map_err(|_| ApiError::not_found(format!("no tenant with id {raw:?}")))
+}
+
+/// A workspace id from a path: one that could not be stored names nothing (404).
+pub(crate) fn workspace_path(raw: &str) -> Result<WorkspaceId, ApiError> {
+    WorkspaceId::new(raw).map_err(|_| ApiError::not_found("no such workspace"))
+}
+
+pub fn routes(config: &mut web::ServiceConfig) {
+    let json =
+        web::JsonConfig::default().limit(MAX_BODY_BYTES).error_handler(|error, _| json_error(&error).into());
+    config
+        .app_data(json)
+        .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+        .route("/healthz", web::get().to(healthz))
+        .route("/readyz", web::get().to(readyz))
+        .route("/metrics", web::get().to(render_metrics))
+        .route("/admin/v1/openapi.json", web::get().to(openapi_document))
+        .service(
+            web::scope("/admin/v1")
+                .wrap(from_fn(authenticate))
+                .route("/tenants", web::post().to(tenants::create))
+                .route("/tenants", web::get().to(tenants::list))
+                .route("/tenants/{id}", web::get().to(tenants::get))
+                .route("/tenants/{id}/retain-payloads", web::put().to(tenants::retain_payloads))
+                .route("/tenants/{id}/workspaces", web::get().to(workspaces::list))
+                .route("/tenants/{id}/workspaces", web::post().to(workspaces::link))
+                .route("/tenants/{id}/workspaces/{workspace_id}", web::delete().to(workspaces::unlink))
+                .route("/tenants/{id}/agent", web::get().to(agents::get))
+                .route("/tenants/{id}/agent", web::put().to(agents::set))
+                .route("/tenants/{id}/agent/pause", web::post().to(agents::pause))
+                .route("/tenants/{id}/agent/resume", web::post().to(agents::resume))
+                .route("/tenants/{id}/install-links", web::post().to(installs::create_link))
+                .route("/tenants/{id}/installations", web::get().to(installs::list))
+                .route("/tenants/{id}/installations/{workspace_id}", web::delete().to(installs::remove))
+                .route("/tenants/{id}/events", web::get().to(events::list))
+                .route("/tenants/{id}/events/{event_id}", web::get().to(events::get))
+                .route("/tenants/{id}/events/{event_id}/replay", web::post().to(events::replay_one))
+                .route("/tenants/{id}/replays", web::post().to(events::replay_many))
+                .route("/audit", web::get().to(audit::list)),
+        )
+        .default_service(web::to(|| async {
+            HttpResponse::from_error(ApiError::not_found("no such route"))
+        }));
+}
+
+/// The bearer key of the request, checked against the stored keys (their hashes, in constant
+/// time); nothing is cached, so a revocation holds from the next request. Missing, wrong or
+/// revoked: 401 with `WWW-Authenticate: Bearer`. The key is never logged.
+async fn authenticate(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let state = request.app_data::<web::Data<AdminState>>().cloned();
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .map(str::to_owned);
+    let found = match (state, presented) {
+        (Some(state), Some(presented)) => state.keys.authenticate(&presented).await,
+        _ => Ok(None),
+    };
+    let key = match found {
+        Ok(Some(key)) => key,
+        Ok(None) => return Ok(request.error_response(ApiError::unauthorized()).map_into_right_body()),
+        Err(error) => return Ok(request.error_response(ApiError::storage(&error)).map_into_right_body()),
+    };
+    let request_id = request.extensions().get::<RequestId>().cloned().unwrap_or_else(RequestId::generate);
+    request.extensions_mut().insert(Caller { actor: Actor::Key(key), request: request_id });
+    next.call(request).await.map(ServiceResponse::map_into_left_body)
+}
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Around every request: its id (the client's `X-Request-Id` if it is printable and short,
+/// else a fresh one; echoed back and recorded in the audit trail), its metrics, one log line,
+/// and problem details for errors the framework answers itself (an unknown route, a wrong
+/// method, a body too large).
+async fn observe(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let request_id = request
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| RequestId::new(v).ok())
+        .unwrap_or_else(RequestId::generate);
+    request.extensions_mut().insert(request_id.clone());
+    let (method, state) =
+        (request.method().to_string(), request.app_data::<web::Data<AdminState>>().cloned());
+    let mut response = next.call(request).await?.map_into_boxed_body();
+    let is_problem =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes() == PROBLEM_JSON.as_bytes());
+    if response.status().as_u16() >= 400 && !is_problem {
+        let status = response.status();
+        let kind = if status.as_u16() == 405 { "method-not-allowed" } else { "http" };
+        let detail = status.canonical_reason().unwrap_or("error").to_lowercase();
+        let problem = HttpResponse::from_error(ApiError::new(status, kind, detail));
+        response = response.into_response(problem);
+    }
+    if let Ok(value) = HeaderValue::from_str(request_id.as_str()) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    let route = response.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
+    let status = response.status().as_u16();
+    if let Some(state) = state {
+        state.metrics.answered(&method, &route, status, started.elapsed());
+    }
+    let key = match response.request().extensions().get::<Caller>().map(|c| c.actor.clone()) {
+        Some(Actor::Key(key)) => Some(key.id),
+        _ => None,
+    };
+    tracing::info!(
+        request.id = %request_id,
+        key.id = key.map(tracing::field::display),
+        method = %method,
+        route = %route,
+        status,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "admin request"
+    );
+    Ok(response)
+}
+
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn readyz(state: web::Data<AdminState>) -> HttpResponse {
+    let current = migrations::is_current(&state.pool).await;
+    state.metrics.readiness(matches!(current, Ok(true)));
+    crate::http::ops::readiness(current)
+}
+
+async fn render_metrics(state: web::Data<AdminState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
+        .body(state.metrics.render())
+}
+
+async fn openapi_document() -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").body(openapi::document())
+}
+
+/// An admin API that is accepting requests.
+#[derive(Debug)]
+pub struct RunningAdmin {
+    addr: SocketAddr,
+    handle: actix_web::dev::ServerHandle,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningAdmin {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, and lets requests in flight (replays included) finish.
+    pub async fn shutdown(self) {
+        tracing::info!("admin API shutting down");
+        self.handle.stop(true).await;
+        let _ = self.task.await;
+    }
+}
+
+/// Builds the state and starts serving on `config.bind` (port 0 picks a free one). Must run
+/// on the main runtime: the pool and replays live there.
+pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
+    let pool = pool::connect_as(config.database_url.expose(), &config.pool, Some(ADMIN_ROLE));
+    let dispatch = &config.dispatch;
+    let settings = OperatorSettings {
+        install_base_url: dispatch.slack_app.as_ref().map(|install| install.public_url.clone()),
+        stranded_after: ReceiptStatus::STRANDED_AFTER,
+        replay_hold: dispatch.bridge.dispatch_timeout + HOLD_MARGIN,
+    };
+    let ports = PgOperatorPorts::new(pool.clone(), Some(dispatch.keys.clone()), dispatch.bridge.destinations);
+    let state = web::Data::new(AdminState {
+        operator: Operator::new(ports, settings),
+        keys: PgAdminKeys::new(pool.clone()),
+        replays: Replays::new(pool.clone(), dispatch)?,
+        pool,
+        metrics: AdminMetrics::default(),
+    });
+    let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
+    let addr = listener.local_addr()?;
+    let server =
+        HttpServer::new(move || App::new().app_data(state.clone()).wrap(from_fn(observe)).configure(routes))
+            .workers(config.workers)
+            .disable_signals()
+            .shutdown_timeout(REQUEST_GRACE)
+            .listen(listener)?
+            .run();
+    let handle = server.handle();
+    let task = tokio::spawn(server);
+    tracing::info!(
+        %addr,
+        workers = config.workers,
+        db_pool = config.pool.max_size,
+        installs = config.dispatch.slack_app.is_some(),
+        agent_allow_private = config.dispatch.bridge.destinations.allow_private,
+        "doorman admin API listening"
+    );
+    Ok(RunningAdmin { addr, handle, task })
+}
+
+/// Serves until SIGTERM or SIGINT, then shuts down gracefully.
+pub async fn run(config: AdminConfig) -> anyhow::Result<()> {
+    let admin = start(config).await?;
+    crate::commands::output::line(&format!("doorman admin API listening on http://{}", admin.addr()));
+    crate::server::wait_for_signal().await?;
+    admin.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! Query strings: pagination (`limit`, `cursor`) and filters, each refused with a 422 that
+//! names the parameter. Unknown parameters are ignored.
+
+use std::collections::HashMap;
+
+use actix_web::HttpRequest;
+use chrono::{DateTime, Utc};
+use doorman_domain::{Cursor, PageLimit, PageRequest};
+
+use super::problem::ApiError;
+
+/// The query string's parameters (the last of a repeated one wins).
+pub struct Query(HashMap<String, String>);
+
+impl Query {
+    pub fn of(request: &HttpRequest) -> Self {
+        Self(form_urlencoded::parse(request.query_string().as_bytes()).into_owned().collect())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// `limit` (1 to 100, 50 by default) and `cursor` (one this API gave out).
+    pub fn page<C: Cursor>(&self) -> Result<PageRequest<C>, ApiError> {
+        let limit = match self.get("limit") {
+            None => PageLimit::default(),
+            Some(raw) => raw
+                .parse::<u32>()
+                .map_err(|_| ApiError::invalid("limit", "must be a whole number between 1 and 100"))
+                .and_then(|n| PageLimit::new(n).map_err(|e| ApiError::invalid_value("limit", &e)))?,
+        };
+        let after = self
+            .get("cursor")
+            .map(C::decode)
+            .transpose()
+            .map_err(|e| ApiError::invalid_value("cursor", &e))?;
+        Ok(PageRequest { limit, after })
+    }
+
+    /// An RFC 3339 instant, e.g. `2026-12-01T10:00:00Z`.
+    pub fn instant(&self, name: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
+        self.get(name).map(|raw| instant(name, raw)).transpose()
+    }
+}
+
+/// An RFC 3339 instant, or a 422 naming `field`.
+pub fn instant(field: &str, raw: &str) -> Result<DateTime<Utc>, ApiError> {
+    DateTime::parse_from_rfc3339(raw)
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|_| ApiError::invalid(field, "must be an RFC 3339 date and time, like 2026-12-01T10:00:00Z"))
+}
+
+/// The next page's cursor, as text.
+pub fn next_cursor<C: Cursor>(next: Option<C>) -> Option<String> {
+    next.map(|c| c.encode())
+}

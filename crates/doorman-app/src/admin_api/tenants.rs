@@ -1,0 +1,141 @@
+//! `/admin/v1/tenants`: create (idempotently), list, read; keeping payloads for replay.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use doorman_domain::{IdempotencyKey, TenantCursor, TenantName};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::problem::{ApiError, Problem};
+use super::query::{Query, next_cursor};
+use super::{AdminState, Authenticated, tenant_path};
+use crate::documents::{Page, RetainPayloadsDoc, TenantDoc};
+
+/// A tenant to create.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewTenant {
+    /// 1 to 200 characters, no control characters; trimmed.
+    #[schema(min_length = 1, max_length = 200)]
+    pub name: String,
+}
+
+/// Creates a tenant. Only a key for every tenant, and not read-only, may. With an
+/// `Idempotency-Key` header, the same request again answers what the first did (the same
+/// tenant: nothing created); the same key with a different body is refused (422).
+#[utoipa::path(
+    post,
+    path = "/admin/v1/tenants",
+    tag = "tenants",
+    request_body = NewTenant,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the creation safe to repeat (24 hours)")),
+    responses(
+        (status = 201, description = "Created (or, for a repeat under the same Idempotency-Key, created before)", body = TenantDoc),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "A read-only or tenant-scoped key", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused name, or an Idempotency-Key reused for another request", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn create(
+    caller: Authenticated,
+    request: HttpRequest,
+    body: web::Json<NewTenant>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let name = TenantName::new(body.into_inner().name).map_err(|e| ApiError::invalid_value("name", &e))?;
+    let idempotency = request
+        .headers()
+        .get("idempotency-key")
+        .map(|v| v.to_str().map_err(|_| ()).and_then(|v| IdempotencyKey::new(v).map_err(|_| ())))
+        .transpose()
+        .map_err(|()| ApiError::invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters"))?;
+    let created = state.operator.create_tenant(&caller.0, name, idempotency).await?;
+    let doc = TenantDoc::from(created.tenant);
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/admin/v1/tenants/{}", doc.id)))
+        .json(doc))
+}
+
+/// The tenants this key may see, oldest first: every tenant, or a scoped key's own.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/tenants",
+    tag = "tenants",
+    params(
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page (50)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "A page of tenants", body = Page<TenantDoc>),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    caller: Authenticated,
+    request: HttpRequest,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Query::of(&request).page::<TenantCursor>()?;
+    let listed = state.operator.tenants(&caller.0, &page).await?;
+    Ok(HttpResponse::Ok().json(Page {
+        items: listed.items.into_iter().map(TenantDoc::from).collect(),
+        next_cursor: next_cursor(listed.next),
+    }))
+}
+
+/// One tenant.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/tenants/{id}",
+    tag = "tenants",
+    params(("id" = String, Path, description = "The tenant's id (a UUID)")),
+    responses(
+        (status = 200, description = "The tenant", body = TenantDoc),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant (or not this key's)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    Ok(HttpResponse::Ok().json(TenantDoc::from(state.operator.tenant(&caller.0, tenant).await?)))
+}
+
+/// Keep (sealed) the payloads of the tenant's claimed events until they are handled, so they
+/// can be replayed; or stop keeping new ones.
+#[utoipa::path(
+    put,
+    path = "/admin/v1/tenants/{id}/retain-payloads",
+    tag = "tenants",
+    request_body = RetainPayloadsDoc,
+    params(("id" = String, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "The setting now", body = RetainPayloadsDoc),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn retain_payloads(
+    caller: Authenticated,
+    path: web::Path<String>,
+    body: web::Json<RetainPayloadsDoc>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    state.operator.set_retain_payloads(&caller.0, tenant, body.enabled).await?;
+    Ok(HttpResponse::Ok().json(RetainPayloadsDoc { enabled: body.enabled }))
+}

@@ -1,0 +1,279 @@
+//! The command line's face of the operator use cases: tenants, workspaces, agents, Slack
+//! installs; and the maintenance commands (secrets, install states). Each converts its flags
+//! into a use case's arguments and its answer into lines or `--json`; the rules are the use
+//! cases'.
+
+use std::num::NonZeroU32;
+
+use anyhow::Context;
+use doorman_domain::usecases::operator::installs::LinkLifetime;
+use doorman_domain::{AgentSecret, AgentUrl, AuditAction, PageLimit, PageRequest, TenantName, WorkspaceId};
+use serde_json::json;
+
+use super::context::{Cli, Needs, explain, maintenance, tenant_id};
+use super::output;
+use crate::cli::{AgentCommand, OnOff, SecretsCommand, SlackCommand, TenantCommand, WorkspaceCommand};
+use crate::config::{destinations, keyring, slack_install};
+use crate::documents::{AgentDoc, InstallationDoc, Items, TenantDoc, WorkspaceDoc};
+
+pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
+    match command {
+        TenantCommand::Add { name, db } => {
+            let name = TenantName::new(name).context("--name")?;
+            let cli = Cli::owner(&db, Needs::default());
+            let created = cli.operator.create_tenant(&cli.caller, name, None).await.map_err(explain)?;
+            tracing::info!(tenant.id = %created.tenant.id, name = %created.tenant.name, "tenant created");
+            output::line(&created.tenant.id.to_string());
+        }
+        TenantCommand::List { json, db } => {
+            let cli = Cli::owner(&db, Needs::default());
+            let mut page = PageRequest { limit: PageLimit::new(PageLimit::MAX)?, after: None };
+            let mut tenants = Vec::new();
+            loop {
+                let listed = cli.operator.tenants(&cli.caller, &page).await.map_err(explain)?;
+                tenants.extend(listed.items.into_iter().map(TenantDoc::from));
+                match listed.next {
+                    Some(next) => page.after = Some(next),
+                    None => break,
+                }
+            }
+            if json {
+                output::json(&serde_json::to_value(Items { items: tenants })?);
+            } else if tenants.is_empty() {
+                output::line("no tenants");
+            } else {
+                output::line("ID                                    CREATED AT            PAYLOADS  NAME");
+                for t in &tenants {
+                    let kept = if t.retain_payloads { "kept" } else { "-" };
+                    output::line(&format!(
+                        "{:<37} {:<21} {:<9} {}",
+                        t.id,
+                        t.created_at.format("%Y-%m-%d %H:%M:%S"),
+                        kept,
+                        t.name
+                    ));
+                }
+            }
+        }
+        TenantCommand::RetainPayloads { tenant, setting, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let on = setting == OnOff::On;
+            let cli = Cli::owner(&db, Needs::default());
+            cli.operator.set_retain_payloads(&cli.caller, tenant, on).await.map_err(explain)?;
+            tracing::info!(tenant.id = %tenant, retain_payloads = on, "payload retention changed");
+            output::line(&if on {
+                format!(
+                    "tenant {tenant} keeps the payloads of claimed events until they are handled (sealed)"
+                )
+            } else {
+                format!("tenant {tenant} keeps no new payloads; those already kept go when handled or pruned")
+            });
+        }
+    }
+    Ok(())
+}
+
+pub async fn workspace(command: WorkspaceCommand) -> anyhow::Result<()> {
+    match command {
+        WorkspaceCommand::Link { tenant, team_id, enterprise_id, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let team = team_id.map(WorkspaceId::new).transpose().context("--team-id")?;
+            let enterprise = enterprise_id.map(WorkspaceId::new).transpose().context("--enterprise-id")?;
+            if team.is_none() && enterprise.is_none() {
+                anyhow::bail!("give --team-id, --enterprise-id (org-wide install), or both");
+            }
+            let cli = Cli::owner(&db, Needs::default());
+            let linked =
+                cli.operator.link_workspace(&cli.caller, tenant, team, enterprise).await.map_err(explain)?;
+            let workspace = &linked.link.workspace;
+            output::line(&if linked.new {
+                format!("linked Slack workspace {workspace} to tenant {tenant}")
+            } else {
+                format!("Slack workspace {workspace} was already linked to tenant {tenant}")
+            });
+        }
+        WorkspaceCommand::List { tenant, json, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let cli = Cli::owner(&db, Needs::default());
+            let links = cli.operator.workspaces(&cli.caller, tenant).await.map_err(explain)?;
+            if json {
+                let items: Vec<WorkspaceDoc> = links.into_iter().map(WorkspaceDoc::from).collect();
+                output::json(&serde_json::to_value(Items { items })?);
+            } else if links.is_empty() {
+                output::line(&format!("tenant {tenant} has no linked workspaces"));
+            } else {
+                for link in &links {
+                    output::line(&format!(
+                        "{:<30} linked {}",
+                        link.workspace.to_string(),
+                        link.linked_at.format("%Y-%m-%d %H:%M:%S")
+                    ));
+                }
+            }
+        }
+        WorkspaceCommand::Unlink { tenant, id, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let id = WorkspaceId::new(id).context("--id")?;
+            let cli = Cli::owner(&db, Needs::default());
+            cli.operator.unlink_workspace(&cli.caller, tenant, &id).await.map_err(explain)?;
+            output::line(&format!(
+                "unlinked Slack workspace {id} from tenant {tenant} (and removed its installation, if any)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
+    match command {
+        AgentCommand::Set { tenant, url, secret, keys, destinations: allowed, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let url = AgentUrl::parse(&url).context("--url")?;
+            let secret = AgentSecret::parse(secret.expose()).context("--secret")?;
+            let needs = Needs {
+                keys: Some(keyring(&keys)?),
+                destinations: destinations(&allowed),
+                ..Needs::default()
+            };
+            let cli = Cli::owner(&db, needs);
+            let redacted = url.redacted();
+            cli.operator.set_agent(&cli.caller, tenant, url, secret).await.map_err(|error| match error {
+                doorman_domain::OperatorError::Refused { reason, .. } => {
+                    anyhow::anyhow!("--url refused: {reason}")
+                }
+                other => explain(other),
+            })?;
+            output::line(&format!("agent for tenant {tenant} set to {redacted}"));
+        }
+        AgentCommand::Show { target, json } => {
+            let tenant = tenant_id(&target.tenant)?;
+            let cli = Cli::owner(&target.db, Needs::default());
+            let agent = AgentDoc::from(cli.operator.agent(&cli.caller, tenant).await.map_err(explain)?);
+            if json {
+                output::json(&serde_json::to_value(&agent)?);
+            } else {
+                let state = if agent.paused { "paused" } else { "active" };
+                output::line(&format!(
+                    "agent for tenant {tenant}: {} ({state}; signing secret set)",
+                    agent.url
+                ));
+            }
+        }
+        AgentCommand::Pause(target) => {
+            let tenant = tenant_id(&target.tenant)?;
+            let cli = Cli::owner(&target.db, Needs::default());
+            cli.operator.pause_agent(&cli.caller, tenant, true).await.map_err(explain)?;
+            output::line(&format!(
+                "agent for tenant {tenant} paused: deliveries are answered 503 until resumed"
+            ));
+        }
+        AgentCommand::Resume(target) => {
+            let tenant = tenant_id(&target.tenant)?;
+            let cli = Cli::owner(&target.db, Needs::default());
+            cli.operator.pause_agent(&cli.caller, tenant, false).await.map_err(explain)?;
+            output::line(&format!("agent for tenant {tenant} resumed"));
+        }
+    }
+    Ok(())
+}
+
+pub async fn secrets(command: SecretsCommand) -> anyhow::Result<()> {
+    match command {
+        SecretsCommand::Rotate { batch, json, keys, db } => {
+            let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
+            let keys = keyring(&keys)?;
+            let mut maintenance = maintenance(&db).await?;
+            let rotation = maintenance.rotate_secrets(&keys, batch).await.map_err(explain)?;
+            let cli = Cli::owner(&db, Needs::default());
+            let target = format!("resealed {} with key {}", rotation.resealed, keys.current());
+            cli.audit_maintenance(&mut maintenance, AuditAction::SecretsRotate, target).await?;
+            if json {
+                output::json(&json!({ "resealed": rotation.resealed, "key": keys.current() }));
+            } else {
+                output::line(&format!(
+                    "sealed {} secret(s) with key {:?}; every stored secret now uses it",
+                    rotation.resealed,
+                    keys.current()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn slack(command: SlackCommand) -> anyhow::Result<()> {
+    match command {
+        SlackCommand::InstallLink { tenant, expires_in, slack_app, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let lifetime = LinkLifetime::new(*expires_in).context("--expires-in")?;
+            let install_base_url = slack_install(&slack_app)?.map(|install| install.public_url);
+            let cli = Cli::owner(&db, Needs { install_base_url, ..Needs::default() });
+            let link =
+                cli.operator.create_install_link(&cli.caller, tenant, lifetime).await.map_err(explain)?;
+            output::line(&link.url);
+        }
+        SlackCommand::Installations { tenant, json, db } => {
+            let tenant = tenant.as_deref().map(tenant_id).transpose()?;
+            let cli = Cli::owner(&db, Needs::default());
+            let found = cli.operator.installations(&cli.caller, tenant).await.map_err(explain)?;
+            if json {
+                let items: Vec<InstallationDoc> = found.into_iter().map(InstallationDoc::from).collect();
+                output::json(&serde_json::to_value(items)?);
+            } else if found.is_empty() {
+                output::line("no installations");
+            } else {
+                output::line(
+                    "TENANT                                WORKSPACE             BOT USER     TOKEN    SCOPES",
+                );
+                for i in &found {
+                    let token = if i.has_bot_token { "present" } else { "revoked" };
+                    output::line(&format!(
+                        "{:<37} {:<21} {:<12} {:<8} {}",
+                        i.tenant,
+                        i.workspace.to_string(),
+                        i.bot_user_id,
+                        token,
+                        i.scopes
+                    ));
+                }
+            }
+        }
+        SlackCommand::Uninstall { tenant, team_id, enterprise_id, db } => {
+            let tenant = tenant_id(&tenant)?;
+            // An installation is named by its team, or (org-wide) by its enterprise alone.
+            let id = match (team_id, enterprise_id) {
+                (Some(team), _) => WorkspaceId::new(team).context("--team-id")?,
+                (None, Some(enterprise)) => WorkspaceId::new(enterprise).context("--enterprise-id")?,
+                (None, None) => anyhow::bail!("give --team-id, or --enterprise-id for an org-wide install"),
+            };
+            let cli = Cli::owner(&db, Needs::default());
+            match cli.operator.uninstall(&cli.caller, tenant, &id).await {
+                Ok(()) => {
+                    output::line(&format!("removed tenant {tenant}'s installation of {id} and its link"))
+                }
+                Err(doorman_domain::OperatorError::NotFound { .. }) => {
+                    anyhow::bail!("tenant {tenant} has no installation for {id}")
+                }
+                Err(other) => return Err(explain(other)),
+            }
+        }
+        SlackCommand::PruneStates { batch, json, db } => {
+            let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
+            let mut maintenance = maintenance(&db).await?;
+            let deleted = maintenance.prune_install_states(batch).await?;
+            let cli = Cli::owner(&db, Needs::default());
+            cli.audit_maintenance(
+                &mut maintenance,
+                AuditAction::InstallStatesPrune,
+                format!("deleted {deleted}"),
+            )
+            .await?;
+            if json {
+                output::json(&json!({ "deleted": deleted }));
+            } else {
+                output::line(&format!("deleted {deleted} expired or used install states"));
+            }
+        }
+    }
+    Ok(())
+}
