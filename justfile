@@ -11,10 +11,59 @@ default:
 # `--all-targets` leaves out doc tests, so they run second (the sealed Job's compile-fail
 # tests are among them).
 # Run every test: the alert rules' (promtool), then the workspace's (needs PostgreSQL and
-# Chromium: see `just postgres`, `just browser`).
+# Chromium: see `just postgres`, `just browser`), then Schemathesis against the admin API.
 test: postgres browser alerts
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
+    just api-contract
+
+# The committed copy is checked by a test; regenerate it after changing a handler or a document.
+# Write the admin API's OpenAPI document to docs/admin-api.json.
+openapi:
+    cargo run --quiet --locked --bin doorman -- admin openapi > docs/admin-api.json
+
+# Schemathesis (PyPI, installed when missing) against a live `doorman admin serve` on a fresh
+# database, with a key: every operation of the OpenAPI document, generated inputs, and every
+# answer checked (no 5xx, documented status, content type, headers and schema).
+# Check the admin API against its OpenAPI document.
+api-contract: postgres
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if ! command -v st >/dev/null; then
+        echo "installing schemathesis from PyPI" >&2
+        pip install --quiet "schemathesis==4.32.5" || pip install --quiet --user "schemathesis==4.32.5"
+        hash -r
+    fi
+    export PATH="$HOME/.local/bin:$PATH"
+    cargo build --quiet --locked --bin doorman
+    doorman=target/debug/doorman
+    server="${TEST_DATABASE_URL%/*}"
+    name="doorman_contract_$$"
+    export DATABASE_URL="$server/$name"
+    export DOORMAN_ENCRYPTION_KEYS="contract:$(head -c 32 /dev/urandom | base64 -w0)"
+    export DOORMAN_AGENT_ALLOW_PRIVATE=true RUST_LOG=warn
+    psql "$server/postgres" -qc "CREATE DATABASE \"$name\""
+    log=$(mktemp)
+    cleanup() {
+        [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+        psql "$server/postgres" -qc "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" || true
+        rm -f "$log"
+    }
+    trap cleanup EXIT
+    "$doorman" migrate
+    key=$("$doorman" admin keys create --name schemathesis)
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "$doorman" admin serve --bind "127.0.0.1:$port" --slack-client-id 1.2 --slack-client-secret contract \
+        --public-url https://doorman.example >"$log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 100); do
+        curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    st run "http://127.0.0.1:$port/admin/v1/openapi.json" \
+        --header "Authorization: Bearer $key" \
+        --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+        --workers 2 --max-time 60 --no-color || { echo "--- doorman admin serve's log:" >&2; cat "$log" >&2; exit 1; }
 
 # Formatting and clippy, warnings as errors.
 lint:

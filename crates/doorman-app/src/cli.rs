@@ -79,6 +79,8 @@ pub enum AdminCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Print the admin API's OpenAPI 3.1 document (also served at /admin/v1/openapi.json).
+    Openapi,
 }
 
 #[derive(Debug, Subcommand)]

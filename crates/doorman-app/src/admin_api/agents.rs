@@ -15,9 +15,13 @@ use crate::documents::AgentDoc;
 #[derive(Deserialize, ToSchema)]
 pub struct NewAgent {
     /// An https URL on a public address (unless the server allows private ones).
+    #[schema(pattern = "^https?://[^/?#@ ]+")]
     pub url: String,
     /// `whsec_` and base64 of at least 16 bytes (Standard Webhooks): the agent verifies
     /// dispatches with it. Never returned.
+    #[schema(
+        pattern = "^whsec_(?:[A-Za-z0-9+/]{4}){5,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"
+    )]
     pub signing_secret: String,
 }
 
@@ -43,7 +47,7 @@ fn no_agent_is_not_found(error: OperatorError) -> ApiError {
     get,
     path = "/admin/v1/tenants/{id}/agent",
     tag = "agents",
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The agent", body = AgentDoc),
         (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
@@ -67,7 +71,7 @@ pub async fn get(
     path = "/admin/v1/tenants/{id}/agent",
     tag = "agents",
     request_body = NewAgent,
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The agent now", body = AgentDoc),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
@@ -106,7 +110,7 @@ pub async fn set(
     post,
     path = "/admin/v1/tenants/{id}/agent/pause",
     tag = "agents",
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The agent now", body = AgentDoc),
         (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
@@ -129,7 +133,7 @@ pub async fn pause(
     post,
     path = "/admin/v1/tenants/{id}/agent/resume",
     tag = "agents",
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The agent now", body = AgentDoc),
         (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),

@@ -15,7 +15,7 @@ use crate::documents::{AuditDoc, Page};
     path = "/admin/v1/audit",
     tag = "audit",
     params(
-        ("tenant" = Option<String>, Query, description = "One tenant's entries"),
+        ("tenant" = Option<uuid::Uuid>, Query, description = "One tenant's entries"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page (50)"),
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
     ),

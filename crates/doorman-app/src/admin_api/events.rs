@@ -24,6 +24,7 @@ pub struct ReplayOne {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ReplayMany {
     /// Every unhandled event whose dispatch failed at or after this instant (RFC 3339).
+    #[schema(format = DateTime)]
     pub failed_since: Option<String>,
     /// Every stranded event (acknowledged over 10 minutes ago, never handled, no failure).
     pub stranded: Option<bool>,
@@ -50,8 +51,8 @@ fn unknown_event(id: &str) -> ApiError {
     path = "/admin/v1/tenants/{id}/events/{event_id}",
     tag = "events",
     params(
-        ("id" = String, Path, description = "The tenant's id"),
-        ("event_id" = String, Path, description = "Slack's event id (Ev…)"),
+        ("id" = uuid::Uuid, Path, description = "The tenant's id"),
+        ("event_id" = String, Path, min_length = 1, max_length = 255, pattern = "^[ -~]+$", description = "Slack's event id (Ev…)"),
     ),
     responses(
         (status = 200, description = "The event", body = EventDoc),
@@ -81,9 +82,9 @@ pub async fn get(
     path = "/admin/v1/tenants/{id}/events",
     tag = "events",
     params(
-        ("id" = String, Path, description = "The tenant's id"),
-        ("state" = String, Query, description = "`failed` or `stranded`"),
-        ("since" = Option<String>, Query, description = "RFC 3339: failed (or, stranded: claimed) at or after this"),
+        ("id" = uuid::Uuid, Path, description = "The tenant's id"),
+        ("state" = String, Query, pattern = "^(failed|stranded)$", description = "`failed` (newest failure first) or `stranded` (oldest first)"),
+        ("since" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: failed (or, stranded: claimed) at or after this"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page (50)"),
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
     ),
@@ -124,8 +125,8 @@ pub async fn list(
     tag = "events",
     request_body(content = Option<ReplayOne>, description = "Optional: `{\"dry_run\": true}`"),
     params(
-        ("id" = String, Path, description = "The tenant's id"),
-        ("event_id" = String, Path, description = "Slack's event id (Ev…)"),
+        ("id" = uuid::Uuid, Path, description = "The tenant's id"),
+        ("event_id" = String, Path, min_length = 1, max_length = 255, pattern = "^[ -~]+$", description = "Slack's event id (Ev…)"),
     ),
     responses(
         (status = 200, description = "What the replay did (`outcome` per event)", body = ReplayReport),
@@ -157,7 +158,7 @@ pub async fn replay_one(
     path = "/admin/v1/tenants/{id}/replays",
     tag = "events",
     request_body = ReplayMany,
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "What the replay did (`outcome` per event)", body = ReplayReport),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),

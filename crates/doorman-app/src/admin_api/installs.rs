@@ -27,7 +27,7 @@ pub struct NewInstallLink {
     path = "/admin/v1/tenants/{id}/install-links",
     tag = "installations",
     request_body = NewInstallLink,
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 201, description = "The link", body = InstallLinkDoc),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
@@ -60,7 +60,7 @@ pub async fn create_link(
     get,
     path = "/admin/v1/tenants/{id}/installations",
     tag = "installations",
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The tenant's installations", body = Items<InstallationDoc>),
         (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
@@ -85,8 +85,8 @@ pub async fn list(
     path = "/admin/v1/tenants/{id}/installations/{workspace_id}",
     tag = "installations",
     params(
-        ("id" = String, Path, description = "The tenant's id"),
-        ("workspace_id" = String, Path, description = "A team id, or an org-wide install's enterprise id"),
+        ("id" = uuid::Uuid, Path, description = "The tenant's id"),
+        ("workspace_id" = String, Path, min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$", description = "A team id, or an org-wide install's enterprise id"),
     ),
     responses(
         (status = 204, description = "Removed"),

@@ -15,7 +15,11 @@ use crate::documents::{Page, RetainPayloadsDoc, TenantDoc};
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct NewTenant {
     /// 1 to 200 characters, no control characters; trimmed.
-    #[schema(min_length = 1, max_length = 200)]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub name: String,
 }
 
@@ -93,7 +97,7 @@ pub async fn list(
     get,
     path = "/admin/v1/tenants/{id}",
     tag = "tenants",
-    params(("id" = String, Path, description = "The tenant's id (a UUID)")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The tenant", body = TenantDoc),
         (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
@@ -117,7 +121,7 @@ pub async fn get(
     path = "/admin/v1/tenants/{id}/retain-payloads",
     tag = "tenants",
     request_body = RetainPayloadsDoc,
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The setting now", body = RetainPayloadsDoc),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),

@@ -13,7 +13,9 @@ use crate::documents::{Items, WorkspaceDoc};
 /// org-wide install (`enterprise_id` alone).
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct NewWorkspace {
+    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     pub team_id: Option<String>,
+    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     pub enterprise_id: Option<String>,
 }
 
@@ -22,7 +24,7 @@ pub struct NewWorkspace {
     get,
     path = "/admin/v1/tenants/{id}/workspaces",
     tag = "workspaces",
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The tenant's links", body = Items<WorkspaceDoc>),
         (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
@@ -48,7 +50,7 @@ pub async fn list(
     path = "/admin/v1/tenants/{id}/workspaces",
     tag = "workspaces",
     request_body = NewWorkspace,
-    params(("id" = String, Path, description = "The tenant's id")),
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 201, description = "Linked", body = WorkspaceDoc),
         (status = 200, description = "Already linked to this tenant", body = WorkspaceDoc),
@@ -93,8 +95,8 @@ pub async fn link(
     path = "/admin/v1/tenants/{id}/workspaces/{workspace_id}",
     tag = "workspaces",
     params(
-        ("id" = String, Path, description = "The tenant's id"),
-        ("workspace_id" = String, Path, description = "A team id, or an org-wide install's enterprise id"),
+        ("id" = uuid::Uuid, Path, description = "The tenant's id"),
+        ("workspace_id" = String, Path, min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$", description = "A team id, or an org-wide install's enterprise id"),
     ),
     responses(
         (status = 204, description = "Unlinked"),

@@ -15,6 +15,10 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
         AdminCommand::Serve(args) => admin_api::run(AdminConfig::from_args(&args)?).await,
         AdminCommand::Keys(command) => keys(command).await,
+        AdminCommand::Openapi => {
+            output::text(&admin_api::openapi::document());
+            Ok(())
+        }
         AdminCommand::Audit { tenant, limit, json, db } => {
             let tenant = tenant.as_deref().map(tenant_id).transpose()?;
             let cli = Cli::owner(&db, Needs::default());

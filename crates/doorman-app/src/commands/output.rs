@@ -9,3 +9,8 @@ pub fn line(text: &str) {
 pub fn json(value: &serde_json::Value) {
     println!("{value}");
 }
+
+/// Text printed as it is (it ends with its own newline).
+pub fn text(text: &str) {
+    print!("{text}");
+}

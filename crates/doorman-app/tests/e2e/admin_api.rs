@@ -1,0 +1,550 @@
+//! The admin API end to end: `doorman admin serve` on a random port, logged in as a member of
+//! `doorman_admin` only, a fresh database, keys made by the command line, and a real
+//! `doorman serve` beside it for the onboarding that ends in a dispatched event.
+
+use std::time::Duration;
+
+use doorman_app::admin_api::{self, RunningAdmin};
+use doorman_app::cli::{AdminCommand, Cli, Command};
+use doorman_app::config::AdminConfig;
+use doorman_domain::{KeyName, KeyScope, TenantId};
+use doorman_testkit::FakeAgent;
+use doorman_testkit::database::{TEST_KEYS, TestDatabase};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::helpers::{AGENT_SECRET, WAIT, doorman, http_client, ok, post_event, serve_config};
+
+/// `doorman admin serve` in this test's runtime.
+struct Admin {
+    base: String,
+    http: reqwest::Client,
+    _server: RunningAdmin,
+}
+
+/// An answer: status, `Content-Type`, `WWW-Authenticate`, `X-Request-Id` and the body.
+#[derive(Debug)]
+struct Answer {
+    status: StatusCode,
+    content_type: String,
+    www_authenticate: Option<String>,
+    request_id: Option<String>,
+    body: Value,
+}
+
+impl Admin {
+    async fn start(db: &TestDatabase, extra: &[&str]) -> Self {
+        crate::helpers::init_logs();
+        let url = db.admin_url();
+        let mut argv = vec![
+            "doorman",
+            "admin",
+            "serve",
+            "--database-url",
+            &url,
+            "--bind",
+            "127.0.0.1:0",
+            "--encryption-keys",
+            TEST_KEYS,
+            "--workers",
+            "2",
+            "--slack-client-id",
+            "111.222",
+            "--slack-client-secret",
+            "admin-test-client-secret",
+            "--public-url",
+            "https://doorman.example",
+        ];
+        argv.extend_from_slice(extra);
+        let Command::Admin(AdminCommand::Serve(args)) =
+            clap::Parser::try_parse_from(argv).map(|c: Cli| c.command).unwrap()
+        else {
+            unreachable!()
+        };
+        let server =
+            admin_api::start(AdminConfig::from_args(&args).unwrap()).await.expect("admin API starts");
+        Self { base: format!("http://{}", server.addr()), http: http_client(), _server: server }
+    }
+
+    /// With private agents allowed (the fake agent is on loopback over http).
+    async fn start_allowing_private(db: &TestDatabase) -> Self {
+        Self::start(db, &["--agent-allow-private", "true"]).await
+    }
+
+    async fn call(&self, method: Method, path: &str, key: Option<&str>, body: Option<Value>) -> Answer {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        answer(request.send().await.unwrap()).await
+    }
+
+    async fn get(&self, path: &str, key: &str) -> Answer {
+        self.call(Method::GET, path, Some(key), None).await
+    }
+
+    async fn post(&self, path: &str, key: &str, body: Value) -> Answer {
+        self.call(Method::POST, path, Some(key), Some(body)).await
+    }
+
+    async fn put(&self, path: &str, key: &str, body: Value) -> Answer {
+        self.call(Method::PUT, path, Some(key), Some(body)).await
+    }
+
+    /// Creates a tenant over the API; its id.
+    async fn tenant(&self, key: &str, name: &str) -> String {
+        let created = self.post("/admin/v1/tenants", key, json!({ "name": name })).await;
+        assert_eq!(created.status, 201, "{created:?}");
+        created.body["id"].as_str().unwrap().to_owned()
+    }
+}
+
+async fn answer(response: reqwest::Response) -> Answer {
+    let header = |name: &str| response.headers().get(name).map(|v| v.to_str().unwrap().to_owned());
+    let (status, content_type) = (response.status(), header("content-type").unwrap_or_default());
+    let (www_authenticate, request_id) = (header("www-authenticate"), header("x-request-id"));
+    let text = response.text().await.unwrap();
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
+    Answer { status, content_type, www_authenticate, request_id, body }
+}
+
+/// A key made as `doorman admin keys create` makes one.
+async fn key(db: &TestDatabase, tenant: Option<&str>, read_only: bool) -> String {
+    let op = db.operator();
+    let scope = KeyScope { tenant: tenant.map(|t| t.parse::<TenantId>().unwrap()), read_only };
+    let (_, secret) =
+        op.use_cases().create_key(op.caller(), KeyName::new("test key").unwrap(), scope).await.unwrap();
+    secret.expose().to_owned()
+}
+
+/// Asserts a problem (RFC 9457) with this status, and for a 422 the field it names.
+fn problem(answer: &Answer, status: u16, field: Option<&str>) {
+    assert_eq!(answer.status.as_u16(), status, "{answer:?}");
+    assert_eq!(answer.content_type, "application/problem+json", "{answer:?}");
+    for member in ["type", "title", "detail"] {
+        assert!(answer.body[member].is_string(), "{member} in {answer:?}");
+    }
+    assert_eq!(answer.body["status"], status, "{answer:?}");
+    if let Some(field) = field {
+        assert_eq!(answer.body["field"], field, "{answer:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_customer_is_onboarded_over_http_only_and_its_first_event_reads_handled() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+
+    let tenant = admin.tenant(&root, "Acme").await;
+    let linked = admin
+        .post(&format!("/admin/v1/tenants/{tenant}/workspaces"), &root, json!({"team_id": "TONBOARD"}))
+        .await;
+    assert_eq!(linked.status, 201, "{linked:?}");
+    assert_eq!(linked.body["team_id"], "TONBOARD");
+    let set = admin
+        .put(
+            &format!("/admin/v1/tenants/{tenant}/agent"),
+            &root,
+            json!({"url": agent.url(), "signing_secret": AGENT_SECRET}),
+        )
+        .await;
+    assert_eq!(set.status, 200, "{set:?}");
+    assert_eq!(set.body, json!({"url": agent.url(), "paused": false, "signing_secret_set": true}));
+    assert!(!set.body.to_string().contains("whsec_"), "the secret is never returned");
+
+    // The Slack-facing process, as doorman_app, delivers to the agent the API set.
+    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let base = format!("http://{}", server.addr());
+    assert_eq!(post_event(&http_client(), &base, "TONBOARD", "EvOnboard1").await, 200);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let event = admin.get(&format!("/admin/v1/tenants/{tenant}/events/EvOnboard1"), &root).await;
+        if event.status == 200 && event.body["status"] == "handled" {
+            assert_eq!(event.body["dispatches"], 1);
+            assert_eq!(event.body["tenant_id"], tenant.as_str());
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never handled: {event:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(agent.count_for("EvOnboard1"), 1);
+
+    // A pause over the API applies in the serving process within 200 ms.
+    let paused = admin.post(&format!("/admin/v1/tenants/{tenant}/agent/pause"), &root, json!({})).await;
+    assert_eq!((paused.status.as_u16(), paused.body["paused"].clone()), (200, json!(true)));
+    let started = tokio::time::Instant::now();
+    let mut n = 0;
+    while post_event(&http_client(), &base, "TONBOARD", &format!("EvPaused{n}")).await != 503 {
+        n += 1;
+        assert!(started.elapsed() < WAIT, "the pause never applied");
+    }
+    assert!(started.elapsed() < Duration::from_millis(200), "applied after {:?}", started.elapsed());
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_refusal_is_a_problem_with_the_right_status() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await; // agents must be https on public addresses
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    let other = admin.tenant(&root, "Other").await;
+    let t = |rest: &str| format!("/admin/v1/tenants/{tenant}{rest}");
+
+    // 400: malformed JSON, and a body of the wrong shape.
+    let raw = admin
+        .http
+        .post(format!("{}/admin/v1/tenants", admin.base))
+        .bearer_auth(&root)
+        .header("content-type", "application/json")
+        .body("{\"name\": ")
+        .send()
+        .await
+        .unwrap();
+    problem(&answer(raw).await, 400, None);
+    problem(&admin.post("/admin/v1/tenants", &root, json!({"nom": "x"})).await, 400, None);
+    // 415: not JSON.
+    let form = admin.http.post(format!("{}/admin/v1/tenants", admin.base)).bearer_auth(&root).body("name=x");
+    problem(&answer(form.send().await.unwrap()).await, 415, None);
+    // 413: over 64 KiB.
+    let huge = json!({ "name": "x".repeat(70 * 1024) });
+    problem(&admin.post("/admin/v1/tenants", &root, huge).await, 413, None);
+
+    // 422, naming the field.
+    problem(&admin.post("/admin/v1/tenants", &root, json!({"name": "  "})).await, 422, Some("name"));
+    let agent = |url: &str, secret: &str| json!({"url": url, "signing_secret": secret});
+    problem(
+        &admin.put(&t("/agent"), &root, agent("http://agent.example/x", AGENT_SECRET)).await,
+        422,
+        Some("url"),
+    );
+    problem(
+        &admin.put(&t("/agent"), &root, agent("https://127.0.0.1/x", AGENT_SECRET)).await,
+        422,
+        Some("url"),
+    );
+    problem(
+        &admin.put(&t("/agent"), &root, agent("https://agent.example/x", "secret")).await,
+        422,
+        Some("signing_secret"),
+    );
+    problem(&admin.get(&t("/events?state=lost"), &root).await, 422, Some("state"));
+    problem(&admin.get(&t("/events"), &root).await, 422, Some("state"));
+    problem(&admin.get(&t("/events?state=failed&since=yesterday"), &root).await, 422, Some("since"));
+    problem(&admin.get("/admin/v1/tenants?limit=0", &root).await, 422, Some("limit"));
+    problem(&admin.get("/admin/v1/tenants?limit=101", &root).await, 422, Some("limit"));
+    problem(&admin.get("/admin/v1/tenants?cursor=bm9wZQ", &root).await, 422, Some("cursor"));
+    problem(&admin.post(&t("/workspaces"), &root, json!({})).await, 422, Some("team_id"));
+    problem(
+        &admin.post(&t("/install-links"), &root, json!({"expires_in_seconds": 5})).await,
+        422,
+        Some("expires_in_seconds"),
+    );
+    problem(&admin.post(&t("/replays"), &root, json!({"dry_run": true})).await, 422, Some("failed_since"));
+
+    // 404: unknown tenant or event; an event with no receipt says `unknown` as `receipts show` does.
+    let ghost = TenantId::generate();
+    problem(&admin.get(&format!("/admin/v1/tenants/{ghost}"), &root).await, 404, None);
+    problem(&admin.get("/admin/v1/tenants/not-a-uuid", &root).await, 404, None);
+    let event = admin.get(&t("/events/EvNever"), &root).await;
+    problem(&event, 404, None);
+    assert_eq!(event.body["event_status"], "unknown");
+    problem(&admin.get(&t("/agent"), &root).await, 404, None);
+    problem(&admin.call(Method::DELETE, &t("/workspaces/TNONE"), Some(&root), None).await, 404, None);
+    problem(&admin.get("/admin/v1/nowhere", &root).await, 404, None);
+
+    // 409: a workspace linked to another tenant; a pause without an agent.
+    assert_eq!(admin.post(&t("/workspaces"), &root, json!({"team_id": "TTAKEN"})).await.status, 201);
+    let again = admin.post(&t("/workspaces"), &root, json!({"team_id": "TTAKEN"})).await;
+    assert_eq!(again.status, 200, "linking it again is a no-op: {again:?}");
+    let taken = admin
+        .post(&format!("/admin/v1/tenants/{other}/workspaces"), &root, json!({"team_id": "TTAKEN"}))
+        .await;
+    problem(&taken, 409, None);
+    problem(&admin.post(&t("/agent/pause"), &root, json!({})).await, 409, None);
+
+    // 401 with WWW-Authenticate: no key, a wrong one, a malformed one.
+    for key in [None, Some("dmk_00000000000000000000000000000000_nope"), Some("hunter2")] {
+        let refused = admin.call(Method::GET, "/admin/v1/tenants", key, None).await;
+        problem(&refused, 401, None);
+        assert_eq!(refused.www_authenticate.as_deref(), Some("Bearer"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scoped_and_read_only_keys_see_and_change_only_what_they_may() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let root = key(&db, None, false).await;
+    let mine = admin.tenant(&root, "Mine").await;
+    let theirs = admin.tenant(&root, "Theirs").await;
+    let scoped = key(&db, Some(&mine), false).await;
+    let reader = key(&db, Some(&mine), true).await;
+    let every_reader = key(&db, None, true).await;
+
+    // A scoped key lists its own tenant only, and meets another's as if it did not exist.
+    let listed = admin.get("/admin/v1/tenants", &scoped).await;
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), 1, "{listed:?}");
+    assert_eq!(listed.body["items"][0]["id"], mine.as_str());
+    for path in ["", "/workspaces", "/agent", "/installations", "/events?state=failed", "/events/Ev1"] {
+        let hidden = admin.get(&format!("/admin/v1/tenants/{theirs}{path}"), &scoped).await;
+        problem(&hidden, 404, None);
+        assert!(!hidden.body.to_string().contains("Theirs"), "{hidden:?}");
+    }
+    let write = admin
+        .post(&format!("/admin/v1/tenants/{theirs}/workspaces"), &scoped, json!({"team_id": "T9"}))
+        .await;
+    problem(&write, 404, None);
+    problem(&admin.get(&format!("/admin/v1/audit?tenant={theirs}"), &scoped).await, 404, None);
+    // Only a key for every tenant creates tenants.
+    problem(&admin.post("/admin/v1/tenants", &scoped, json!({"name": "Nope"})).await, 403, None);
+    problem(&admin.post("/admin/v1/tenants", &every_reader, json!({"name": "Nope"})).await, 403, None);
+    // It changes its own tenant.
+    let linked = admin
+        .post(&format!("/admin/v1/tenants/{mine}/workspaces"), &scoped, json!({"team_id": "TMINE"}))
+        .await;
+    assert_eq!(linked.status, 201, "{linked:?}");
+
+    // A read-only key reads and is forbidden every change (another tenant's still reads as 404).
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{mine}/workspaces"), &reader).await.status, 200);
+    let mine_path = |rest: &str| format!("/admin/v1/tenants/{mine}{rest}");
+    problem(&admin.post(&mine_path("/workspaces"), &reader, json!({"team_id": "T2"})).await, 403, None);
+    problem(&admin.put(&mine_path("/retain-payloads"), &reader, json!({"enabled": true})).await, 403, None);
+    problem(&admin.post(&mine_path("/agent/pause"), &reader, json!({})).await, 403, None);
+    problem(
+        &admin.call(Method::DELETE, &mine_path("/workspaces/TMINE"), Some(&reader), None).await,
+        403,
+        None,
+    );
+    problem(&admin.post(&mine_path("/install-links"), &reader, json!({})).await, 403, None);
+    problem(
+        &admin
+            .post(&format!("/admin/v1/tenants/{theirs}/workspaces"), &reader, json!({"team_id": "T3"}))
+            .await,
+        404,
+        None,
+    );
+    let dry = admin.post(&mine_path("/replays"), &reader, json!({"stranded": true, "dry_run": true})).await;
+    assert_eq!(dry.status, 200, "a dry run changes nothing: {dry:?}");
+    problem(&admin.post(&mine_path("/replays"), &reader, json!({"stranded": true})).await, 403, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_key_is_refused_at_once_by_every_admin_process() {
+    let db = TestDatabase::create().await;
+    let (one, two) = (Admin::start(&db, &[]).await, Admin::start(&db, &[]).await);
+    let created = ok(&doorman(db.url(), &["admin", "keys", "create", "--name", "support", "--json"]));
+    let created: Value = serde_json::from_str(&created).unwrap();
+    let (id, key) = (created["id"].as_str().unwrap(), created["key"].as_str().unwrap());
+    assert!(key.starts_with("dmk_"));
+    for admin in [&one, &two] {
+        assert_eq!(admin.get("/admin/v1/tenants", key).await.status, 200);
+    }
+    let listed = ok(&doorman(db.url(), &["admin", "keys", "list"]));
+    assert!(listed.contains(id) && listed.contains("support") && !listed.contains(key), "{listed}");
+
+    ok(&doorman(db.url(), &["admin", "keys", "revoke", id]));
+    for admin in [&one, &two] {
+        problem(&admin.get("/admin/v1/tenants", key).await, 401, None);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_concurrent_identical_creations_make_one_tenant_and_a_different_body_is_refused() {
+    let db = TestDatabase::create().await;
+    let admin = std::sync::Arc::new(Admin::start(&db, &[]).await);
+    let root = key(&db, None, false).await;
+    let answers = futures_util::future::join_all((0..20).map(|_| {
+        let (admin, root) = (admin.clone(), root.clone());
+        async move {
+            let request = admin
+                .http
+                .post(format!("{}/admin/v1/tenants", admin.base))
+                .bearer_auth(&root)
+                .header("idempotency-key", "onboard-acme")
+                .json(&json!({"name": "Acme"}));
+            answer(request.send().await.unwrap()).await
+        }
+    }))
+    .await;
+    let first = &answers[0].body;
+    for answer in &answers {
+        assert_eq!(answer.status, 201, "{answer:?}");
+        assert_eq!(&answer.body, first, "every answer is the first one");
+    }
+    let listed = admin.get("/admin/v1/tenants", &root).await;
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), 1, "exactly one tenant: {listed:?}");
+
+    let other = admin
+        .http
+        .post(format!("{}/admin/v1/tenants", admin.base))
+        .bearer_auth(&root)
+        .header("idempotency-key", "onboard-acme")
+        .json(&json!({"name": "Not Acme"}));
+    problem(&answer(other.send().await.unwrap()).await, 422, Some("Idempotency-Key"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_not_in_the_database_in_clear_in_any_column_nor_in_a_dump() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let key = key(&db, None, false).await;
+    let secret = key.rsplit('_').next().unwrap().to_owned();
+    assert_eq!(admin.get("/admin/v1/tenants", &key).await.status, 200, "the key works");
+
+    #[derive(diesel::QueryableByName)]
+    struct Text {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        text: String,
+    }
+    use diesel_async::RunQueryDsl;
+    let mut conn = db.owner().await;
+    let tables: Vec<Text> = diesel::sql_query(
+        "SELECT table_name::text AS text FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    assert!(tables.iter().any(|t| t.text == "admin_keys"));
+    for table in tables {
+        let rows: Vec<Text> = diesel::sql_query(format!("SELECT t::text AS text FROM \"{}\" t", table.text))
+            .load(&mut conn)
+            .await
+            .unwrap();
+        for row in rows {
+            assert!(!row.text.contains(&secret) && !row.text.contains(&key), "{}: {}", table.text, row.text);
+        }
+    }
+    let dump = std::process::Command::new("pg_dump")
+        .arg("--data-only")
+        .arg(db.url())
+        .output()
+        .expect("pg_dump runs");
+    assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    assert!(dump.contains("admin_keys"), "the dump has the keys' table");
+    assert!(!dump.contains(&secret), "the key's secret is not in the dump");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_through_either_face_are_audited_with_who_and_which_request() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let created = admin
+        .http
+        .post(format!("{}/admin/v1/tenants", admin.base))
+        .bearer_auth(&root)
+        .header("x-request-id", "req-onboard-42")
+        .json(&json!({"name": "Acme"}))
+        .send()
+        .await
+        .unwrap();
+    let created = answer(created).await;
+    assert_eq!(created.request_id.as_deref(), Some("req-onboard-42"), "echoed");
+    let tenant = created.body["id"].as_str().unwrap().to_owned();
+    ok(&doorman(db.url(), &["tenant", "retain-payloads", "--tenant", &tenant, "on"]));
+
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}"), &root).await;
+    let items = trail.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{trail:?}");
+    let (cli, api) = (&items[0], &items[1]);
+    assert_eq!(
+        (cli["action"].clone(), cli["actor_kind"].clone(), cli["actor_name"].clone()),
+        (json!("tenant.retain_payloads"), json!("cli"), json!("cli"))
+    );
+    assert!(cli["actor_id"].as_str().is_some_and(|user| !user.is_empty()), "the OS user: {cli}");
+    assert_eq!(cli["target"], "on");
+    assert_eq!((api["action"].clone(), api["actor_kind"].clone()), (json!("tenant.create"), json!("key")));
+    assert_eq!(
+        (api["actor_name"].clone(), api["request_id"].clone()),
+        (json!("test key"), json!("req-onboard-42"))
+    );
+    assert_eq!(api["tenant_id"], tenant.as_str());
+
+    let printed = ok(&doorman(db.url(), &["admin", "audit", "--tenant", &tenant, "--json"]));
+    let printed: Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(printed.as_array().unwrap().len(), 2, "the CLI reads the same trail: {printed}");
+    assert!(!trail.body.to_string().contains("dmk_"), "never a key");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_follow_their_cursor_and_install_links_and_replays_answer_as_documented() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let mut made = Vec::new();
+    for i in 0..5 {
+        made.push(admin.tenant(&root, &format!("T{i}")).await);
+    }
+    let mut seen = Vec::new();
+    let mut path = "/admin/v1/tenants?limit=2".to_owned();
+    loop {
+        let page = admin.get(&path, &root).await;
+        seen.extend(
+            page.body["items"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_owned()),
+        );
+        match page.body["next_cursor"].as_str() {
+            Some(cursor) => path = format!("/admin/v1/tenants?limit=2&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen, made);
+
+    let tenant = &made[0];
+    let link = admin
+        .post(
+            &format!("/admin/v1/tenants/{tenant}/install-links"),
+            &root,
+            json!({"expires_in_seconds": 3600}),
+        )
+        .await;
+    assert_eq!(link.status, 201, "{link:?}");
+    assert!(link.body["url"].as_str().unwrap().starts_with("https://doorman.example/slack/install/"));
+    let installations = admin.get(&format!("/admin/v1/tenants/{tenant}/installations"), &root).await;
+    assert_eq!(installations.body, json!({"items": []}));
+    problem(
+        &admin
+            .call(Method::DELETE, &format!("/admin/v1/tenants/{tenant}/installations/T1"), Some(&root), None)
+            .await,
+        404,
+        None,
+    );
+
+    let replay =
+        admin.post(&format!("/admin/v1/tenants/{tenant}/events/EvNone/replay"), &root, json!({})).await;
+    assert_eq!(replay.status, 200, "{replay:?}");
+    assert_eq!(replay.body["events"][0]["outcome"], "unknown");
+    let kept = admin
+        .put(&format!("/admin/v1/tenants/{tenant}/retain-payloads"), &root, json!({"enabled": true}))
+        .await;
+    assert_eq!(kept.body, json!({"enabled": true}));
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{tenant}"), &root).await.body["retain_payloads"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_is_served_without_a_key_and_matches_the_committed_copy() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let served = admin.call(Method::GET, "/admin/v1/openapi.json", None, None).await;
+    assert_eq!(served.status, 200);
+    assert_eq!(served.body["openapi"], "3.1.0");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/admin-api.json");
+    let committed: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("docs/admin-api.json exists"))
+            .expect("docs/admin-api.json is JSON");
+    assert_eq!(served.body, committed, "docs/admin-api.json is stale: run `just openapi`");
+    assert_eq!(admin.call(Method::GET, "/healthz", None, None).await.status, 200);
+    assert_eq!(admin.call(Method::GET, "/readyz", None, None).await.status, 200);
+    let metrics = admin.call(Method::GET, "/metrics", None, None).await;
+    assert!(metrics.body.as_str().unwrap().contains("doorman_admin_http_requests_total"), "{metrics:?}");
+}
