@@ -1,5 +1,6 @@
-//! A `doorman serve` child process on a random loopback port, for tests of the binary itself
-//! (several processes, signals, what it logs) and for the load generator.
+//! A `doorman serve` (or `doorman admin serve`) child process on a random loopback port, for
+//! tests of the binary itself (several processes, signals, what it logs) and for the load
+//! generator.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -21,8 +22,24 @@ impl ServeProcess {
     /// to stderr (its logs) is kept for [`ServeProcess::logs`], and echoed when `TEST_LOG` is
     /// set.
     pub fn spawn(binary: &Path, env: &[(&str, &str)], args: &[&str]) -> std::io::Result<Self> {
+        Self::start(binary, &["serve"], "doorman listening on ", env, args)
+    }
+
+    /// The same for `binary admin serve` (the admin API).
+    pub fn spawn_admin(binary: &Path, env: &[(&str, &str)], args: &[&str]) -> std::io::Result<Self> {
+        Self::start(binary, &["admin", "serve"], "doorman admin API listening on ", env, args)
+    }
+
+    fn start(
+        binary: &Path,
+        command: &[&str],
+        banner: &str,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> std::io::Result<Self> {
         let mut child = Command::new(binary)
-            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(command)
+            .args(["--bind", "127.0.0.1:0"])
             .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -35,7 +52,7 @@ impl ServeProcess {
 
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout is piped")).read_line(&mut line)?;
-        let Some(base) = line.trim().strip_prefix("doorman listening on ") else {
+        let Some(base) = line.trim().strip_prefix(banner) else {
             let _ = child.kill();
             let _ = child.wait();
             let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();

@@ -548,3 +548,47 @@ async fn the_openapi_document_is_served_without_a_key_and_matches_the_committed_
     let metrics = admin.call(Method::GET, "/metrics", None, None).await;
     assert!(metrics.body.as_str().unwrap().contains("doorman_admin_http_requests_total"), "{metrics:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
+    // The binary at debug level: its logs are this test's alone, and as verbose as they get.
+    let db = TestDatabase::create().await;
+    let env = [
+        ("DATABASE_URL", db.admin_url()),
+        ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS.to_owned()),
+        ("DOORMAN_AGENT_ALLOW_PRIVATE", "true".to_owned()),
+        ("RUST_LOG", "debug".to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let process =
+        doorman_testkit::ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
+            .expect("doorman admin serve starts");
+    let root = key(&db, None, false).await;
+    let http = http_client();
+    let base = process.base().to_owned();
+    let call = |method: Method, path: &str, key: &str, body: Value| {
+        let request = http.request(method, format!("{base}{path}")).bearer_auth(key).json(&body);
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+    let mut bodies = Vec::new();
+    let created = call(Method::POST, "/admin/v1/tenants", &root, json!({"name": "Acme"})).await;
+    let tenant = serde_json::from_str::<Value>(&created).unwrap()["id"].as_str().unwrap().to_owned();
+    bodies.push(created);
+    let agent = json!({"url": "http://127.0.0.1:9/agent?token=url-secret-t0k", "signing_secret": AGENT_SECRET});
+    bodies.push(call(Method::PUT, &format!("/admin/v1/tenants/{tenant}/agent"), &root, agent).await);
+    let refused = json!({"url": "ftp://x", "signing_secret": "whsec_bm90LWJhc2U2NCE"});
+    bodies.push(call(Method::PUT, &format!("/admin/v1/tenants/{tenant}/agent"), &root, refused).await);
+    let wrong = format!("{root}wrong");
+    bodies.push(call(Method::GET, "/admin/v1/tenants", &wrong, json!(null)).await);
+    bodies.push(call(Method::GET, &format!("/admin/v1/tenants/{tenant}/agent"), &root, json!(null)).await);
+
+    let logs = process.logs();
+    assert!(logs.contains("admin request") && logs.contains("401"), "the process did log: {logs}");
+    let key_secret = root.rsplit('_').next().unwrap();
+    let encryption_key = TEST_KEYS.trim_start_matches("test:");
+    let agent_key = AGENT_SECRET.trim_start_matches("whsec_");
+    for secret in [key_secret, &root, &wrong, AGENT_SECRET, agent_key, encryption_key, "url-secret-t0k"] {
+        assert!(!logs.contains(secret), "a secret reached the logs: {secret}");
+        assert!(bodies.iter().all(|b| !b.contains(secret)), "a secret reached an answer: {secret} in {bodies:?}");
+    }
+}
