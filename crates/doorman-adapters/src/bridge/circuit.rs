@@ -1,16 +1,19 @@
-//! Per-tenant circuit breaker.
+//! Per-tenant circuit breaker: closed, open, half-open.
 //!
 //! After `failures` consecutive failed dispatches a tenant's circuit opens for `cooldown`:
 //! deliveries for it are answered 503 (nothing claimed), so Slack retries them later instead
-//! of Doorman piling claims onto an agent that is down. After the cooldown one dispatch is
-//! let through; a success closes the circuit, a failure reopens it at once.
+//! of Doorman piling claims onto an agent that is down. When the cooldown ends the circuit is
+//! half-open: exactly one delivery is let through as a probe and every other is still refused.
+//! The probe's success closes the circuit; its failure opens it again for another cooldown. A
+//! probe that never dispatches (its claim was a duplicate, say) gives its turn back when its
+//! permit is dropped, so the next delivery probes instead.
 //!
 //! State is per process and in memory: each Doorman process learns on its own, which is
 //! enough to stop hammering a dead agent and costs no database write per failure.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use doorman_domain::TenantId;
@@ -19,7 +22,7 @@ use doorman_domain::TenantId;
 pub struct CircuitSettings {
     /// Consecutive failures that open the circuit.
     pub failures: NonZeroU32,
-    /// How long it stays open.
+    /// How long it stays open before one probe is let through.
     pub cooldown: Duration,
 }
 
@@ -32,50 +35,114 @@ impl Default for CircuitSettings {
 #[derive(Debug, Default)]
 struct State {
     consecutive_failures: u32,
+    /// Open until then; past it, half-open.
     open_until: Option<Instant>,
+    /// The probe let through in this half-open spell, if one is out.
+    probe: Option<u64>,
 }
 
 #[derive(Debug, Default)]
+struct Tenants {
+    states: HashMap<TenantId, State>,
+    next_probe: u64,
+}
+
+/// The circuit is open: refuse the delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Open;
+
+#[derive(Debug, Clone, Default)]
 pub struct CircuitBreaker {
     settings: CircuitSettings,
-    tenants: Mutex<HashMap<TenantId, State>>,
+    tenants: Arc<Mutex<Tenants>>,
 }
 
 impl CircuitBreaker {
     pub fn new(settings: CircuitSettings) -> Self {
-        Self { settings, tenants: Mutex::default() }
+        Self { settings, tenants: Arc::default() }
     }
 
-    /// Whether the tenant's circuit is open at `now`.
+    /// Whether a delivery of `tenant` may go ahead at `now`: `Ok(None)` while closed,
+    /// `Ok(Some(probe))` for the one delivery let through once the cooldown has ended (hold
+    /// the probe until its dispatch has ended), `Err(Open)` otherwise.
+    pub fn admit(&self, tenant: TenantId, now: Instant) -> Result<Option<Probe>, Open> {
+        let mut tenants = self.lock();
+        let next = tenants.next_probe;
+        let Some(state) = tenants.states.get_mut(&tenant) else { return Ok(None) };
+        match state.open_until {
+            None => Ok(None),
+            Some(until) if now < until => Err(Open),
+            Some(_) if state.probe.is_some() => Err(Open),
+            Some(_) => {
+                state.probe = Some(next);
+                tenants.next_probe += 1;
+                Ok(Some(Probe { tenants: self.tenants.clone(), tenant, id: next }))
+            }
+        }
+    }
+
+    /// Whether the tenant's circuit is open (or half-open with its probe out) at `now`.
     pub fn is_open(&self, tenant: TenantId, now: Instant) -> bool {
-        self.lock().get(&tenant).and_then(|s| s.open_until).is_some_and(|until| now < until)
+        self.lock().states.get(&tenant).is_some_and(|s| refusing(s, now))
     }
 
+    /// A dispatch succeeded: the circuit closes and its count restarts.
     pub fn record_success(&self, tenant: TenantId) {
-        self.lock().remove(&tenant);
+        self.lock().states.remove(&tenant);
     }
 
-    /// Returns true when this failure opened (or reopened) the circuit.
+    /// A dispatch failed. Returns true when this failure opened (or reopened) the circuit: the
+    /// count reached `failures`, or the circuit was half-open.
     pub fn record_failure(&self, tenant: TenantId, now: Instant) -> bool {
         let mut tenants = self.lock();
-        let state = tenants.entry(tenant).or_default();
+        let state = tenants.states.entry(tenant).or_default();
         state.consecutive_failures = state.consecutive_failures.saturating_add(1);
-        if state.consecutive_failures >= self.settings.failures.get() {
+        let half_open = state.open_until.is_some_and(|until| now >= until);
+        if half_open || state.consecutive_failures >= self.settings.failures.get() {
             state.open_until = Some(now + self.settings.cooldown);
+            state.probe = None;
             return true;
         }
         false
     }
 
-    /// How many tenants' circuits are open now (a metric).
+    /// How many tenants' circuits refuse deliveries now (a metric).
     pub fn open_count(&self, now: Instant) -> usize {
-        self.lock().values().filter(|s| s.open_until.is_some_and(|until| now < until)).count()
+        self.lock().states.values().filter(|s| refusing(s, now)).count()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TenantId, State>> {
-        // A panic while holding this lock cannot leave the map inconsistent (every update is
-        // a single assignment), so a poisoned lock is still usable.
-        self.tenants.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Tenants> {
+        lock(&self.tenants)
+    }
+}
+
+fn refusing(state: &State, now: Instant) -> bool {
+    state.open_until.is_some_and(|until| now < until || state.probe.is_some())
+}
+
+fn lock(tenants: &Mutex<Tenants>) -> MutexGuard<'_, Tenants> {
+    // A panic while holding this lock cannot leave the map inconsistent (every update is a
+    // few assignments to one state), so a poisoned lock is still usable.
+    tenants.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The half-open circuit's one probe. Dropped without an outcome recorded (the delivery was
+/// never dispatched), it gives the turn back so the next delivery probes.
+#[derive(Debug)]
+pub struct Probe {
+    tenants: Arc<Mutex<Tenants>>,
+    tenant: TenantId,
+    id: u64,
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        let mut tenants = lock(&self.tenants);
+        if let Some(state) = tenants.states.get_mut(&self.tenant)
+            && state.probe == Some(self.id)
+        {
+            state.probe = None;
+        }
     }
 }
 
@@ -83,32 +150,89 @@ impl CircuitBreaker {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_circuit_opens_after_n_failures_and_closes_after_the_cooldown() {
-        let breaker = CircuitBreaker::new(CircuitSettings {
-            failures: NonZeroU32::new(3).unwrap(),
+    fn breaker(failures: u32) -> CircuitBreaker {
+        CircuitBreaker::new(CircuitSettings {
+            failures: NonZeroU32::new(failures).unwrap(),
             cooldown: Duration::from_secs(30),
-        });
+        })
+    }
+
+    #[test]
+    fn the_circuit_opens_after_n_failures_and_refuses_until_the_cooldown_ends() {
+        let breaker = breaker(3);
         let tenant = TenantId::generate();
         let t0 = Instant::now();
         assert!(!breaker.record_failure(tenant, t0));
         assert!(!breaker.record_failure(tenant, t0));
-        assert!(!breaker.is_open(tenant, t0));
+        assert!(breaker.admit(tenant, t0).unwrap().is_none(), "still closed");
         assert!(breaker.record_failure(tenant, t0));
-        assert!(breaker.is_open(tenant, t0 + Duration::from_secs(29)));
+        assert_eq!(breaker.admit(tenant, t0 + Duration::from_secs(29)).unwrap_err(), Open);
         assert_eq!(breaker.open_count(t0), 1);
-        assert!(!breaker.is_open(tenant, t0 + Duration::from_secs(30)));
-        // Half-open: one more failure reopens at once.
-        assert!(breaker.record_failure(tenant, t0 + Duration::from_secs(31)));
-        assert!(breaker.is_open(tenant, t0 + Duration::from_secs(32)));
+    }
+
+    #[test]
+    fn after_the_cooldown_exactly_one_probe_goes_and_its_success_closes_the_circuit() {
+        let breaker = breaker(1);
+        let tenant = TenantId::generate();
+        let t0 = Instant::now();
+        breaker.record_failure(tenant, t0);
+        let ended = t0 + Duration::from_secs(30);
+        let probe = breaker.admit(tenant, ended).unwrap().expect("the probe");
+        for _ in 0..49 {
+            assert_eq!(breaker.admit(tenant, ended).unwrap_err(), Open, "one probe at a time");
+        }
+        assert!(breaker.is_open(tenant, ended));
+        breaker.record_success(tenant);
+        drop(probe);
+        assert!(breaker.admit(tenant, ended).unwrap().is_none(), "closed");
+        assert_eq!(breaker.open_count(ended), 0);
+    }
+
+    #[test]
+    fn a_failed_probe_opens_the_circuit_for_another_cooldown() {
+        let breaker = breaker(5);
+        let tenant = TenantId::generate();
+        let t0 = Instant::now();
+        for _ in 0..5 {
+            breaker.record_failure(tenant, t0);
+        }
+        let ended = t0 + Duration::from_secs(30);
+        let probe = breaker.admit(tenant, ended).unwrap().expect("the probe");
+        assert!(breaker.record_failure(tenant, ended), "a half-open failure reopens at once");
+        drop(probe);
+        assert_eq!(breaker.admit(tenant, ended + Duration::from_secs(29)).unwrap_err(), Open);
+        assert!(breaker.admit(tenant, ended + Duration::from_secs(30)).unwrap().is_some(), "the next probe");
+    }
+
+    #[test]
+    fn a_probe_that_never_dispatched_gives_its_turn_back() {
+        let breaker = breaker(1);
+        let tenant = TenantId::generate();
+        let t0 = Instant::now();
+        breaker.record_failure(tenant, t0);
+        let ended = t0 + Duration::from_secs(30);
+        drop(breaker.admit(tenant, ended).unwrap().expect("the probe"));
+        assert!(breaker.admit(tenant, ended).unwrap().is_some(), "the next delivery probes");
+    }
+
+    #[test]
+    fn fifty_deliveries_at_the_end_of_the_cooldown_let_exactly_one_through() {
+        let breaker = breaker(1);
+        let tenant = TenantId::generate();
+        let t0 = Instant::now();
+        breaker.record_failure(tenant, t0);
+        let ended = t0 + Duration::from_secs(30);
+        let admitted: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..50).map(|_| scope.spawn(|| breaker.admit(tenant, ended))).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(admitted.iter().filter(|a| matches!(a, Ok(Some(_)))).count(), 1);
+        assert_eq!(admitted.iter().filter(|a| a.is_err()).count(), 49);
     }
 
     #[test]
     fn a_success_resets_the_count_and_tenants_are_independent() {
-        let breaker = CircuitBreaker::new(CircuitSettings {
-            failures: NonZeroU32::new(2).unwrap(),
-            cooldown: Duration::from_secs(30),
-        });
+        let breaker = breaker(2);
         let (a, b) = (TenantId::generate(), TenantId::generate());
         let t0 = Instant::now();
         breaker.record_failure(a, t0);

@@ -161,11 +161,13 @@ impl HttpAgentBridge {
 }
 
 impl AgentBridge for HttpAgentBridge {
+    /// The circuit first (a half-open one lets one probe through), then a place in the
+    /// bounded work. The permit holds both: dropped without a dispatch (a duplicate, say), the
+    /// probe's turn and the place go back.
     fn admit(&self, tenant: TenantId) -> Result<Permit, Unready> {
-        if self.circuit.is_open(tenant, Instant::now()) {
-            return Err(Unready::CircuitOpen);
-        }
-        self.limits.try_take(tenant).map_err(Unready::Busy)
+        let probe = self.circuit.admit(tenant, Instant::now()).map_err(|_| Unready::CircuitOpen)?;
+        let place = self.limits.try_take(tenant).map_err(Unready::Busy)?;
+        Ok(Permit::new((place, probe)))
     }
 
     async fn dispatch(&self, job: &Job, installation: Option<Installation>) -> Result<(), DispatchError> {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use doorman_domain::{Busy, Permit, TenantId};
+use doorman_domain::{Busy, TenantId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitSettings {
@@ -65,7 +65,7 @@ impl InFlightLimits {
 
     /// A place for one more delivery of `tenant`, or which bound it would exceed (nothing
     /// taken then).
-    pub fn try_take(&self, tenant: TenantId) -> Result<Permit, Busy> {
+    pub fn try_take(&self, tenant: TenantId) -> Result<Place, Busy> {
         let mut counts = self.shared.lock();
         if counts.total >= self.shared.settings.total.get() {
             return Err(Busy::Process);
@@ -76,7 +76,7 @@ impl InFlightLimits {
         }
         *of_tenant += 1;
         counts.total += 1;
-        Ok(Permit::new(Place { shared: self.shared.clone(), tenant }))
+        Ok(Place { shared: self.shared.clone(), tenant })
     }
 
     /// Deliveries holding a place now.
@@ -85,8 +85,9 @@ impl InFlightLimits {
     }
 }
 
-/// One taken place; dropping it gives it back.
-struct Place {
+/// One taken place; dropping it gives it back. The job's `Permit` holds it.
+#[derive(Debug)]
+pub struct Place {
     shared: Arc<Shared>,
     tenant: TenantId,
 }

@@ -124,29 +124,40 @@ async fn a_slow_agent_times_out_and_is_not_sent_again() {
 }
 
 #[tokio::test]
-async fn consecutive_failures_open_the_tenants_circuit_and_a_success_closes_it() {
+async fn consecutive_failures_open_the_circuit_one_probe_goes_after_the_cooldown_and_its_success_closes_it() {
     let agent = FakeAgent::start(SECRET);
     agent.answer_with(500);
+    // No cooldown: the circuit is half-open as soon as it opens, so the test needs no clock.
     let settings = BridgeSettings {
         circuit: CircuitSettings {
             failures: std::num::NonZeroU32::new(2).unwrap(),
-            cooldown: Duration::from_millis(400),
+            cooldown: Duration::ZERO,
         },
         ..Default::default()
     };
     let bridge = bridge(settings);
     let job = job(agent.url(), SECRET, None);
     let _ = bridge.dispatch(&job, None).await;
-    assert!(bridge.admit(job.tenant()).is_ok());
+    assert!(bridge.admit(job.tenant()).is_ok(), "one failure: still closed");
     let _ = bridge.dispatch(&job, None).await;
-    assert_eq!(bridge.admit(job.tenant()).unwrap_err(), Unready::CircuitOpen);
-    assert_eq!(bridge.open_circuits(), 1);
 
-    tokio::time::sleep(Duration::from_millis(450)).await;
-    assert!(bridge.admit(job.tenant()).is_ok(), "cooldown over");
+    let probe = bridge.admit(job.tenant()).expect("half-open: one probe");
+    assert_eq!(bridge.admit(job.tenant()).unwrap_err(), Unready::CircuitOpen, "only one");
+    assert_eq!(bridge.open_circuits(), 1);
+    drop(probe);
+    let probe = bridge.admit(job.tenant()).expect("a probe never dispatched gave its turn back");
+
+    let _ = bridge.dispatch(&job, None).await;
+    drop(probe);
+    let probe = bridge
+        .admit(job.tenant())
+        .expect("the failed probe reopened it; after the (zero) cooldown, a new one");
     agent.answer_with(200);
     bridge.dispatch(&job, None).await.unwrap();
+    drop(probe);
     assert_eq!(bridge.open_circuits(), 0);
+    let places: Vec<_> = (0..3).map(|_| bridge.admit(job.tenant()).expect("closed")).collect();
+    assert_eq!(places.len(), 3);
 }
 
 #[tokio::test]

@@ -560,9 +560,12 @@ async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
         ("RUST_LOG", "debug".to_owned()),
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let process =
-        doorman_testkit::ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
-            .expect("doorman admin serve starts");
+    let process = doorman_testkit::ServeProcess::spawn_admin(
+        env!("CARGO_BIN_EXE_doorman").as_ref(),
+        &env,
+        &["--workers", "1"],
+    )
+    .expect("doorman admin serve starts");
     let root = key(&db, None, false).await;
     let http = http_client();
     let base = process.base().to_owned();
@@ -574,7 +577,8 @@ async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
     let created = call(Method::POST, "/admin/v1/tenants", &root, json!({"name": "Acme"})).await;
     let tenant = serde_json::from_str::<Value>(&created).unwrap()["id"].as_str().unwrap().to_owned();
     bodies.push(created);
-    let agent = json!({"url": "http://127.0.0.1:9/agent?token=url-secret-t0k", "signing_secret": AGENT_SECRET});
+    let agent =
+        json!({"url": "http://127.0.0.1:9/agent?token=url-secret-t0k", "signing_secret": AGENT_SECRET});
     bodies.push(call(Method::PUT, &format!("/admin/v1/tenants/{tenant}/agent"), &root, agent).await);
     let refused = json!({"url": "ftp://x", "signing_secret": "whsec_bm90LWJhc2U2NCE"});
     bodies.push(call(Method::PUT, &format!("/admin/v1/tenants/{tenant}/agent"), &root, refused).await);
@@ -589,6 +593,9 @@ async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
     let agent_key = AGENT_SECRET.trim_start_matches("whsec_");
     for secret in [key_secret, &root, &wrong, AGENT_SECRET, agent_key, encryption_key, "url-secret-t0k"] {
         assert!(!logs.contains(secret), "a secret reached the logs: {secret}");
-        assert!(bodies.iter().all(|b| !b.contains(secret)), "a secret reached an answer: {secret} in {bodies:?}");
+        assert!(
+            bodies.iter().all(|b| !b.contains(secret)),
+            "a secret reached an answer: {secret} in {bodies:?}"
+        );
     }
 }

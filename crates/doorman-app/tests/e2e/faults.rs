@@ -148,3 +148,36 @@ async fn more_concurrent_deliveries_than_connections_are_all_answered_inside_the
     let claimed = app.receipts().await.len() - warm_ids.len();
     assert_eq!(claimed, accepted, "every accepted delivery claimed, nothing for a 503");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_cooldown_ends_fifty_concurrent_deliveries_let_exactly_one_probe_through() {
+    // No cooldown: the circuit is half-open the moment it opens, so "the moment the cooldown
+    // ends" needs no clock.
+    let app = TestApp::spawn_with(&["--circuit-failures", "1", "--circuit-cooldown", "0s"]).await;
+    app.tenant("T1").await;
+    app.agent.answer_with(500);
+    assert_eq!(app.event("T1", "EvOpens", None).await.status(), 200);
+    app.quiesce().await; // its failure is recorded: the circuit is open
+
+    app.agent.answer_with(200);
+    app.agent.close_gate();
+    let app = &app;
+    let statuses = futures_util::future::join_all(
+        (0..50).map(|i| async move { app.event("T1", &format!("EvProbe{i}"), None).await.status().as_u16() }),
+    )
+    .await;
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 503).count(), 49, "{statuses:?}");
+    app.agent.wait_until("the probe reached the agent", WAIT, |agent| agent.in_flight() == 1).await;
+    assert_eq!(app.event("T1", "EvWhileProbing", None).await.status(), 503, "still one probe at a time");
+
+    app.agent.open_gate();
+    app.quiesce().await;
+    for i in 0..5 {
+        assert_eq!(app.event("T1", &format!("EvClosed{i}"), None).await.status(), 200, "the probe closed it");
+    }
+    app.quiesce().await;
+    let receipts = app.receipts().await;
+    assert_eq!(receipts.len(), 1 + 1 + 5, "the refused deliveries wrote nothing: {receipts:?}");
+    assert_eq!(receipts.iter().filter(|r| r.handled_at.is_some()).count(), 6);
+}

@@ -58,7 +58,8 @@ pub trait AgentBridge: Send + Sync {
     /// Takes a place for one more job of `tenant`. Cheap and local: it runs before the HTTP
     /// answer, on every delivery, and before anything is claimed.
     ///
-    /// - MUST return `Err(Unready::CircuitOpen)` while the tenant's circuit is open, and
+    /// - MUST return `Err(Unready::CircuitOpen)` while the tenant's circuit is open (and,
+    ///   once its cooldown has ended, to every caller but the one probe let through), and
     ///   `Err(Unready::Busy(_))` when one more job would exceed the tenant's or the process's
     ///   bound on work in flight; either way reserving nothing.
     /// - The permit MUST give its place back when dropped (the job holds it until its
