@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use doorman_domain::{Acknowledgement, Handled, RetryReason, Unavailability};
 
-use crate::runner::Answered;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -231,14 +230,9 @@ impl Metrics {
         self.retries.get_or_create(&Reason { reason }).inc();
     }
 
-    pub fn acknowledged(&self, answered: &Answered) {
+    pub fn acknowledged(&self, ack: &Acknowledgement) {
         let claim = |outcome| {
             self.claims.get_or_create(&Outcome { outcome }).inc();
-        };
-        let ack = match answered {
-            Answered::Accepted { numbered: true, .. } => return claim("claimed"),
-            Answered::Accepted { numbered: false, .. } => return,
-            Answered::Decided(ack) => ack,
         };
         match ack {
             Acknowledgement::Ignored => {
@@ -246,22 +240,14 @@ impl Metrics {
             }
             Acknowledgement::Replayed { .. } => self.rejected("replayed"),
             Acknowledgement::Unavailable(why) => {
-                let reason = match why {
-                    Unavailability::NoAgent { .. } => "no_agent",
-                    Unavailability::Misconfigured { .. } => "misconfigured",
-                    Unavailability::Paused { .. } => "paused",
-                    Unavailability::CircuitOpen { .. } => "circuit_open",
-                    Unavailability::Busy { limit, .. } => {
-                        self.busy.get_or_create(&Limit { limit: limit.as_str() }).inc();
-                        "busy"
-                    }
-                    Unavailability::Storage(_) => "storage",
-                    Unavailability::Internal => "internal",
-                };
-                self.unavailable.get_or_create(&Reason { reason }).inc();
+                if let Unavailability::Busy { limit, .. } = why {
+                    self.busy.get_or_create(&Limit { limit: limit.as_str() }).inc();
+                }
+                self.unavailable.get_or_create(&Reason { reason: why.as_str() }).inc();
             }
             Acknowledgement::Duplicate { .. } => claim("duplicate"),
-            Acknowledgement::Accepted(_) => {}
+            Acknowledgement::Accepted { numbered: true, .. } => claim("claimed"),
+            Acknowledgement::Accepted { numbered: false, .. } => {}
         }
     }
 

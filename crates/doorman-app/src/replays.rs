@@ -15,6 +15,12 @@ use doorman_domain::{Caller, Inbound, OperatorError, ReplaySelection, Replayed, 
 use crate::config::DispatchConfig;
 use crate::server;
 
+/// How long a replay holds its event: this much longer than a dispatch may take, so a second
+/// replay of it waits for the first to have finished.
+pub fn hold(dispatch_timeout: std::time::Duration) -> std::time::Duration {
+    dispatch_timeout + std::time::Duration::from_secs(30)
+}
+
 /// The live path's use cases over the concrete adapters, for replays.
 pub type ReplayPath =
     Inbound<PgTenantDirectory, HttpAgentBridge, PgReceiptStore, PgInstallations, SystemClock>;

@@ -17,15 +17,15 @@ use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{PgInstallations, PgReceiptStore, PgTenantDirectory};
 use doorman_domain::Job;
 use doorman_domain::ports::SystemClock;
-use doorman_domain::{Acknowledgement, Inbound, InboundEvent, TenantId, Unavailability};
+use doorman_domain::{Acknowledgement, Inbound, InboundEvent, Unavailability};
 use tokio::runtime::Handle;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::metrics::Metrics;
 
-/// The use cases over the concrete adapters, fixed once here.
-pub type Doorman = Inbound<
+/// The live path's use cases over the concrete adapters, fixed once here.
+pub type LivePath = Inbound<
     NotifiedDirectory<PgTenantDirectory>,
     HttpAgentBridge,
     PgReceiptStore,
@@ -33,19 +33,9 @@ pub type Doorman = Inbound<
     SystemClock,
 >;
 
-/// How a delivery was answered, once its job (if any) is on its way: the accepted job itself
-/// went to its dispatch task, with its place in the bounded work.
-#[derive(Debug)]
-pub enum Answered {
-    /// Accepted; its dispatch has started. `numbered`: its claim was made.
-    Accepted { tenant: TenantId, numbered: bool },
-    /// Anything but accepted, as the use case decided it.
-    Decided(Acknowledgement),
-}
-
 #[derive(Debug, Clone)]
 pub struct DeliveryRunner {
-    doorman: Arc<Doorman>,
+    doorman: Arc<LivePath>,
     metrics: Arc<Metrics>,
     runtime: Handle,
     tracker: TaskTracker,
@@ -53,39 +43,33 @@ pub struct DeliveryRunner {
 
 impl DeliveryRunner {
     /// Must be created on the main runtime: its tasks run there.
-    pub fn new(doorman: Doorman, metrics: Arc<Metrics>) -> Self {
+    pub fn new(doorman: LivePath, metrics: Arc<Metrics>) -> Self {
         Self { doorman: Arc::new(doorman), metrics, runtime: Handle::current(), tracker: TaskTracker::new() }
     }
 
-    pub fn doorman(&self) -> &Doorman {
+    pub fn live_path(&self) -> &LivePath {
         &self.doorman
     }
 
     /// Acknowledges a delivery on the main runtime; an accepted one starts its dispatch
     /// there before this returns, whether or not the caller is still waiting.
-    pub async fn acknowledge(&self, event: InboundEvent) -> Answered {
+    pub async fn acknowledge(&self, event: InboundEvent) -> Acknowledgement {
         let this = self.clone();
         let task = self.runtime.spawn(
             self.tracker.track_future(
                 async move {
-                    match this.doorman.acknowledge(event).await {
-                        Acknowledgement::Accepted(job) => {
-                            let answered = Answered::Accepted {
-                                tenant: job.tenant(),
-                                numbered: job.receipt_key().is_some(),
-                            };
-                            this.spawn_dispatch(*job);
-                            answered
-                        }
-                        decided => Answered::Decided(decided),
+                    let (acknowledgement, job) = this.doorman.acknowledge(event).await.into_parts();
+                    if let Some(job) = job {
+                        this.spawn_dispatch(job);
                     }
+                    acknowledgement
                 }
                 .in_current_span(),
             ),
         );
         task.await.unwrap_or_else(|error| {
             tracing::error!(error = %error, "acknowledgement task failed; answered 503 so Slack retries");
-            Answered::Decided(Acknowledgement::Unavailable(Unavailability::Internal))
+            Acknowledgement::Unavailable(Unavailability::Internal)
         })
     }
 

@@ -198,10 +198,11 @@ async fn check_keys(pool: &postgres::PgPool, config: &ServeConfig) -> anyhow::Re
     Ok(())
 }
 
-/// Serves until SIGTERM or SIGINT, then shuts down gracefully.
-pub async fn run(config: ServeConfig) -> anyhow::Result<Drained> {
+/// Serves until SIGTERM or SIGINT, then shuts down gracefully. `started` is told the address
+/// once it listens (the command prints it).
+pub async fn run(config: ServeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::Result<Drained> {
     let server = start(config).await?;
-    crate::commands::output::line(&format!("doorman listening on http://{}", server.addr()));
+    started(server.addr());
     wait_for_signal().await?;
     Ok(server.shutdown().await)
 }

@@ -18,4 +18,4 @@ pub mod usecases;
 
 pub use errors::{DispatchError, OAuthError, OperatorError, StorageError, ValidationError};
 pub use model::*;
-pub use usecases::{Acknowledgement, Handled, Inbound, Unavailability};
+pub use usecases::{Acknowledgement, Decision, Handled, Inbound, Unavailability};

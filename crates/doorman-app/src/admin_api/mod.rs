@@ -36,7 +36,6 @@ use doorman_domain::{Actor, Caller, ReceiptStatus, RequestId, TenantId, Workspac
 
 use self::metrics::AdminMetrics;
 use self::problem::{ApiError, PROBLEM_JSON, json_error};
-use crate::commands::context::HOLD_MARGIN;
 use crate::config::AdminConfig;
 use crate::replays::Replays;
 
@@ -257,7 +256,7 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
     let settings = OperatorSettings {
         install_base_url: dispatch.slack_app.as_ref().map(|install| install.public_url.clone()),
         stranded_after: ReceiptStatus::STRANDED_AFTER,
-        replay_hold: dispatch.bridge.dispatch_timeout + HOLD_MARGIN,
+        replay_hold: crate::replays::hold(dispatch.bridge.dispatch_timeout),
     };
     let ports = PgOperatorPorts::new(pool.clone(), Some(dispatch.keys.clone()), dispatch.bridge.destinations);
     let state = web::Data::new(AdminState {
@@ -289,10 +288,11 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
     Ok(RunningAdmin { addr, handle, task })
 }
 
-/// Serves until SIGTERM or SIGINT, then shuts down gracefully.
-pub async fn run(config: AdminConfig) -> anyhow::Result<()> {
+/// Serves until SIGTERM or SIGINT, then shuts down gracefully. `started` is told the address
+/// once it listens (the command prints it).
+pub async fn run(config: AdminConfig, started: impl FnOnce(SocketAddr)) -> anyhow::Result<()> {
     let admin = start(config).await?;
-    crate::commands::output::line(&format!("doorman admin API listening on http://{}", admin.addr()));
+    started(admin.addr());
     crate::server::wait_for_signal().await?;
     admin.shutdown().await;
     Ok(())

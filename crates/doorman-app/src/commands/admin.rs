@@ -13,7 +13,10 @@ use crate::documents::{AuditDoc, KeyDoc};
 
 pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
-        AdminCommand::Serve(args) => admin_api::run(AdminConfig::from_args(&args)?).await,
+        AdminCommand::Serve(args) => {
+            let listening = |addr| output::line(&format!("doorman admin API listening on http://{addr}"));
+            admin_api::run(AdminConfig::from_args(&args)?, listening).await
+        }
         AdminCommand::Keys(command) => keys(command).await,
         AdminCommand::Openapi => {
             output::text(&admin_api::openapi::document());

@@ -16,10 +16,6 @@ use doorman_domain::{
 
 use crate::cli::DatabaseArgs;
 
-/// A replay holds its event this much longer than a dispatch may take, so a second replay of
-/// it waits for the first to have finished.
-pub const HOLD_MARGIN: Duration = Duration::from_secs(30);
-
 /// The operator use cases for one command.
 #[derive(Debug)]
 pub struct Cli {

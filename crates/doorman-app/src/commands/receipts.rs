@@ -11,7 +11,7 @@ use doorman_domain::{
 };
 use serde_json::json;
 
-use super::context::{Cli, HOLD_MARGIN, Needs, explain, maintenance, small_pool, tenant_id};
+use super::context::{Cli, Needs, explain, maintenance, small_pool, tenant_id};
 use super::{Unsuccessful, output};
 use crate::cli::{DatabaseArgs, ReceiptsCommand, ReplayArgs};
 use crate::config::DispatchConfig;
@@ -181,7 +181,8 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     let config = DispatchConfig::from_args(&dispatch)?;
     let pool = pool::connect_as(db.database_url.expose(), &small_pool(), Some(ADMIN_ROLE));
     let replays = Replays::new(pool.clone(), &config)?;
-    let needs = Needs { replay_hold: Some(config.bridge.dispatch_timeout + HOLD_MARGIN), ..Needs::default() };
+    let needs =
+        Needs { replay_hold: Some(crate::replays::hold(config.bridge.dispatch_timeout)), ..Needs::default() };
     let cli = Cli::on(pool, needs);
     let report =
         replays.run(&cli.operator, &cli.caller, tenant, &selection, dry_run).await.map_err(explain)?;

@@ -36,8 +36,8 @@ pub fn readiness(current: Result<bool, doorman_domain::StorageError>) -> HttpRes
 
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let gauges = Gauges {
-        open_circuits: state.runner.doorman().bridge().open_circuits(),
-        in_flight: state.runner.doorman().bridge().in_flight(),
+        open_circuits: state.runner.live_path().bridge().open_circuits(),
+        in_flight: state.runner.live_path().bridge().in_flight(),
         directory_listening: state.directory.is_listening(),
         directory_remembered: state.directory.remembered(),
     };

@@ -4,9 +4,8 @@
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use doorman_adapters::slack::Rejection;
-use doorman_domain::{Acknowledgement, Unavailability};
+use doorman_domain::Acknowledgement;
 
-use crate::runner::Answered;
 use serde_json::json;
 
 use super::body::BodyError;
@@ -50,29 +49,16 @@ pub fn rejected(rejection: &Rejection) -> HttpResponse {
 }
 
 /// 200 for everything Slack should not re-send (handled, duplicate, unknown workspace),
-/// 503 for what it should (nothing was written, so the retry is handled afresh), 401 for a
-/// replayed request.
-pub fn acknowledged(answered: &Answered) -> HttpResponse {
-    let ack = match answered {
-        Answered::Accepted { .. } => return HttpResponse::Ok().finish(),
-        Answered::Decided(ack) => ack,
-    };
+/// 503 for what it should (nothing was written, so the retry is handled afresh) with the
+/// reason's word (`paused`, `busy`, `storage`, …), 401 for a replayed request.
+pub fn acknowledged(ack: &Acknowledgement) -> HttpResponse {
     match ack {
-        Acknowledgement::Accepted(_) | Acknowledgement::Duplicate { .. } | Acknowledgement::Ignored => {
+        Acknowledgement::Accepted { .. } | Acknowledgement::Duplicate { .. } | Acknowledgement::Ignored => {
             HttpResponse::Ok().finish()
         }
         Acknowledgement::Replayed { .. } => error(StatusCode::UNAUTHORIZED, "replayed"),
-        Acknowledgement::Unavailable(why) => {
-            let reason = match why {
-                Unavailability::NoAgent { .. }
-                | Unavailability::Misconfigured { .. }
-                | Unavailability::Paused { .. }
-                | Unavailability::CircuitOpen { .. } => "agent unavailable",
-                Unavailability::Busy { .. } => "busy",
-                Unavailability::Storage(_) | Unavailability::Internal => "temporarily unavailable",
-            };
-            error(StatusCode::SERVICE_UNAVAILABLE, reason)
-        }
+        Acknowledgement::Unavailable(why) => HttpResponse::build(StatusCode::SERVICE_UNAVAILABLE)
+            .json(json!({ "error": "unavailable", "reason": why.as_str() })),
     }
 }
 

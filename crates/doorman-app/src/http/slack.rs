@@ -10,7 +10,6 @@ use tracing::{Instrument, field};
 use super::AppState;
 use super::body::read_limited;
 use super::responses;
-use crate::runner::Answered;
 
 #[derive(Debug, Clone, Copy)]
 enum Route {
@@ -135,18 +134,13 @@ fn reject(state: &AppState, rejection: &Rejection) -> HttpResponse {
     responses::rejected(rejection)
 }
 
-fn log_acknowledgement(answered: &Answered, workspace: &doorman_domain::WorkspaceRef) {
+fn log_acknowledgement(ack: &Acknowledgement, workspace: &doorman_domain::WorkspaceRef) {
     let span = tracing::Span::current();
-    let ack = match answered {
-        Answered::Accepted { tenant, .. } => {
+    match ack {
+        Acknowledgement::Accepted { tenant, .. } => {
             span.record("tenant.id", field::display(tenant));
             tracing::debug!("accepted");
-            return;
         }
-        Answered::Decided(ack) => ack,
-    };
-    match ack {
-        Acknowledgement::Accepted(_) => {}
         Acknowledgement::Duplicate { tenant } => {
             span.record("tenant.id", field::display(tenant));
             tracing::info!("duplicate delivery: already claimed, not dispatched again");
@@ -161,16 +155,16 @@ fn log_acknowledgement(answered: &Answered, workspace: &doorman_domain::Workspac
         Acknowledgement::Unavailable(Unavailability::Storage(error)) => {
             tracing::error!(error = %error, "database unavailable; answered 503 with nothing written");
         }
-        Acknowledgement::Unavailable(Unavailability::Busy { tenant, limit }) => {
+        Acknowledgement::Unavailable(why @ Unavailability::Busy { tenant, limit }) => {
             span.record("tenant.id", field::display(tenant));
             tracing::warn!(
-                reason = "busy",
+                reason = why.as_str(),
                 limit = limit.as_str(),
                 "work in flight at its bound; answered 503 with nothing written"
             );
         }
         Acknowledgement::Unavailable(why) => {
-            tracing::warn!(reason = ?why, "agent unavailable; answered 503 with nothing written");
+            tracing::warn!(reason = why.as_str(), "agent unavailable; answered 503 with nothing written");
         }
     }
 }

@@ -269,7 +269,13 @@ async fn a_stored_agent_url_that_does_not_parse_answers_503_and_claims_nothing()
         .unwrap();
 
     for attempt in [None, Some(1)] {
-        assert_answer(app.event("T1", "EvBadUrl", attempt).await, 503, "agent unavailable").await;
+        let refused = app.event("T1", "EvBadUrl", attempt).await;
+        assert_eq!(refused.status(), 503);
+        let body: serde_json::Value = refused.json().await.expect("a JSON reason");
+        assert_eq!(
+            (body["error"].as_str(), body["reason"].as_str()),
+            (Some("unavailable"), Some("misconfigured"))
+        );
     }
     assert!(app.receipts().await.is_empty(), "nothing claimed, so Slack's retry is handled once fixed");
     assert_eq!(app.agent.requests(), 0);

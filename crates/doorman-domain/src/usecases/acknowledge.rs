@@ -7,8 +7,8 @@ use crate::model::{
 };
 use crate::ports::{AgentBridge, Clock, ReceiptStore, TenantDirectory, Unready};
 
-/// What to answer the platform, and whether there is work to do afterwards.
-#[derive(Debug, PartialEq, Eq)]
+/// What to answer the platform: the one vocabulary metrics, answers and logs are derived from.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acknowledgement {
     /// No tenant has linked this workspace. Answer 200 (a retry would not help) and do
     /// nothing; nothing was written.
@@ -21,9 +21,39 @@ pub enum Acknowledgement {
     /// This very signed request (unnumbered, so never re-sent by the platform) was already
     /// accepted: someone is replaying it. Answer 401, do nothing.
     Replayed { tenant: TenantId },
-    /// Answer 200, then run [`Inbound::handle`] on the job. A numbered event's claim is
-    /// committed by now.
-    Accepted(Box<Job>),
+    /// Answer 200; the decision's job goes to [`Inbound::handle`]. `numbered`: a claim was
+    /// made, and committed by now.
+    Accepted { tenant: TenantId, numbered: bool },
+}
+
+/// The answer to one delivery and, only when it is `Accepted`, the job to hand to
+/// [`Inbound::handle`]. Only [`Inbound::acknowledge`] makes one, so a job exists only for an
+/// accepted delivery.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Decision {
+    acknowledgement: Acknowledgement,
+    job: Option<Box<Job>>,
+}
+
+impl Decision {
+    fn answer(acknowledgement: Acknowledgement) -> Self {
+        Self { acknowledgement, job: None }
+    }
+
+    fn accepted(job: Job) -> Self {
+        let acknowledgement =
+            Acknowledgement::Accepted { tenant: job.tenant(), numbered: job.receipt_key().is_some() };
+        Self { acknowledgement, job: Some(Box::new(job)) }
+    }
+
+    pub fn acknowledgement(&self) -> &Acknowledgement {
+        &self.acknowledgement
+    }
+
+    /// The answer, and the job to dispatch (accepted deliveries only).
+    pub fn into_parts(self) -> (Acknowledgement, Option<Job>) {
+        (self.acknowledgement, self.job.map(|job| *job))
+    }
 }
 
 /// Why an event cannot be taken now.
@@ -46,6 +76,36 @@ pub enum Unavailability {
     Internal,
 }
 
+impl Unavailability {
+    /// The stable word metrics labels, answer bodies and log fields use.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Self::NoAgent { .. } => "no_agent",
+            Self::Misconfigured { .. } => "misconfigured",
+            Self::Paused { .. } => "paused",
+            Self::CircuitOpen { .. } => "circuit_open",
+            Self::Busy { .. } => "busy",
+            Self::Storage(_) => "storage",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+/// For people (a replay's report): what the word means.
+impl std::fmt::Display for Unavailability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoAgent { .. } => f.write_str("the tenant has no agent set"),
+            Self::Misconfigured { .. } => f.write_str("the tenant's stored agent settings are not valid"),
+            Self::Paused { .. } => f.write_str("the tenant's agent is paused"),
+            Self::CircuitOpen { .. } => f.write_str("the agent's circuit is open (it has been failing)"),
+            Self::Busy { limit, .. } => write!(f, "too much in flight (the {} bound)", limit.as_str()),
+            Self::Storage(error) => write!(f, "storage: {error}"),
+            Self::Internal => f.write_str("internal error"),
+        }
+    }
+}
+
 impl<D, B, R, I, C> Inbound<D, B, R, I, C>
 where
     D: TenantDirectory,
@@ -57,11 +117,11 @@ where
     /// and bounds), claim (numbered events) or record the request's fingerprint (unnumbered
     /// ones). The claim is the last step and is committed when this returns, so a concurrent
     /// retry is refused at once (decisions 1, 2 and 5).
-    pub async fn acknowledge(&self, event: InboundEvent) -> Acknowledgement {
+    pub async fn acknowledge(&self, event: InboundEvent) -> Decision {
         let (tenant, agent, permit) = match self.admit(&event).await {
             Admission::Admitted { tenant, agent, permit } => (tenant, agent, permit),
-            Admission::Ignored => return Acknowledgement::Ignored,
-            Admission::Unavailable(why) => return Acknowledgement::Unavailable(why),
+            Admission::Ignored => return Decision::answer(Acknowledgement::Ignored),
+            Admission::Unavailable(why) => return Decision::answer(Acknowledgement::Unavailable(why)),
         };
         warn_if_retried(tenant.id, &event);
 
@@ -79,19 +139,27 @@ where
             };
             match self.receipts.claim(&receipt).await {
                 Ok(Claim::Claimed) => {}
-                Ok(Claim::Duplicate) => return Acknowledgement::Duplicate { tenant: tenant.id },
-                Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
+                Ok(Claim::Duplicate) => {
+                    return Decision::answer(Acknowledgement::Duplicate { tenant: tenant.id });
+                }
+                Err(error) => {
+                    return Decision::answer(Acknowledgement::Unavailable(Unavailability::Storage(error)));
+                }
             }
         } else if let Some(fingerprint) = &event.fingerprint {
             match self.receipts.claim_request(tenant.id, fingerprint).await {
                 Ok(Claim::Claimed) => {}
-                Ok(Claim::Duplicate) => return Acknowledgement::Replayed { tenant: tenant.id },
-                Err(error) => return Acknowledgement::Unavailable(Unavailability::Storage(error)),
+                Ok(Claim::Duplicate) => {
+                    return Decision::answer(Acknowledgement::Replayed { tenant: tenant.id });
+                }
+                Err(error) => {
+                    return Decision::answer(Acknowledgement::Unavailable(Unavailability::Storage(error)));
+                }
             }
         }
         let job =
             Job::new(tenant.id, agent, event, received_at, permit).with_installation(tenant.installation);
-        Acknowledgement::Accepted(Box::new(job))
+        Decision::accepted(job)
     }
 }
 

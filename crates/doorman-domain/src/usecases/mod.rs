@@ -13,9 +13,9 @@
 //! accounting, replays, keys, the audit trail) are [`operator::Operator`]'s: the command line
 //! and the admin API are two faces of those use cases and only convert.
 //!
-//! Only an `Accepted` acknowledgement carries a [`Job`](crate::Job), which nothing outside
-//! this crate can build, and only `handle` dispatches, so the types say "no dispatch without
-//! acknowledge". The unit tests pin the rest of the order: `mockall::Sequence` for the order
+//! Only the [`Decision`] of an accepted delivery carries a [`Job`](crate::Job), which nothing
+//! outside this crate can build, and only `handle` dispatches, so the types say "no dispatch
+//! without acknowledge". The unit tests pin the rest of the order: `mockall::Sequence` for the order
 //! of calls, and futures that record when they *complete* for the order of effects.
 
 mod acknowledge;
@@ -26,7 +26,7 @@ mod replay;
 #[cfg(test)]
 mod tests;
 
-pub use acknowledge::{Acknowledgement, Unavailability};
+pub use acknowledge::{Acknowledgement, Decision, Unavailability};
 pub use handle::Handled;
 
 use crate::model::Retention;

@@ -13,7 +13,6 @@ use crate::model::{
     Job, Platform, ReceiptKey, ReceiptRecord, ReplayOutcome, ReplaySelection, Replayed, Taken, TenantId,
 };
 use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, StoredEvents, TenantDirectory};
-use crate::usecases::Unavailability;
 
 impl<D, B, R, I, C> Inbound<D, B, R, I, C>
 where
@@ -97,23 +96,11 @@ where
             }
             Admission::Admitted { .. } => "the workspace now belongs to another tenant".to_owned(),
             Admission::Ignored => "the workspace is no longer linked to a tenant".to_owned(),
-            Admission::Unavailable(why) => unavailable(&why),
+            Admission::Unavailable(why) => why.to_string(),
         };
         if let Err(error) = stored.release(key).await {
             tracing::warn!(tenant.id = %tenant, event.id = %key.external_id, error = %error, "could not release a replay's hold; it expires on its own");
         }
         ReplayOutcome::NotSent(refused)
-    }
-}
-
-fn unavailable(why: &Unavailability) -> String {
-    match why {
-        Unavailability::NoAgent { .. } => "the tenant has no agent set".into(),
-        Unavailability::Misconfigured { .. } => "the tenant's stored agent settings are not valid".into(),
-        Unavailability::Paused { .. } => "the tenant's agent is paused".into(),
-        Unavailability::CircuitOpen { .. } => "the agent's circuit is open (it has been failing)".into(),
-        Unavailability::Busy { limit, .. } => format!("too much in flight (the {} bound)", limit.as_str()),
-        Unavailability::Storage(error) => format!("storage: {error}"),
-        Unavailability::Internal => "internal error".into(),
     }
 }

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use mockall::Sequence;
 use mockall::predicate::always;
 
-use super::{Acknowledgement, Handled, Inbound, Unavailability};
+use super::{Acknowledgement, Decision, Handled, Inbound, Unavailability};
 use crate::errors::{DispatchError, OAuthError, StorageError, ValidationError};
 use crate::model::*;
 use crate::ports::{
@@ -126,11 +126,18 @@ impl Ports {
     }
 }
 
-fn accepted(ack: Acknowledgement) -> Job {
-    match ack {
-        Acknowledgement::Accepted(job) => *job,
-        other => panic!("expected Accepted, got {other:?}"),
+fn accepted(decision: Decision) -> Job {
+    match decision.into_parts() {
+        (Acknowledgement::Accepted { .. }, Some(job)) => job,
+        other => panic!("expected Accepted with its job, got {other:?}"),
     }
+}
+
+/// The answer alone (a refused or duplicate delivery has no job).
+fn answer(decision: Decision) -> Acknowledgement {
+    let (acknowledgement, job) = decision.into_parts();
+    assert_eq!(job.is_some(), matches!(acknowledgement, Acknowledgement::Accepted { .. }));
+    acknowledgement
 }
 
 // --- acknowledge -------------------------------------------------------------------------
@@ -181,7 +188,7 @@ async fn an_unknown_workspace_never_claims_nor_dispatches() {
     ports.directory.expect_resolve().times(1).returning(|_, _| ready(Ok(None)));
     ports.bridge.expect_admit().never();
 
-    assert_eq!(ports.build().acknowledge(numbered(0)).await, Acknowledgement::Ignored);
+    assert_eq!(answer(ports.build().acknowledge(numbered(0)).await), Acknowledgement::Ignored);
 }
 
 #[tokio::test]
@@ -197,7 +204,7 @@ async fn a_paused_bridge_never_claims() {
     });
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
-    let ack = ports.build().acknowledge(numbered(0)).await;
+    let ack = answer(ports.build().acknowledge(numbered(0)).await);
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Paused { tenant: tenant_id() }));
 }
 
@@ -207,7 +214,7 @@ async fn an_open_circuit_never_claims() {
     ports.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
     ports.bridge.expect_admit().with(always()).returning(|_| Err(Unready::CircuitOpen));
 
-    let ack = ports.build().acknowledge(numbered(0)).await;
+    let ack = answer(ports.build().acknowledge(numbered(0)).await);
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::CircuitOpen { tenant: tenant_id() }));
 }
 
@@ -224,7 +231,7 @@ async fn a_tenant_without_an_agent_never_claims() {
     });
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
-    let ack = ports.build().acknowledge(numbered(0)).await;
+    let ack = answer(ports.build().acknowledge(numbered(0)).await);
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::NoAgent { tenant: tenant_id() }));
 }
 
@@ -242,7 +249,7 @@ async fn a_tenant_whose_stored_agent_does_not_convert_never_claims() {
     });
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
 
-    let ack = ports.build().acknowledge(numbered(0)).await;
+    let ack = answer(ports.build().acknowledge(numbered(0)).await);
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Misconfigured { tenant: tenant_id() }));
 }
 
@@ -254,7 +261,7 @@ async fn a_directory_failure_never_claims_nor_dispatches() {
     ports.directory.expect_resolve().returning(move |_, _| ready(Err(returned.clone())));
     ports.bridge.expect_admit().never();
 
-    let ack = ports.build().acknowledge(numbered(0)).await;
+    let ack = answer(ports.build().acknowledge(numbered(0)).await);
     assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Storage(down)));
 }
 
@@ -267,7 +274,7 @@ async fn a_failed_claim_is_unavailable_and_never_dispatches() {
         .times(1)
         .returning(|_| ready(Err(StorageError::Unavailable("connection refused".into()))));
 
-    let ack = ports.build().acknowledge(numbered(0)).await;
+    let ack = answer(ports.build().acknowledge(numbered(0)).await);
     assert!(matches!(ack, Acknowledgement::Unavailable(Unavailability::Storage(_))), "{ack:?}");
 }
 
@@ -276,7 +283,7 @@ async fn a_duplicate_never_dispatches() {
     let mut ports = Ports::new().with_healthy_tenant().never_dispatches().never_writes_after_dispatch();
     ports.receipts.expect_claim().times(1).returning(|_| ready(Ok(Claim::Duplicate)));
 
-    let ack = ports.build().acknowledge(numbered(1)).await;
+    let ack = answer(ports.build().acknowledge(numbered(1)).await);
     assert_eq!(ack, Acknowledgement::Duplicate { tenant: tenant_id() });
 }
 
@@ -289,12 +296,9 @@ async fn the_retry_attempt_does_not_change_any_outcome() {
             ports.directory.expect_resolve().times(1).returning(|_, _| ready(Ok(Some(tenant()))));
             ports.bridge.expect_admit().times(1).returning(|_| Ok(Permit::unbounded()));
             ports.receipts.expect_claim().times(1).returning(move |_| ready(Ok(claim)));
-            let ack = ports.build().acknowledge(numbered(attempt)).await;
+            let ack = answer(ports.build().acknowledge(numbered(attempt)).await);
             // Compare the decision, not the job's copy of the (differing) delivery header.
-            outcomes.push(match ack {
-                Acknowledgement::Accepted(job) => format!("accepted {}", job.tenant()),
-                other => format!("{other:?}"),
-            });
+            outcomes.push(format!("{ack:?}"));
         }
         assert_eq!(outcomes[0], outcomes[1], "attempt 0 and attempt 3 must be treated alike");
     }
@@ -543,7 +547,7 @@ async fn a_delivery_over_a_bound_is_unavailable_and_never_claims() {
             let mut ports = Ports::new().never_claims().never_dispatches();
             ports.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
             ports.bridge.expect_admit().times(1).returning(move |_| Err(Unready::Busy(limit)));
-            let ack = ports.build().acknowledge(event).await;
+            let ack = answer(ports.build().acknowledge(event).await);
             assert_eq!(
                 ack,
                 Acknowledgement::Unavailable(Unavailability::Busy { tenant: tenant_id(), limit })
@@ -595,7 +599,7 @@ async fn a_duplicate_gives_its_place_back_at_once() {
     ports.receipts.expect_claim().returning(|_| ready(Ok(Claim::Duplicate)));
 
     assert_eq!(
-        ports.build().acknowledge(numbered(1)).await,
+        answer(ports.build().acknowledge(numbered(1)).await),
         Acknowledgement::Duplicate { tenant: tenant_id() }
     );
     assert!(given_back.load(Ordering::SeqCst));
@@ -634,7 +638,7 @@ async fn an_unnumbered_request_is_recorded_and_its_replay_refused() {
     let job = accepted(inbound.acknowledge(fingerprinted(command())).await);
     assert_eq!(job.receipt_key(), None, "still unclaimed: recorded, not numbered");
     assert_eq!(
-        inbound.acknowledge(fingerprinted(command())).await,
+        answer(inbound.acknowledge(fingerprinted(command())).await),
         Acknowledgement::Replayed { tenant: tenant_id() }
     );
 }
@@ -646,7 +650,7 @@ async fn a_fingerprint_that_cannot_be_recorded_is_unavailable_and_never_dispatch
         .receipts
         .expect_claim_request()
         .returning(|_, _| ready(Err(StorageError::Unavailable("down".into()))));
-    let ack = ports.build().acknowledge(fingerprinted(command())).await;
+    let ack = answer(ports.build().acknowledge(fingerprinted(command())).await);
     assert!(matches!(ack, Acknowledgement::Unavailable(Unavailability::Storage(_))), "{ack:?}");
 }
 
