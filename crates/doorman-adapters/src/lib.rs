@@ -9,9 +9,11 @@
 //! - [`bridge`]: the HTTP agent bridge (Standard Webhooks signed dispatches, per-tenant
 //!   circuit breaker, bounded work in flight, allowed destinations).
 //! - [`secrets`]: secrets at rest, sealed with AES-256-GCM under the configured keys.
+//! - [`outbound`]: how outbound HTTP clients are built, and their one error type.
 
 pub mod bridge;
 pub mod notified_directory;
+pub mod outbound;
 pub mod postgres;
 pub mod secrets;
 pub mod slack;

@@ -53,6 +53,15 @@ pub enum OAuthError {
     Unreachable(String),
 }
 
+/// A rotating bot token could not be refreshed: Slack's answer, or Doorman's own storage.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RefreshError {
+    #[error(transparent)]
+    Slack(#[from] OAuthError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
 /// An operator action could not be done. Worded for any caller (API or CLI); never names a
 /// CLI flag or a JSON field: each face says which of its inputs a refusal is about.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

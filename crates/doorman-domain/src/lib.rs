@@ -16,6 +16,6 @@ pub mod model;
 pub mod ports;
 pub mod usecases;
 
-pub use errors::{DispatchError, OAuthError, OperatorError, StorageError, ValidationError};
+pub use errors::{DispatchError, OAuthError, OperatorError, RefreshError, StorageError, ValidationError};
 pub use model::*;
 pub use usecases::{Acknowledgement, Decision, Handled, Inbound, Unavailability};

@@ -58,7 +58,7 @@ pub async fn run(
         args.command_share,
         args.seed,
     );
-    doorman_adapters::bridge::install_crypto_provider();
+    doorman_adapters::outbound::install_crypto_provider();
     let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build()?;
     let base = run.server.as_ref().expect("server running").base().to_owned();
     let permits = Arc::new(Semaphore::new(concurrency));

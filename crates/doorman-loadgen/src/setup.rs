@@ -39,11 +39,7 @@ impl Run {
             // Each binary migrates its own database, so an earlier revision (`--compare`)
             // runs on the schema it was built for.
             Some(binary) => migrate_with(binary, &database_url)?,
-            None => migrations::run_pending(&database_url)
-                .await
-                .map(drop)
-                .map_err(|e| anyhow::anyhow!("{e}"))
-                .context("migrating")?,
+            None => migrations::run_pending(&database_url).await.map(drop).context("migrating")?,
         }
 
         let agent = FakeAgent::start_counting(AGENT_SECRET);

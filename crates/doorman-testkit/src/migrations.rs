@@ -8,7 +8,7 @@ use doorman_adapters::postgres::migrations::{MIGRATIONS, MigrationError, with_sy
 /// Reverts every applied migration, newest first; returns the versions reverted.
 pub async fn revert_all(database_url: &str) -> Result<Vec<String>, MigrationError> {
     with_sync_connection(database_url, |conn| {
-        let reverted = conn.revert_all_migrations(MIGRATIONS)?;
+        let reverted = conn.revert_all_migrations(MIGRATIONS).map_err(MigrationError::failed)?;
         Ok(reverted.iter().map(ToString::to_string).collect())
     })
     .await
@@ -17,7 +17,7 @@ pub async fn revert_all(database_url: &str) -> Result<Vec<String>, MigrationErro
 /// Versions embedded in the binary that the database has not applied.
 pub async fn pending(database_url: &str) -> Result<Vec<String>, MigrationError> {
     with_sync_connection(database_url, |conn| {
-        let pending = conn.pending_migrations(MIGRATIONS)?;
+        let pending = conn.pending_migrations(MIGRATIONS).map_err(MigrationError::failed)?;
         Ok(pending.iter().map(|m| m.name().to_string()).collect())
     })
     .await

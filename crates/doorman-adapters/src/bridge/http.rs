@@ -11,6 +11,7 @@ use super::destination::{DestinationPolicy, NotAllowed, PublicOnlyResolver};
 use super::document;
 use super::limits::{InFlightLimits, LimitSettings};
 use super::signing::WebhookKey;
+use crate::outbound::HttpClientError;
 
 #[derive(Debug, Clone)]
 pub struct BridgeSettings {
@@ -55,20 +56,19 @@ pub struct HttpAgentBridge {
 }
 
 impl HttpAgentBridge {
-    pub fn new(settings: BridgeSettings) -> Result<Self, reqwest::Error> {
-        super::install_crypto_provider();
-        let mut client = reqwest::Client::builder()
-            .connect_timeout(settings.connect_timeout)
-            // A redirect would re-send a signed body somewhere the operator did not configure.
-            .redirect(reqwest::redirect::Policy::none())
-            // At most this many dispatches of one tenant run at once, so no more connections
-            // to its agent are ever needed (nor kept).
-            .pool_max_idle_per_host(settings.limits.per_tenant.get())
-            .user_agent(concat!("doorman/", env!("CARGO_PKG_VERSION")));
-        if !settings.destinations.allow_private {
-            client = client.dns_resolver(PublicOnlyResolver::shared());
-        }
-        let client = client.build()?;
+    pub fn new(settings: BridgeSettings) -> Result<Self, HttpClientError> {
+        let client = crate::outbound::client(|builder| {
+            let builder = builder
+                .connect_timeout(settings.connect_timeout)
+                // At most this many dispatches of one tenant run at once, so no more
+                // connections to its agent are ever needed (nor kept).
+                .pool_max_idle_per_host(settings.limits.per_tenant.get());
+            if settings.destinations.allow_private {
+                builder
+            } else {
+                builder.dns_resolver(PublicOnlyResolver::shared())
+            }
+        })?;
         Ok(Self {
             client,
             circuit: CircuitBreaker::new(settings.circuit),

@@ -22,10 +22,3 @@ pub use destination::DestinationPolicy;
 pub use http::{BridgeSettings, HttpAgentBridge};
 pub use limits::{InFlightLimits, LimitSettings};
 pub use signing::WebhookKey;
-
-/// reqwest is built without a bundled crypto provider (the default one, aws-lc, needs a C
-/// toolchain of its own); Doorman uses ring's, like its signature checks. Call before
-/// building any reqwest client. Installing twice is harmless: the first stays.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}

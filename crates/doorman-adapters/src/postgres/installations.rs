@@ -15,8 +15,8 @@ use diesel::sql_types::{Array, Bool, Nullable, Text, Timestamptz, Uuid as SqlUui
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::{InstallStore, Installations};
 use doorman_domain::{
-    Freshness, Grant, Installation, Lifecycle, LinkState, OAuthError, OpenedState, Recorded, Removed,
-    SlackToken, StateRefusal, StorageError, TakenState, TenantId, WorkspaceRef,
+    Freshness, Grant, Installation, Lifecycle, LinkState, OAuthError, OpenedState, Recorded, RefreshError,
+    Removed, SlackToken, StateRefusal, StorageError, TakenState, TenantId, WorkspaceRef,
 };
 use uuid::Uuid;
 
@@ -202,14 +202,22 @@ struct Tokens {
 const BY_KEY: &str = "tenant_id = $1 AND platform = 'slack' \
      AND (($2::text IS NOT NULL AND team_id = $2) OR ($2::text IS NULL AND team_id IS NULL AND enterprise_id = $3))";
 
-enum RefreshError {
+/// What stops a refresh inside its transaction: the database, a stored token that does not
+/// open, or Slack.
+enum Stop {
     Database(diesel::result::Error),
-    Slack(OAuthError),
+    Refused(RefreshError),
 }
 
-impl From<diesel::result::Error> for RefreshError {
+impl From<diesel::result::Error> for Stop {
     fn from(error: diesel::result::Error) -> Self {
         Self::Database(error)
+    }
+}
+
+impl From<OAuthError> for Stop {
+    fn from(error: OAuthError) -> Self {
+        Self::Refused(RefreshError::Slack(error))
     }
 }
 
@@ -220,26 +228,29 @@ impl Installations for PgInstallations {
         &self,
         tenant: TenantId,
         installation: &Installation,
-    ) -> Result<Installation, OAuthError> {
+    ) -> Result<Installation, RefreshError> {
         let Some(oauth) = &self.oauth else {
-            return Err(OAuthError::Refused("slack_app_not_configured".into()));
+            return Err(OAuthError::Refused("slack_app_not_configured".into()).into());
         };
-        let open = |sealed: &str, column| -> Result<SlackToken, OAuthError> {
-            let bytes = self
-                .keys
-                .open(sealed, SealedIn { tenant, column })
-                .map_err(|e| OAuthError::Unreachable(format!("stored token: {e}")))?;
+        // A stored token that does not open is Doorman's storage failing, not Slack.
+        let open = |sealed: &str, column| -> Result<SlackToken, Stop> {
+            let unreadable = |problem: String| {
+                Stop::Refused(RefreshError::Storage(StorageError::Unexpected(format!(
+                    "stored token: {problem}"
+                ))))
+            };
+            let bytes =
+                self.keys.open(sealed, SealedIn { tenant, column }).map_err(|e| unreadable(e.to_string()))?;
             SlackToken::new(String::from_utf8(bytes).unwrap_or_default())
-                .map_err(|_| OAuthError::Unreachable("stored token is not valid".into()))
+                .map_err(|_| unreadable("not a valid token".into()))
         };
         let (team, enterprise) = (
             installation.team_id.as_ref().map(|t| t.as_str().to_owned()),
             installation.enterprise_id.as_ref().map(|e| e.as_str().to_owned()),
         );
-        let mut conn =
-            self.pool.get().await.map_err(|e| OAuthError::Unreachable(from_pool(e).to_string()))?;
+        let mut conn = self.pool.get().await.map_err(from_pool)?;
         let result = conn
-            .transaction::<_, RefreshError, _>(async |conn| {
+            .transaction::<_, Stop, _>(async |conn| {
                 act_for(conn, tenant).await?;
                 let tokens: Tokens = diesel::sql_query(format!(
                     "SELECT bot_token, refresh_token, token_expires_at FROM messaging_installations WHERE {BY_KEY} FOR UPDATE"
@@ -250,21 +261,21 @@ impl Installations for PgInstallations {
                 .get_result(conn)
                 .await?;
                 let current = Installation {
-                    bot_token: tokens.bot_token.as_deref().map(|t| open(t, BOT_TOKEN_COLUMN)).transpose().map_err(RefreshError::Slack)?,
+                    bot_token: tokens.bot_token.as_deref().map(|t| open(t, BOT_TOKEN_COLUMN)).transpose()?,
                     expires_at: tokens.token_expires_at,
                     refreshable: tokens.refresh_token.is_some(),
                     ..installation.clone()
                 };
                 match current.freshness(Utc::now()) {
                     Freshness::Fresh => return Ok(current), // another dispatch (or process) refreshed it meanwhile
-                    Freshness::Expired => return Err(RefreshError::Slack(OAuthError::Refused("no_refresh_token".into()))),
+                    Freshness::Expired => return Err(OAuthError::Refused("no_refresh_token".into()).into()),
                     Freshness::Refresh => {}
                 }
                 let Some(refresh_token) = tokens.refresh_token.as_deref() else {
-                    return Err(RefreshError::Slack(OAuthError::Refused("no_refresh_token".into())));
+                    return Err(OAuthError::Refused("no_refresh_token".into()).into());
                 };
-                let refresh_token = open(refresh_token, REFRESH_TOKEN_COLUMN).map_err(RefreshError::Slack)?;
-                let fresh = oauth.refresh(&refresh_token).await.map_err(RefreshError::Slack)?;
+                let refresh_token = open(refresh_token, REFRESH_TOKEN_COLUMN)?;
+                let fresh = oauth.refresh(&refresh_token).await?;
                 let seal = |token: &SlackToken, column| self.keys.seal(token.expose().as_bytes(), SealedIn { tenant, column });
                 diesel::sql_query(format!(
                     "UPDATE messaging_installations SET bot_token = $4, refresh_token = $5, token_expires_at = $6, updated_at = now() WHERE {BY_KEY}"
@@ -280,11 +291,9 @@ impl Installations for PgInstallations {
                 Ok(Installation { bot_token: Some(fresh.bot_token), expires_at: Some(fresh.expires_at), refreshable: true, ..current })
             })
             .await;
-        result.map_err(|e| match e {
-            RefreshError::Slack(error) => error,
-            RefreshError::Database(error) => {
-                OAuthError::Unreachable(format!("the installation: {}", from_diesel(error)))
-            }
+        result.map_err(|stop| match stop {
+            Stop::Refused(error) => error,
+            Stop::Database(error) => RefreshError::Storage(from_diesel(error)),
         })
     }
 

@@ -3,7 +3,8 @@
 //!
 //! [`PgMaintenance`] owns an owner connection (no role switch): these act across tenants on
 //! purpose, and row-level security does not apply to the tables' owner. Each run writes one
-//! audit entry once it has finished (what it did), like every other change.
+//! audit entry once it has finished (what it did), like every other change. Every method
+//! answers the domain's [`StorageError`].
 
 use std::fmt;
 use std::num::NonZeroU32;
@@ -13,7 +14,7 @@ use diesel::prelude::*;
 use diesel::result::Error as DieselError;
 use diesel::sql_types::{BigInt, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use doorman_domain::{AuditEntry, OperatorError, StorageError, TenantId};
+use doorman_domain::{AuditEntry, StorageError, TenantId};
 use uuid::Uuid;
 
 use super::directory::{AGENT_SECRET_COLUMN, BOT_TOKEN_COLUMN, PAYLOAD_COLUMN, REFRESH_TOKEN_COLUMN};
@@ -52,7 +53,7 @@ impl PgMaintenance {
         &mut self,
         keys: &Keyring,
         batch: NonZeroU32,
-    ) -> Result<Rotation, OperatorError> {
+    ) -> Result<Rotation, StorageError> {
         let current = format!("v1:{}:%", keys.current());
         let mut rotation = Rotation::default();
         loop {
@@ -114,7 +115,7 @@ impl PgMaintenance {
         keys: &Keyring,
         current: &str,
         batch: NonZeroU32,
-    ) -> Result<u64, OperatorError> {
+    ) -> Result<u64, StorageError> {
         self.conn
             .transaction::<_, RotationError, _>(async |conn| {
                 let rows: Vec<(Uuid, String, String, String)> = payloads::table
@@ -160,7 +161,7 @@ impl PgMaintenance {
         keys: &Keyring,
         current: &str,
         batch: NonZeroU32,
-    ) -> Result<u64, OperatorError> {
+    ) -> Result<u64, StorageError> {
         #[derive(diesel::QueryableByName)]
         struct Row {
             #[diesel(sql_type = BigInt)]
@@ -277,12 +278,12 @@ pub struct Rotation {
     pub resealed: u64,
 }
 
-fn rotation_error(error: RotationError) -> OperatorError {
+fn rotation_error(error: RotationError) -> StorageError {
     match error {
-        RotationError::Database(e) => OperatorError::Storage(from_diesel(e)),
-        RotationError::Unopenable(tenant, problem) => OperatorError::Storage(StorageError::Unexpected(
-            format!("a secret of tenant {tenant}: {problem}"),
-        )),
+        RotationError::Database(e) => from_diesel(e),
+        RotationError::Unopenable(tenant, problem) => {
+            StorageError::Unexpected(format!("a secret of tenant {tenant}: {problem}"))
+        }
     }
 }
 

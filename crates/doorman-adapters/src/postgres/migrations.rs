@@ -16,14 +16,30 @@ pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations")
 /// A synchronous connection, as the migration harness wants one.
 pub type SyncPg = AsyncConnectionWrapper<AsyncPgConnection>;
 
-/// Errors from the migration harness, boxed as diesel_migrations returns them.
-pub type MigrationError = Box<dyn std::error::Error + Send + Sync>;
+/// Why migrating did not finish. The harness's own errors (boxed by diesel_migrations) are
+/// converted here, once, into words; none of them carries the database URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MigrationError {
+    #[error("cannot connect to the database: {0}")]
+    Connect(String),
+    #[error("{0}")]
+    Failed(String),
+    #[error("the migration task stopped: {0}")]
+    Stopped(String),
+}
+
+impl MigrationError {
+    /// A harness error (a migration's SQL failed, the history table is unreadable, …).
+    pub fn failed(error: impl std::fmt::Display) -> Self {
+        Self::Failed(error.to_string())
+    }
+}
 
 /// Applies every pending migration as the connecting (owner) user; returns the versions
 /// applied. Runs the synchronous harness on a blocking thread.
 pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationError> {
     with_sync_connection(database_url, |conn| {
-        let applied = conn.run_pending_migrations(MIGRATIONS)?;
+        let applied = conn.run_pending_migrations(MIGRATIONS).map_err(MigrationError::failed)?;
         Ok(applied.iter().map(ToString::to_string).collect())
     })
     .await
@@ -61,8 +77,9 @@ pub async fn with_sync_connection<T: Send + 'static>(
     let url = database_url.to_owned();
     tokio::task::spawn_blocking(move || {
         use diesel::Connection;
-        let mut conn = SyncPg::establish(&url)?;
+        let mut conn = SyncPg::establish(&url).map_err(|e| MigrationError::Connect(e.to_string()))?;
         work(&mut conn)
     })
-    .await?
+    .await
+    .map_err(|e| MigrationError::Stopped(e.to_string()))?
 }

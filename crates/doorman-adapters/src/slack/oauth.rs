@@ -10,6 +10,8 @@ use doorman_domain::ports::SlackOAuth;
 use doorman_domain::{Grant, OAuthError, SlackToken, WorkspaceId, WorkspaceRef};
 use serde::Deserialize;
 
+use crate::outbound::HttpClientError;
+
 /// The Slack app's OAuth settings.
 #[derive(Clone)]
 pub struct SlackApp {
@@ -91,13 +93,8 @@ struct Named {
 }
 
 impl SlackOAuthClient {
-    pub fn new(app: SlackApp) -> Result<Self, reqwest::Error> {
-        crate::bridge::install_crypto_provider();
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("doorman/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+    pub fn new(app: SlackApp) -> Result<Self, HttpClientError> {
+        let client = crate::outbound::client(|builder| builder.timeout(Duration::from_secs(10)))?;
         Ok(Self { app, client })
     }
 

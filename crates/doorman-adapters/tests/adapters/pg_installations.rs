@@ -163,3 +163,35 @@ async fn another_tenants_installation_cannot_be_changed_by_naming_the_wrong_tena
     assert_eq!(found.id, acme);
     assert_eq!(found.installation.unwrap().bot_token.unwrap().expose(), "xoxb-acme");
 }
+
+#[tokio::test]
+async fn a_refresh_the_database_cannot_serve_is_a_storage_failure_not_slacks() {
+    let db = TestDatabase::create().await;
+    let acme = tenant(&db, "Acme").await;
+    store(&db).record(acme, &grant("T1", "xoxb-old")).await.unwrap();
+    let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
+    let installed = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
+    let installation = installed.installation.expect("installed");
+
+    // Slack is configured, but nothing ever reaches it: the database is down first.
+    let slack =
+        doorman_adapters::slack::oauth::SlackOAuthClient::new(doorman_adapters::slack::oauth::SlackApp {
+            client_id: "x".into(),
+            client_secret: "y".into(),
+            api_url: "http://127.0.0.1:9/api".into(),
+            redirect_uri: "http://127.0.0.1:9/slack/oauth/callback".into(),
+        })
+        .unwrap();
+    let settings = doorman_adapters::postgres::PoolSettings {
+        connection_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
+    };
+    let down = doorman_adapters::postgres::pool::connect("postgres://nobody@127.0.0.1:1/nothing", &settings);
+    let installations = PgInstallations::new(down, Arc::new(test_keys()), Some(slack));
+    let error = installations.refresh(acme, &installation).await.unwrap_err();
+    assert!(
+        matches!(error, doorman_domain::RefreshError::Storage(doorman_domain::StorageError::Unavailable(_))),
+        "{error:?}"
+    );
+    assert!(!error.to_string().contains("Slack"), "{error}");
+}

@@ -50,10 +50,8 @@ impl std::fmt::Display for Unsuccessful {
 impl std::error::Error for Unsuccessful {}
 
 async fn migrate(db: &DatabaseArgs) -> anyhow::Result<()> {
-    let applied = migrations::run_pending(db.database_url.expose())
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .context("migrating the database")?;
+    let applied =
+        migrations::run_pending(db.database_url.expose()).await.context("migrating the database")?;
     if applied.is_empty() {
         tracing::info!(
             embedded = migrations::embedded_count(),

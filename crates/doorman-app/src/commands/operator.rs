@@ -183,7 +183,7 @@ pub async fn secrets(command: SecretsCommand) -> anyhow::Result<()> {
             let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
             let keys = keyring(&keys)?;
             let mut maintenance = maintenance(&db).await?;
-            let rotation = maintenance.rotate_secrets(&keys, batch).await.map_err(explain)?;
+            let rotation = maintenance.rotate_secrets(&keys, batch).await?;
             let cli = Cli::owner(&db, Needs::default());
             let target = format!("resealed {} with key {}", rotation.resealed, keys.current());
             cli.audit_maintenance(&mut maintenance, AuditAction::SecretsRotate, target).await?;

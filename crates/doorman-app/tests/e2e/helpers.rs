@@ -302,7 +302,7 @@ impl TestApp {
 }
 
 pub fn http_client() -> reqwest::Client {
-    doorman_adapters::bridge::install_crypto_provider();
+    doorman_adapters::outbound::install_crypto_provider();
     reqwest::Client::new()
 }
 

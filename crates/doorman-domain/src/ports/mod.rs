@@ -18,7 +18,7 @@ use std::future::Future;
 
 use chrono::{DateTime, Utc};
 
-use crate::errors::{DispatchError, OAuthError, StorageError};
+use crate::errors::{DispatchError, OAuthError, RefreshError, StorageError};
 use crate::model::{
     Busy, Claim, Completion, Failure, Fingerprint, Grant, Installation, Job, Lifecycle, LinkState,
     NewReceipt, OpenedState, Permit, Platform, ReceiptKey, ReceiptRecord, Recorded, ReplaySelection, Taken,
@@ -172,13 +172,14 @@ pub trait Installations: Send + Sync {
     ///
     /// - MUST refresh at most once for concurrent callers, across processes: a caller that
     ///   finds the token already refreshed by another returns that one without asking Slack.
-    /// - MUST return `OAuthError` when Slack does not refresh it (the dispatch is then recorded
-    ///   as failed, `token_refresh_failed`).
+    /// - MUST return `RefreshError::Slack` when Slack does not refresh it, and
+    ///   `RefreshError::Storage` when the installation cannot be read, locked or written (the
+    ///   dispatch is then recorded as failed, `token_refresh_failed`, saying which).
     fn refresh(
         &self,
         tenant: TenantId,
         installation: &Installation,
-    ) -> impl Future<Output = Result<Installation, OAuthError>> + Send;
+    ) -> impl Future<Output = Result<Installation, RefreshError>> + Send;
 
     /// Applies a lifecycle event of the app in `workspace`: `Uninstalled` removes the tenant's
     /// installation there and the workspace's link; `TokensRevoked` forgets the revoked bot

@@ -13,7 +13,7 @@ use mockall::Sequence;
 use mockall::predicate::always;
 
 use super::{Acknowledgement, Decision, Handled, Inbound, Unavailability};
-use crate::errors::{DispatchError, OAuthError, StorageError, ValidationError};
+use crate::errors::{DispatchError, OAuthError, RefreshError, StorageError, ValidationError};
 use crate::model::*;
 use crate::ports::{
     MockAgentBridge, MockClock, MockInstallations, MockReceiptStore, MockTenantDirectory, Unready,
@@ -719,23 +719,34 @@ async fn a_token_about_to_expire_is_refreshed_before_the_dispatch_carries_it() {
 }
 
 #[tokio::test]
-async fn a_failed_refresh_is_recorded_as_token_refresh_failed_and_nothing_is_sent() {
-    let mut ports = Ports::new().never_dispatches();
-    ports
-        .installations
-        .expect_refresh()
-        .returning(|_, _| ready(Err(OAuthError::Refused("invalid_refresh_token".into()))));
-    ports
-        .receipts
-        .expect_record_failure()
-        .withf(|_, failure| failure.reason.starts_with("token_refresh_failed"))
-        .times(1)
-        .returning(|_, _| ready(Ok(())));
-    let handled = ports.build().handle(installed_job(Some(60))).await;
-    assert!(
-        matches!(handled, Handled::Failed { error: DispatchError::TokenRefreshFailed(_), recorded: true }),
-        "{handled:?}"
-    );
+async fn a_failed_refresh_is_recorded_as_token_refresh_failed_saying_whose_failure_and_nothing_is_sent() {
+    for (error, says) in [
+        (
+            RefreshError::Slack(OAuthError::Refused("invalid_refresh_token".into())),
+            "Slack refused: invalid_refresh_token",
+        ),
+        (
+            RefreshError::Storage(StorageError::Unavailable("pool timed out".into())),
+            "storage unavailable: pool timed out",
+        ),
+    ] {
+        let mut ports = Ports::new().never_dispatches();
+        ports.installations.expect_refresh().return_once(move |_, _| ready(Err(error)));
+        ports
+            .receipts
+            .expect_record_failure()
+            .withf(move |_, failure| failure.reason == format!("token_refresh_failed: {says}"))
+            .times(1)
+            .returning(|_, _| ready(Ok(())));
+        let handled = ports.build().handle(installed_job(Some(60))).await;
+        assert!(
+            matches!(
+                handled,
+                Handled::Failed { error: DispatchError::TokenRefreshFailed(_), recorded: true }
+            ),
+            "{handled:?}"
+        );
+    }
 }
 
 #[tokio::test]
