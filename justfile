@@ -139,11 +139,11 @@ run: migrate
     export DOORMAN_AGENT_ALLOW_PRIVATE="${DOORMAN_AGENT_ALLOW_PRIVATE:-true}"
     exec cargo run --quiet --locked --bin doorman -- serve
 
-# The adapters' schema test renders the migrated database as `diesel print-schema` would and,
-# asked to, writes it; a test fails while schema.rs is stale.
-# Regenerate schema.rs from the migrations.
+# The adapters' schema tests render the migrated database (as `diesel print-schema` would, and
+# as `pg_dump --schema-only` does) and, asked to, write it; they fail while either is stale.
+# Regenerate schema.rs and migrations/schema.sql from the migrations.
 schema: postgres
-    DOORMAN_WRITE_SCHEMA_RS=1 cargo test --locked -p doorman-adapters --test adapters -- pg_schema::schema_rs_matches_the_migrated_database
+    DOORMAN_WRITE_SCHEMA=1 cargo test --locked -p doorman-adapters --test adapters -- pg_schema::schema_rs_matches_the_migrated_database pg_schema::schema_sql_is_what_the_migrations_build
 
 # For each configuration: a fresh database, a fresh release `doorman serve`, the load
 # generator (20,000 events, 30% re-delivered, 5% commands) and the SQL floor, in one run.

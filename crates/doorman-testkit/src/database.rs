@@ -45,6 +45,20 @@ impl TestDatabase {
         Self { name, url, server }
     }
 
+    /// A fresh database with no migration applied, for tests that apply them one by one.
+    pub async fn create_empty() -> Self {
+        let server = server_url();
+        ensure_template(&server).await; // the login roles
+        let name = format!("doorman_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = AsyncPgConnection::establish(&server).await.expect("connect to TEST_DATABASE_URL");
+        diesel::sql_query(format!("CREATE DATABASE \"{name}\""))
+            .execute(&mut admin)
+            .await
+            .expect("create an empty test database");
+        let url = with_database(&server, &name);
+        Self { name, url, server }
+    }
+
     /// The server's address (host and port), for a proxy to forward to.
     pub fn server_addr(&self) -> std::net::SocketAddr {
         let authority =

@@ -7,6 +7,7 @@
 //! - [`database`]: a fresh PostgreSQL database per test, cloned from a migrated template.
 //! - [`migrations`]: reverting and listing migrations, for tests of the down scripts.
 //! - [`operator`]: the operator use cases as the command line runs them, for setting up tests.
+//! - [`schema`]: the schema as one normalised text (`pg_dump --schema-only`).
 //! - [`fake_agent`]: a real HTTP agent on loopback that verifies Standard Webhooks signatures.
 //! - [`fake_slack`]: Slack's authorize page and `oauth.v2.access`, for install tests.
 //! - [`fault_proxy`]: a TCP proxy that delays, refuses or cuts connections on command.
@@ -19,6 +20,7 @@ pub mod fake_slack;
 pub mod fault_proxy;
 pub mod migrations;
 pub mod operator;
+pub mod schema;
 pub mod serve_process;
 pub mod slack;
 
