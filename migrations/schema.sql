@@ -93,6 +93,10 @@ CREATE FUNCTION public.doorman_install_link(p_token_hash text) RETURNS TABLE(ten
      WHERE l.token_hash = p_token_hash
 $$;
 
+CREATE FUNCTION public.doorman_is_stranded(p_handled_at timestamp with time zone, p_failure_reason text, p_claimed_at timestamp with time zone, p_before timestamp with time zone) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT p_handled_at IS NULL AND p_failure_reason IS NULL AND p_claimed_at < p_before $$;
+
 CREATE FUNCTION public.doorman_notify_tenant_change() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -170,7 +174,7 @@ CREATE FUNCTION public.doorman_receipt_counts(p_stranded_before timestamp with t
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT count(*) FILTER (WHERE r.failure_reason IS NULL AND r.claimed_at < p_stranded_before),
+    SELECT count(*) FILTER (WHERE public.doorman_is_stranded(r.handled_at, r.failure_reason, r.claimed_at, p_stranded_before)),
            count(*) FILTER (WHERE r.failed_at >= p_failed_since)
       FROM public.messaging_event_receipts AS r
      WHERE r.handled_at IS NULL
@@ -326,11 +330,15 @@ CREATE FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text
     LIMIT 1
 $$;
 
+CREATE FUNCTION public.doorman_sealed_key_id(p_value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT CASE WHEN p_value LIKE 'v1:%:%' THEN split_part(p_value, ':', 2) ELSE '' END $$;
+
 CREATE FUNCTION public.doorman_secret_key_ids() RETURNS TABLE(key_id text, secrets bigint)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT CASE WHEN s.sealed LIKE 'v1:%:%' THEN split_part(s.sealed, ':', 2) ELSE '' END, count(*)
+    SELECT public.doorman_sealed_key_id(s.sealed), count(*)
       FROM (SELECT b.signing_secret AS sealed FROM public.agent_bridges AS b
             UNION ALL SELECT i.bot_token FROM public.messaging_installations AS i WHERE i.bot_token IS NOT NULL
             UNION ALL SELECT i.refresh_token FROM public.messaging_installations AS i WHERE i.refresh_token IS NOT NULL
@@ -674,6 +682,9 @@ GRANT ALL ON FUNCTION public.doorman_claim_requests(p_tenants uuid[], p_signatur
 REVOKE ALL ON FUNCTION public.doorman_install_link(p_token_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_install_link(p_token_hash text) TO doorman_app;
 
+GRANT ALL ON FUNCTION public.doorman_is_stranded(p_handled_at timestamp with time zone, p_failure_reason text, p_claimed_at timestamp with time zone, p_before timestamp with time zone) TO doorman_app;
+GRANT ALL ON FUNCTION public.doorman_is_stranded(p_handled_at timestamp with time zone, p_failure_reason text, p_claimed_at timestamp with time zone, p_before timestamp with time zone) TO doorman_admin;
+
 REVOKE ALL ON FUNCTION public.doorman_prune_expired_receipts(p_tenant uuid, p_expired_before timestamp with time zone, p_limit bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_prune_expired_receipts(p_tenant uuid, p_expired_before timestamp with time zone, p_limit bigint) TO doorman_app;
 
@@ -698,6 +709,9 @@ GRANT ALL ON FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p_
 REVOKE ALL ON FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text) TO doorman_app;
 GRANT ALL ON FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text) TO doorman_admin;
+
+GRANT ALL ON FUNCTION public.doorman_sealed_key_id(p_value text) TO doorman_app;
+GRANT ALL ON FUNCTION public.doorman_sealed_key_id(p_value text) TO doorman_admin;
 
 REVOKE ALL ON FUNCTION public.doorman_secret_key_ids() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_secret_key_ids() TO doorman_app;

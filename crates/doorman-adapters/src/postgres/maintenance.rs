@@ -22,6 +22,12 @@ use super::errors::{from_connection, from_diesel};
 use super::schema::{agent_bridges, messaging_event_payloads as payloads, tenants};
 use crate::secrets::{Keyring, OpenError, SealedIn};
 
+diesel::define_sql_function! {
+    /// The key a stored value was sealed with (`''` for one stored before encryption): the
+    /// sealed format's one statement in SQL, beside `secrets.rs` which writes it.
+    fn doorman_sealed_key_id(value: diesel::sql_types::Text) -> diesel::sql_types::Text;
+}
+
 /// Maintenance on one owner connection.
 pub struct PgMaintenance {
     conn: AsyncPgConnection,
@@ -54,14 +60,16 @@ impl PgMaintenance {
         keys: &Keyring,
         batch: NonZeroU32,
     ) -> Result<Rotation, StorageError> {
-        let current = format!("v1:{}:%", keys.current());
+        // The key id, compared with each value's by `doorman_sealed_key_id` (the format's one
+        // statement in SQL).
+        let current = keys.current().to_owned();
         let mut rotation = Rotation::default();
         loop {
             let done = self
                 .conn
                 .transaction::<_, RotationError, _>(async |conn| {
                     let rows: Vec<(Uuid, String)> = agent_bridges::table
-                        .filter(agent_bridges::signing_secret.not_like(&current))
+                        .filter(doorman_sealed_key_id(agent_bridges::signing_secret).ne(&current))
                         .select((agent_bridges::tenant_id, agent_bridges::signing_secret))
                         .order(agent_bridges::tenant_id)
                         .limit(i64::from(batch.get()))
@@ -119,7 +127,7 @@ impl PgMaintenance {
         self.conn
             .transaction::<_, RotationError, _>(async |conn| {
                 let rows: Vec<(Uuid, String, String, String)> = payloads::table
-                    .filter(payloads::payload.not_like(current))
+                    .filter(doorman_sealed_key_id(payloads::payload).ne(current))
                     .select((
                         payloads::tenant_id,
                         payloads::platform,
@@ -178,7 +186,7 @@ impl PgMaintenance {
             .transaction::<_, RotationError, _>(async |conn| {
                 let rows: Vec<Row> = diesel::sql_query(
                     "SELECT id, tenant_id, bot_token, refresh_token FROM messaging_installations \
-                      WHERE bot_token NOT LIKE $1 OR refresh_token NOT LIKE $1 \
+                      WHERE doorman_sealed_key_id(bot_token) <> $1 OR doorman_sealed_key_id(refresh_token) <> $1 \
                       ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
                 )
                 .bind::<diesel::sql_types::Text, _>(current)

@@ -9,6 +9,30 @@ use uuid::Uuid;
 
 use super::schema::messaging_event_receipts as receipts;
 
+diesel::define_sql_function! {
+    /// The stranded rule, stated once in SQL (migration `stranded_and_sealed_rules_once`; the
+    /// domain's `Receipt::status` is its twin, and a test holds them equal): claimed before
+    /// `before`, never handled, no failure recorded.
+    fn doorman_is_stranded(
+        handled_at: diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>,
+        failure_reason: diesel::sql_types::Nullable<diesel::sql_types::Text>,
+        claimed_at: diesel::sql_types::Timestamptz,
+        before: diesel::sql_types::Timestamptz,
+    ) -> diesel::sql_types::Bool;
+}
+
+/// [`doorman_is_stranded`] on a receipts query's row.
+pub(crate) fn stranded_before(
+    before: DateTime<Utc>,
+) -> doorman_is_stranded<
+    receipts::handled_at,
+    receipts::failure_reason,
+    receipts::claimed_at,
+    diesel::dsl::AsExprOf<DateTime<Utc>, diesel::sql_types::Timestamptz>,
+> {
+    doorman_is_stranded(receipts::handled_at, receipts::failure_reason, receipts::claimed_at, before)
+}
+
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = receipts)]
 pub(crate) struct ReceiptRow {

@@ -16,7 +16,7 @@ use doorman_domain::{Delivery, ReceiptKey, ReceiptRecord, ReplaySelection, Stora
 use super::directory::PAYLOAD_COLUMN;
 use super::errors::{from_diesel, from_pool};
 use super::pool::{PgPool, act_for};
-use super::receipt_row::ReceiptRow;
+use super::receipt_row::{ReceiptRow, stranded_before};
 use super::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
 use crate::secrets::{Keyring, SealedIn};
 use crate::slack::{Parsed, parse_events};
@@ -88,10 +88,9 @@ impl StoredEvents for PgStoredEvents {
                 ReplaySelection::FailedSince(since) => {
                     query.filter(receipts::handled_at.is_null()).filter(receipts::failed_at.ge(*since))
                 }
-                ReplaySelection::StrandedBefore(before) => query
-                    .filter(receipts::handled_at.is_null())
-                    .filter(receipts::failure_reason.is_null())
-                    .filter(receipts::claimed_at.lt(*before)),
+                ReplaySelection::StrandedBefore(before) => {
+                    query.filter(receipts::handled_at.is_null()).filter(stranded_before(*before))
+                }
             };
             let rows: Vec<ReceiptRow> = query
                 .order((receipts::claimed_at.asc(), receipts::external_event_id.asc()))

@@ -198,3 +198,79 @@ async fn schema_rs_matches_the_migrated_database() {
     let file = std::fs::read_to_string(path).unwrap();
     assert_eq!(file, out, "schema.rs differs from the migrated database: run `just schema`");
 }
+
+#[derive(diesel::QueryableByName)]
+struct Flag {
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    flag: bool,
+}
+
+/// `doorman_is_stranded` (every query's rule) and `Receipt::status` (the domain's) agree on
+/// every kind of receipt, on either side of the threshold.
+#[tokio::test]
+async fn the_stranded_rule_in_sql_is_the_domains() {
+    use doorman_domain::ports::{Ledger, OperatorPorts, ReceiptStore};
+    use doorman_domain::{Failure, ReceiptStatus};
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let tenant = crate::fixtures::tenant_with_team(&op, "T1").await;
+    let store = doorman_testkit::database::receipt_store(db.pool());
+    let now = crate::fixtures::now();
+    let after = std::time::Duration::from_secs(600);
+    for (id, age) in [("Young", 599), ("Edge", 600), ("Old", 601), ("Handled", 3600), ("Failed", 3600)] {
+        store
+            .claim(&crate::fixtures::receipt(tenant, id, now - chrono::Duration::seconds(age)))
+            .await
+            .unwrap();
+    }
+    store
+        .complete(&crate::fixtures::key(tenant, "Handled"), now, crate::fixtures::days_ago(7), 10)
+        .await
+        .unwrap();
+    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now };
+    store.record_failure(&crate::fixtures::key(tenant, "Failed"), &failure).await.unwrap();
+
+    let before = now - chrono::Duration::from_std(after).unwrap();
+    let flags: Vec<Flag> = diesel::sql_query(
+        "SELECT external_event_id AS name, doorman_is_stranded(handled_at, failure_reason, claimed_at, $1) AS flag \
+         FROM messaging_event_receipts ORDER BY 1",
+    )
+    .bind::<diesel::sql_types::Timestamptz, _>(before)
+    .load(&mut db.owner().await)
+    .await
+    .unwrap();
+    assert_eq!(flags.len(), 5);
+    for Flag { name, flag } in flags {
+        let key = crate::fixtures::key(tenant, &name);
+        let receipt = op.use_cases().ports().ledger().receipt(&key).await.unwrap().unwrap().receipt;
+        let domain = receipt.status(now, after) == ReceiptStatus::Stranded;
+        assert_eq!(flag, domain, "{name}: SQL says {flag}, the domain {domain}");
+    }
+}
+
+/// `doorman_sealed_key_id` reads the key id out of what `secrets.rs` seals, and `''` out of a
+/// value stored before encryption.
+#[tokio::test]
+async fn the_sealed_formats_key_id_in_sql_is_the_one_rust_wrote() {
+    let db = TestDatabase::create().await;
+    let keys = doorman_adapters::secrets::Keyring::parse(
+        "k-2026:a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=,old:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+    )
+    .unwrap();
+    let place = doorman_adapters::secrets::SealedIn {
+        tenant: doorman_domain::TenantId::generate(),
+        column: "agent_bridges.signing_secret",
+    };
+    let sealed = keys.seal(b"whsec_x", place);
+    for (value, expected) in [(sealed.as_str(), "k-2026"), ("whsec_plain", "")] {
+        let found: Name = diesel::sql_query("SELECT doorman_sealed_key_id($1) AS name")
+            .bind::<Text, _>(value)
+            .get_result(&mut db.owner().await)
+            .await
+            .unwrap();
+        assert_eq!(found.name, expected);
+        assert_eq!(doorman_adapters::secrets::key_id_of(value).unwrap_or(""), expected);
+    }
+}

@@ -11,7 +11,7 @@ use doorman_domain::{
 
 use crate::postgres::errors::{from_diesel, from_pool};
 use crate::postgres::pool::{PgPool, act_for};
-use crate::postgres::receipt_row::ReceiptRow;
+use crate::postgres::receipt_row::{ReceiptRow, stranded_before};
 use crate::postgres::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
 
 #[derive(Debug, Clone)]
@@ -94,9 +94,7 @@ impl Ledger for PgLedger {
                             query.order((receipts::failed_at.desc(), receipts::external_event_id.desc()))
                         }
                         EventState::Stranded => {
-                            query = query
-                                .filter(receipts::failure_reason.is_null())
-                                .filter(receipts::claimed_at.lt(filter.stranded_before));
+                            query = query.filter(stranded_before(filter.stranded_before));
                             if let Some(since) = filter.since {
                                 query = query.filter(receipts::claimed_at.ge(since));
                             }
