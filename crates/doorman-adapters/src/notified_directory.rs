@@ -13,6 +13,7 @@
 //! notice that made it stale.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use doorman_domain::ports::TenantDirectory;
@@ -48,6 +49,8 @@ struct State {
 #[derive(Debug, Default)]
 struct Shared {
     state: Mutex<State>,
+    /// Resolves that reached the database (not served from memory), since start.
+    lookups: AtomicU64,
 }
 
 impl Shared {
@@ -100,6 +103,11 @@ impl DirectoryStatus {
     /// How many workspaces are remembered.
     pub fn remembered(&self) -> usize {
         self.0.lock().entries.len()
+    }
+
+    /// How many resolves went to the database (memory did not have them), since start.
+    pub fn lookups(&self) -> u64 {
+        self.0.lookups.load(Ordering::Relaxed)
     }
 }
 
@@ -165,6 +173,7 @@ impl<D: TenantDirectory> TenantDirectory for NotifiedDirectory<D> {
                 Some(state.generation)
             }
         };
+        self.shared.lookups.fetch_add(1, Ordering::Relaxed);
         let found = self.inner.resolve(platform, workspace).await?;
         if let Some(generation) = generation {
             let mut state = self.shared.lock();
@@ -220,6 +229,7 @@ mod tests {
             assert!(directory.resolve(Platform::Slack, &team("T1")).await.unwrap().is_some());
         }
         assert_eq!(directory.remembered(), 0);
+        assert_eq!(directory.status().lookups(), 3);
     }
 
     #[tokio::test]

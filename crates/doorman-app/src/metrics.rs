@@ -65,6 +65,9 @@ pub struct Metrics {
     open_circuits: Gauge,
     directory_listening: Gauge,
     directory_remembered: Gauge,
+    directory_lookups: Counter,
+    /// The directory's own count as of the last scrape, to add only what is new.
+    directory_lookups_seen: std::sync::atomic::AtomicU64,
     receipts_stranded: Gauge,
     receipts_failed_recent: Gauge,
     ready: Gauge,
@@ -77,6 +80,8 @@ pub struct Gauges {
     pub in_flight: usize,
     pub directory_listening: bool,
     pub directory_remembered: usize,
+    /// Resolves the directory made in the database since start.
+    pub directory_lookups: u64,
 }
 
 impl Default for Metrics {
@@ -156,6 +161,12 @@ impl Metrics {
             "Workspaces (linked or not) the directory has in memory",
             directory_remembered.clone(),
         );
+        let directory_lookups = Counter::default();
+        registry.register(
+            "directory_lookups",
+            "Resolves that went to the database because the directory's memory did not have them (once per workspace while the listener is subscribed)",
+            directory_lookups.clone(),
+        );
         let receipts_stranded = Gauge::default();
         registry.register(
             "receipts_stranded",
@@ -196,6 +207,8 @@ impl Metrics {
             open_circuits,
             directory_listening,
             directory_remembered,
+            directory_lookups,
+            directory_lookups_seen: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -273,6 +286,10 @@ impl Metrics {
         self.in_flight.set(count(gauges.in_flight));
         self.directory_listening.set(i64::from(gauges.directory_listening));
         self.directory_remembered.set(count(gauges.directory_remembered));
+        let seen = self
+            .directory_lookups_seen
+            .fetch_max(gauges.directory_lookups, std::sync::atomic::Ordering::Relaxed);
+        self.directory_lookups.inc_by(gauges.directory_lookups.saturating_sub(seen));
         let mut out = String::new();
         // Encoding into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

@@ -21,6 +21,8 @@ struct Shared {
     accepted: Mutex<usize>,
     /// Client bytes that trigger a cut (once), instead of being forwarded.
     cut_on: Mutex<Option<Vec<u8>>>,
+    /// Client bytes to count, and how many chunks carrying them have arrived.
+    watched: Mutex<Option<(Vec<u8>, usize)>>,
 }
 
 impl Shared {
@@ -74,6 +76,29 @@ impl FaultProxy {
     /// every open connection. Once: later chunks pass again.
     pub fn cut_when_client_sends(&self, pattern: &[u8]) {
         *self.shared.cut_on.lock().unwrap() = Some(pattern.to_vec());
+    }
+
+    /// From now on, count the client chunks that contain `pattern` (as they arrive, before any
+    /// delay), for [`FaultProxy::wait_for_client`].
+    pub fn watch_client(&self, pattern: &[u8]) {
+        *self.shared.watched.lock().unwrap() = Some((pattern.to_vec(), 0));
+    }
+
+    /// Waits until `count` watched chunks have arrived from clients: a positive signal that a
+    /// request is on the wire (held, with a delay, inside the proxy).
+    pub async fn wait_for_client(&self, count: usize, timeout: Duration) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let seen = self.shared.watched.lock().unwrap().as_ref().map_or(0, |(_, n)| *n);
+            if seen >= count {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{seen} of {count} watched client chunks after {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
 
     /// Stop listening and cut every open connection: new connections are refused.
@@ -149,6 +174,11 @@ async fn pipe(
             Ok(n) => n,
         };
         if from_client {
+            if let Some((pattern, seen)) = shared.watched.lock().unwrap().as_mut()
+                && buffer[..n].windows(pattern.len()).any(|w| w == pattern.as_slice())
+            {
+                *seen += 1;
+            }
             let mut cut_on = shared.cut_on.lock().unwrap();
             let hit =
                 cut_on.as_ref().is_some_and(|p| buffer[..n].windows(p.len()).any(|w| w == p.as_slice()));

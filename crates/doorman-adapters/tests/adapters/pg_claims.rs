@@ -98,12 +98,14 @@ async fn the_same_key_twice_in_one_batch_is_claimed_by_the_first_only() {
     let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, Arc::new(test_keys()), settings));
     assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
     proxy.delay(Duration::from_millis(50));
+    proxy.watch_client(b"doorman_claim_receipts");
 
     let first = {
         let store = store.clone();
         tokio::spawn(async move { store.claim(&receipt(tenant, "EvOther", now())).await })
     };
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // The first batch is on the wire (held by the proxy): the writer is busy until it commits.
+    proxy.wait_for_client(1, Duration::from_secs(10)).await;
     let same = (0..10).map(|_| {
         let store = store.clone();
         tokio::spawn(async move { store.claim(&receipt(tenant, "EvTwice", now())).await })

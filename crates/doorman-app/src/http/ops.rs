@@ -40,6 +40,7 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
         in_flight: state.runner.live_path().bridge().in_flight(),
         directory_listening: state.directory.is_listening(),
         directory_remembered: state.directory.remembered(),
+        directory_lookups: state.directory.lookups(),
     };
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")

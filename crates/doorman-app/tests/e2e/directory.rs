@@ -48,9 +48,32 @@ impl Two {
 
     async fn wait_for_listener(&self, process: &ServeProcess) {
         let deadline = Instant::now() + WAIT;
-        while !self.metrics(process).await.contains("doorman_directory_listening 1") {
+        // The sample line itself: the metric's HELP text also says "…listening 1 while…".
+        while !self.metrics(process).await.lines().any(|l| l == "doorman_directory_listening 1") {
             assert!(Instant::now() < deadline, "the directory listener never subscribed");
             tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Resolves `process` made in the database since it started (`doorman_directory_lookups_total`).
+    async fn lookups(&self, process: &ServeProcess) -> u64 {
+        let metrics = self.metrics(process).await;
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("doorman_directory_lookups_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("the doorman_directory_lookups_total counter")
+    }
+
+    /// Delivers five more events for `team` to each process and asserts none of them asked the
+    /// database who `team` is: the directory answered from memory.
+    async fn served_from_memory(&self, team: &str) {
+        for process in &self.processes {
+            let before = self.lookups(process).await;
+            for _ in 0..5 {
+                self.deliver(process, team).await;
+            }
+            assert_eq!(self.lookups(process).await, before, "{team} was looked up in the database again");
         }
     }
 
@@ -109,18 +132,21 @@ impl Two {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_and_a_resume_apply_in_both_processes_within_200_ms() {
     let two = Two::start().await;
-    // Both have T1 in memory.
+    // Both have T1 in memory, and serve it from there.
     for process in &two.processes {
         assert_eq!(two.deliver(process, "T1").await.0, 200);
     }
+    two.served_from_memory("T1").await;
 
     two.db.operator().pause(two.tenant, true).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 503).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "pause applied after {took:?}");
+    two.served_from_memory("T1").await;
 
     two.db.operator().pause(two.tenant, false).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 200).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "resume applied after {took:?}");
+    two.served_from_memory("T1").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,6 +174,7 @@ async fn with_the_listeners_killed_a_pause_made_at_once_still_applies_within_200
     two.db.operator().pause(two.tenant, false).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 200).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "resume applied after {took:?}");
+    two.served_from_memory("T1").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,6 +187,7 @@ async fn a_workspace_link_makes_a_workspace_remembered_as_unknown_route_within_2
         assert!(!two.claimed(&id).await, "ignored: nothing claimed");
         assert!(two.metrics(process).await.contains("doorman_unknown_workspaces_total 1"));
     }
+    two.served_from_memory("TNEW").await;
 
     two.db.operator().link(two.tenant, Some("TNEW"), None).await.unwrap();
     let linked_at = Instant::now();
@@ -179,4 +207,5 @@ async fn a_workspace_link_makes_a_workspace_remembered_as_unknown_route_within_2
     }
     let took = took.map(Option::unwrap);
     assert!(took.iter().all(|t| *t <= WITHIN), "link applied after {took:?}");
+    two.served_from_memory("TNEW").await;
 }
