@@ -1,7 +1,7 @@
 //! The closed list of SECURITY DEFINER functions.
 //!
 //! Such a function runs as its owner and so bypasses row-level security. Doorman keeps
-//! them few and narrow, each argued for below. A test
+//! them few and narrow, each argued for below and in decision 15. A test
 //! compares the database's SECURITY DEFINER functions with this list; adding one to a
 //! migration without adding it here (and arguing for it in review) fails the test.
 
