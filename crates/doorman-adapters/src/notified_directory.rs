@@ -83,11 +83,6 @@ impl<D> NotifiedDirectory<D> {
     pub fn status(&self) -> DirectoryStatus {
         DirectoryStatus(self.shared.clone())
     }
-
-    /// How many workspaces are remembered.
-    pub fn remembered(&self) -> usize {
-        self.status().remembered()
-    }
 }
 
 /// What the directory's memory looks like right now.
@@ -228,7 +223,7 @@ mod tests {
         for _ in 0..3 {
             assert!(directory.resolve(Platform::Slack, &team("T1")).await.unwrap().is_some());
         }
-        assert_eq!(directory.remembered(), 0);
+        assert_eq!(directory.status().remembered(), 0);
         assert_eq!(directory.status().lookups(), 3);
     }
 
@@ -261,7 +256,7 @@ mod tests {
         directory.resolve(Platform::Slack, &team("TA")).await.unwrap();
         directory.resolve(Platform::Slack, &team("TB")).await.unwrap();
         notices.apply(&Notice::Tenant(a));
-        assert_eq!(directory.remembered(), 1);
+        assert_eq!(directory.status().remembered(), 1);
         directory.resolve(Platform::Slack, &team("TA")).await.unwrap(); // the third call
         directory.resolve(Platform::Slack, &team("TB")).await.unwrap(); // remembered
     }
@@ -286,7 +281,7 @@ mod tests {
             team_id: Some(ws("T9")),
             enterprise_id: None,
         });
-        assert_eq!(directory.remembered(), 1, "only T7 is left");
+        assert_eq!(directory.status().remembered(), 1, "only T7 is left");
     }
 
     #[tokio::test]
@@ -297,7 +292,7 @@ mod tests {
         directory.resolve(Platform::Slack, &team("T1")).await.unwrap(); // 1
         directory.resolve(Platform::Slack, &team("T1")).await.unwrap(); // remembered
         notices.lost();
-        assert_eq!(directory.remembered(), 0);
+        assert_eq!(directory.status().remembered(), 0);
         directory.resolve(Platform::Slack, &team("T1")).await.unwrap(); // 2
         directory.resolve(Platform::Slack, &team("T1")).await.unwrap(); // 3: not remembered while lost
         notices.subscribed();
@@ -322,9 +317,9 @@ mod tests {
         directory.notices().subscribed();
         *notices_slot.lock().unwrap() = Some(directory.notices());
         directory.resolve(Platform::Slack, &team("T1")).await.unwrap();
-        assert_eq!(directory.remembered(), 0, "possibly stale: not kept");
+        assert_eq!(directory.status().remembered(), 0, "possibly stale: not kept");
         *notices_slot.lock().unwrap() = None;
         directory.resolve(Platform::Slack, &team("T1")).await.unwrap();
-        assert_eq!(directory.remembered(), 1);
+        assert_eq!(directory.status().remembered(), 1);
     }
 }

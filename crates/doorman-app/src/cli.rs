@@ -7,6 +7,9 @@ use std::net::SocketAddr;
 use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use doorman_adapters::slack::DEFAULT_WINDOW;
+use doorman_domain::usecases::operator::installs::LinkLifetime;
+use doorman_domain::{ReceiptStatus, Retention};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -144,7 +147,7 @@ pub enum SlackCommand {
     InstallLink {
         #[arg(long)]
         tenant: String,
-        #[arg(long, default_value = "24h")]
+        #[arg(long, default_value_t = LinkLifetime::DEFAULT.into())]
         expires_in: humantime::Duration,
         #[command(flatten)]
         slack_app: SlackAppArgs,
@@ -310,7 +313,7 @@ pub struct ServeArgs {
     pub slack_signing_secret: Vec<Secret>,
 
     /// How far a request's timestamp may be from now, either way.
-    #[arg(long, env = "DOORMAN_SIGNATURE_WINDOW", default_value = "300s")]
+    #[arg(long, env = "DOORMAN_SIGNATURE_WINDOW", default_value_t = DEFAULT_WINDOW.into())]
     pub signature_window: humantime::Duration,
 
     /// Largest request body accepted; larger ones get 413 without being read.
@@ -353,7 +356,7 @@ pub struct ServeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DispatchArgs {
     /// How long receipts are kept (at least 10m: Slack retries for about 5 minutes).
-    #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value = "7d")]
+    #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value_t = Retention::DEFAULT_KEEP_FOR.into())]
     pub receipt_retention: humantime::Duration,
 
     /// Most expired receipts deleted by one completed dispatch.
@@ -505,7 +508,7 @@ pub struct TenantTarget {
 pub enum ReceiptsCommand {
     /// Events acknowledged to Slack that reached nobody: claimed, never handled, no failure.
     Stranded {
-        #[arg(long, default_value = "10m")]
+        #[arg(long, default_value_t = ReceiptStatus::STRANDED_AFTER.into())]
         older_than: humantime::Duration,
         #[arg(long)]
         tenant: Option<String>,
@@ -530,7 +533,7 @@ pub enum ReceiptsCommand {
         #[arg(long)]
         event_id: String,
         /// Unfinished for longer than this: stranded.
-        #[arg(long, default_value = "10m")]
+        #[arg(long, default_value_t = ReceiptStatus::STRANDED_AFTER.into())]
         older_than: humantime::Duration,
         #[arg(long)]
         json: bool,
@@ -543,7 +546,7 @@ pub enum ReceiptsCommand {
     Replay(Box<ReplayArgs>),
     /// Delete every tenant's receipts older than the retention, in bounded batches.
     Prune {
-        #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value = "7d")]
+        #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value_t = Retention::DEFAULT_KEEP_FOR.into())]
         retention: humantime::Duration,
         #[arg(long, default_value_t = 1000)]
         batch: u32,
@@ -569,7 +572,7 @@ pub struct ReplayArgs {
     /// Every stranded event (unfinished for longer than --older-than).
     #[arg(long)]
     pub stranded: bool,
-    #[arg(long, default_value = "10m")]
+    #[arg(long, default_value_t = ReceiptStatus::STRANDED_AFTER.into())]
     pub older_than: humantime::Duration,
     /// Say what would be replayed; send and change nothing.
     #[arg(long)]

@@ -31,7 +31,7 @@ struct Cause {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Outcome {
+struct OutcomeLabel {
     outcome: &'static str,
 }
 
@@ -51,15 +51,15 @@ pub struct Metrics {
     requests: Family<RouteStatus, Counter>,
     acknowledgement_seconds: Family<Route, Histogram>,
     rejections: Family<Cause, Counter>,
-    claims: Family<Outcome, Counter>,
+    claims: Family<OutcomeLabel, Counter>,
     unavailable: Family<Reason, Counter>,
     busy: Family<Limit, Counter>,
-    installs: Family<Outcome, Counter>,
+    installs: Family<OutcomeLabel, Counter>,
     in_flight: Gauge,
     unknown_workspaces: Counter,
     rate_limited: Counter,
     retries: Family<Reason, Counter>,
-    dispatches: Family<Outcome, Counter>,
+    dispatches: Family<OutcomeLabel, Counter>,
     dispatch_seconds: Histogram,
     dispatches_in_flight: Gauge,
     open_circuits: Gauge,
@@ -105,7 +105,7 @@ impl Metrics {
         );
         let rejections = Family::<Cause, Counter>::default();
         registry.register("rejections", "Requests refused before any work, by cause", rejections.clone());
-        let claims = Family::<Outcome, Counter>::default();
+        let claims = Family::<OutcomeLabel, Counter>::default();
         registry.register("claims", "Numbered events claimed or found duplicate", claims.clone());
         let unavailable = Family::<Reason, Counter>::default();
         registry.register("unavailable", "Deliveries answered 503, by reason", unavailable.clone());
@@ -115,7 +115,7 @@ impl Metrics {
             "Deliveries answered 503 because work in flight was at its bound, by bound (tenant or process)",
             busy.clone(),
         );
-        let installs = Family::<Outcome, Counter>::default();
+        let installs = Family::<OutcomeLabel, Counter>::default();
         registry.register("slack_installs", "Slack app install steps, by outcome", installs.clone());
         let in_flight = Gauge::default();
         registry.register(
@@ -133,7 +133,7 @@ impl Metrics {
         registry.register("app_rate_limited", "app_rate_limited notices from Slack", rate_limited.clone());
         let retries = Family::<Reason, Counter>::default();
         registry.register("retries", "Deliveries Slack marked as retries, by stated reason", retries.clone());
-        let dispatches = Family::<Outcome, Counter>::default();
+        let dispatches = Family::<OutcomeLabel, Counter>::default();
         registry.register("dispatches", "Dispatches to agents, by outcome", dispatches.clone());
         let dispatch_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 15));
         registry.register(
@@ -227,7 +227,7 @@ impl Metrics {
     }
 
     pub fn install(&self, outcome: &'static str) {
-        self.installs.get_or_create(&Outcome { outcome }).inc();
+        self.installs.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     pub fn rejected(&self, cause: &'static str) {
@@ -245,7 +245,7 @@ impl Metrics {
 
     pub fn acknowledged(&self, ack: &Acknowledgement) {
         let claim = |outcome| {
-            self.claims.get_or_create(&Outcome { outcome }).inc();
+            self.claims.get_or_create(&OutcomeLabel { outcome }).inc();
         };
         match ack {
             Acknowledgement::Ignored => {
@@ -275,7 +275,7 @@ impl Metrics {
             Handled::DeliveredUnrecorded(_) => "delivered_unrecorded",
             Handled::Failed { .. } => "failed",
         };
-        self.dispatches.get_or_create(&Outcome { outcome }).inc();
+        self.dispatches.get_or_create(&OutcomeLabel { outcome }).inc();
         self.dispatch_seconds.observe(elapsed.as_secs_f64());
     }
 

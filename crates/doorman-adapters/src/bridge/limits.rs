@@ -59,10 +59,6 @@ impl InFlightLimits {
         Self { shared: Arc::new(Shared { settings, counts: Mutex::default() }) }
     }
 
-    pub fn settings(&self) -> LimitSettings {
-        self.shared.settings
-    }
-
     /// A place for one more delivery of `tenant`, or which bound it would exceed (nothing
     /// taken then).
     pub fn try_take(&self, tenant: TenantId) -> Result<Place, Busy> {

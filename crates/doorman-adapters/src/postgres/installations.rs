@@ -51,7 +51,7 @@ struct Link {
 }
 
 #[derive(diesel::QueryableByName)]
-struct Taken {
+struct TakenRow {
     #[diesel(sql_type = Text)]
     outcome: String,
     #[diesel(sql_type = Nullable<SqlUuid>)]
@@ -61,7 +61,7 @@ struct Taken {
 }
 
 #[derive(diesel::QueryableByName)]
-struct Outcome {
+struct RecordedRow {
     #[diesel(sql_type = Text)]
     outcome: String,
 }
@@ -122,7 +122,7 @@ impl InstallStore for PgInstallStore {
 
     async fn take_state(&self, state: &str, browser: &str) -> Result<TakenState, StorageError> {
         let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let taken: Taken = diesel::sql_query(
+        let taken: TakenRow = diesel::sql_query(
             "SELECT outcome, tenant_id, tenant_name FROM doorman_take_install_state($1, $2)",
         )
         .bind::<Text, _>(token_hash(state))
@@ -148,7 +148,7 @@ impl InstallStore for PgInstallStore {
         };
         let workspace = &grant.workspace;
         let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let Outcome { outcome } = diesel::sql_query(
+        let RecordedRow { outcome } = diesel::sql_query(
             "SELECT doorman_record_installation($1, 'slack', $2, $3, $4, $5, $6, $7, $8, $9, $10) AS outcome",
         )
         .bind::<SqlUuid, _>(tenant.as_uuid())

@@ -233,7 +233,9 @@ impl PgMaintenance {
         let mut total = 0;
         loop {
             let deleted = diesel::sql_query(
-                "DELETE FROM messaging_install_states WHERE state_hash IN (                    SELECT state_hash FROM messaging_install_states                     WHERE expires_at <= now() OR consumed_at IS NOT NULL LIMIT $1)",
+                "DELETE FROM messaging_install_states WHERE state_hash IN ( \
+                   SELECT state_hash FROM messaging_install_states \
+                    WHERE expires_at <= now() OR consumed_at IS NOT NULL LIMIT $1)",
             )
             .bind::<BigInt, _>(i64::from(batch.get()))
             .execute(&mut self.conn)
@@ -260,7 +262,7 @@ impl PgMaintenance {
         let mut total = 0;
         for tenant in tenant_ids {
             loop {
-                let Pruned { pruned } =
+                let PruneCount { pruned } =
                     diesel::sql_query("SELECT doorman_prune_expired_receipts($1, $2, $3) AS pruned")
                         .bind::<SqlUuid, _>(tenant)
                         .bind::<Timestamptz, _>(expired_before)
@@ -307,7 +309,7 @@ impl From<DieselError> for RotationError {
 }
 
 #[derive(diesel::QueryableByName)]
-struct Pruned {
+struct PruneCount {
     #[diesel(sql_type = BigInt)]
     pruned: i64,
 }

@@ -40,7 +40,7 @@ pub struct PgReceiptStore {
     claims: GroupCommit<SealedReceipt, Claim>,
     keys: Arc<Keyring>,
     requests: GroupCommit<(TenantId, Fingerprint), Claim>,
-    outcomes: GroupCommit<Outcome, u64>,
+    outcomes: GroupCommit<PendingOutcome, u64>,
 }
 
 impl std::fmt::Debug for PgReceiptStore {
@@ -85,7 +85,7 @@ impl PgReceiptStore {
             Arc::new(move |batch| Box::pin(write_requests(request_pool.clone(), batch)));
         let claim_writer: Writer<SealedReceipt, Claim> =
             Arc::new(move |batch| Box::pin(write_claims(claims.clone(), batch)));
-        let outcome_writer: Writer<Outcome, u64> =
+        let outcome_writer: Writer<PendingOutcome, u64> =
             Arc::new(move |batch| Box::pin(write_outcomes(completions.clone(), batch, prune)));
         Self {
             claims: GroupCommit::start("claim", settings, claim_writer),
@@ -126,9 +126,9 @@ impl ReceiptStore for PgReceiptStore {
         expired_before: DateTime<Utc>,
         prune_batch: u32,
     ) -> Result<Completion, StorageError> {
-        let outcome = Outcome {
+        let outcome = PendingOutcome {
             key: key.clone(),
-            kind: OutcomeKind::Handled { at: handled_at, expired_before, prune_batch },
+            kind: PendingKind::Handled { at: handled_at, expired_before, prune_batch },
         };
         let pruned = self.outcomes.submit(outcome).await?;
         Ok(Completion { pruned })
@@ -136,7 +136,8 @@ impl ReceiptStore for PgReceiptStore {
 
     async fn record_failure(&self, key: &ReceiptKey, failure: &Failure) -> Result<(), StorageError> {
         let reason: String = failure.reason.chars().take(MAX_FAILURE_REASON).collect();
-        let outcome = Outcome { key: key.clone(), kind: OutcomeKind::Failed { reason, at: failure.at } };
+        let outcome =
+            PendingOutcome { key: key.clone(), kind: PendingKind::Failed { reason, at: failure.at } };
         self.outcomes.submit(outcome).await.map(drop)
     }
 }
@@ -258,18 +259,18 @@ async fn write_requests(
 }
 
 /// A completion or a failure, on its way to the database.
-struct Outcome {
+struct PendingOutcome {
     key: ReceiptKey,
-    kind: OutcomeKind,
+    kind: PendingKind,
 }
 
-enum OutcomeKind {
+enum PendingKind {
     Handled { at: DateTime<Utc>, expired_before: DateTime<Utc>, prune_batch: u32 },
     Failed { reason: String, at: DateTime<Utc> },
 }
 
 #[derive(diesel::QueryableByName)]
-struct Pruned {
+struct PrunedRow {
     #[diesel(sql_type = SqlUuid)]
     outcome_tenant: Uuid,
     #[diesel(sql_type = BigInt)]
@@ -278,7 +279,11 @@ struct Pruned {
 
 /// One transaction for the batch. Each tenant with a completion in it prunes once (when
 /// `prune`); what it pruned is reported on that tenant's first completion of the batch.
-async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>, prune: bool) -> Result<Vec<u64>, StorageError> {
+async fn write_outcomes(
+    pool: PgPool,
+    batch: Vec<PendingOutcome>,
+    prune: bool,
+) -> Result<Vec<u64>, StorageError> {
     let mut handled_at = Vec::with_capacity(batch.len());
     let mut reasons = Vec::with_capacity(batch.len());
     let mut failed_at = Vec::with_capacity(batch.len());
@@ -288,7 +293,7 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>, prune: bool) -> Resul
     let (mut expired_before, mut prune_batch) = (None::<DateTime<Utc>>, None::<u32>);
     for outcome in &batch {
         match &outcome.kind {
-            OutcomeKind::Handled { at, expired_before: cutoff, prune_batch: limit } => {
+            PendingKind::Handled { at, expired_before: cutoff, prune_batch: limit } => {
                 handled_at.push(Some(*at));
                 reasons.push(None);
                 failed_at.push(None);
@@ -298,7 +303,7 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>, prune: bool) -> Resul
                     prune_tenants.push(*outcome.key.tenant.as_uuid());
                 }
             }
-            OutcomeKind::Failed { reason, at } => {
+            PendingKind::Failed { reason, at } => {
                 handled_at.push(None);
                 reasons.push(Some(reason.as_str()));
                 failed_at.push(Some(*at));
@@ -315,7 +320,7 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>, prune: bool) -> Resul
     // more on a fresh connection, for which the pool waits, rather than leave delivered events
     // looking stranded.
     let mut retried = false;
-    let pruned: Vec<Pruned> = loop {
+    let pruned: Vec<PrunedRow> = loop {
         let mut conn = pool.get().await.map_err(from_pool)?;
         let written =
             diesel::sql_query("SELECT * FROM doorman_record_outcomes($1, $2, $3, $4, $5, $6, $7, $8, $9)")
@@ -347,8 +352,8 @@ async fn write_outcomes(pool: PgPool, batch: Vec<Outcome>, prune: bool) -> Resul
     Ok(batch
         .iter()
         .map(|o| match o.kind {
-            OutcomeKind::Handled { .. } => pruned.remove(&o.key.tenant).unwrap_or(0),
-            OutcomeKind::Failed { .. } => 0,
+            PendingKind::Handled { .. } => pruned.remove(&o.key.tenant).unwrap_or(0),
+            PendingKind::Failed { .. } => 0,
         })
         .collect())
 }

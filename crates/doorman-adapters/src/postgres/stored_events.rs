@@ -11,7 +11,9 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::StoredEvents;
-use doorman_domain::{Delivery, ReceiptKey, ReceiptRecord, ReplaySelection, StorageError, Taken, TenantId};
+use doorman_domain::{
+    Delivery, ReceiptKey, ReceiptRecord, ReplaySelection, ReplayTake, StorageError, TenantId,
+};
 
 use super::directory::PAYLOAD_COLUMN;
 use super::errors::{from_diesel, from_pool};
@@ -56,10 +58,10 @@ impl PgStoredEvents {
     }
 }
 
-/// Why taking an event stopped, inside its transaction (anything but `Taken::Event` rolls
+/// Why taking an event stopped, inside its transaction (anything but `ReplayTake::Event` rolls
 /// back, so nothing is counted or held).
 enum Stop {
-    Answer(Taken),
+    Answer(ReplayTake),
     Database(diesel::result::Error),
     Unreadable(String),
 }
@@ -124,7 +126,7 @@ impl StoredEvents for PgStoredEvents {
 
     /// Under the receipt's row lock: concurrent takes of one event wait for each other, and
     /// the second finds it held.
-    async fn take(&self, key: &ReceiptKey, hold_until: DateTime<Utc>) -> Result<Taken, StorageError> {
+    async fn take(&self, key: &ReceiptKey, hold_until: DateTime<Utc>) -> Result<ReplayTake, StorageError> {
         let mut conn = self.pool.get().await.map_err(from_pool)?;
         let result = conn
             .transaction::<_, Stop, _>(async |conn| {
@@ -140,9 +142,11 @@ impl StoredEvents for PgStoredEvents {
                     .first(conn)
                     .await
                     .optional()?;
-                let Some((handled_at, attempt)) = found else { return Err(Stop::Answer(Taken::Unknown)) };
+                let Some((handled_at, attempt)) = found else {
+                    return Err(Stop::Answer(ReplayTake::Unknown));
+                };
                 if handled_at.is_some() {
-                    return Err(Stop::Answer(Taken::Handled));
+                    return Err(Stop::Answer(ReplayTake::Handled));
                 }
                 let payload_key = payloads::tenant_id
                     .eq(*key.tenant.as_uuid())
@@ -155,10 +159,10 @@ impl StoredEvents for PgStoredEvents {
                     .await
                     .optional()?;
                 let Some((sealed, claimed_at, leased_until)) = kept else {
-                    return Err(Stop::Answer(Taken::NoPayload));
+                    return Err(Stop::Answer(ReplayTake::NoPayload));
                 };
                 if leased_until.is_some_and(|until| until > Utc::now()) {
-                    return Err(Stop::Answer(Taken::InProgress));
+                    return Err(Stop::Answer(ReplayTake::InProgress));
                 }
                 let event = self.reopen(key, &sealed, attempt).map_err(Stop::Unreadable)?;
                 diesel::update(payloads::table.filter(payload_key))
@@ -169,7 +173,7 @@ impl StoredEvents for PgStoredEvents {
                     .set(receipts::replays.eq(receipts::replays + 1))
                     .execute(conn)
                     .await?;
-                Ok(Taken::Event { event: Box::new(event), claimed_at })
+                Ok(ReplayTake::Event { event: Box::new(event), claimed_at })
             })
             .await;
         match result {

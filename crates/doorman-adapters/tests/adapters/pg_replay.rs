@@ -11,7 +11,7 @@ use doorman_adapters::postgres::PgStoredEvents;
 use doorman_adapters::postgres::receipts::receipt_counts;
 use doorman_adapters::postgres::schema::messaging_event_payloads as payloads;
 use doorman_domain::ports::{Ledger, OperatorPorts, ReceiptStore, StoredEvents};
-use doorman_domain::{ExternalEventId, Failure, NewReceipt, Payload, ReplaySelection, Taken, TenantId};
+use doorman_domain::{ExternalEventId, Failure, NewReceipt, Payload, ReplaySelection, ReplayTake, TenantId};
 use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
 use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team};
@@ -79,17 +79,20 @@ async fn a_replay_takes_the_event_once_counts_it_and_a_failure_or_release_ends_t
     let stored = stored(&db);
     let hold = Utc::now() + Duration::minutes(2);
 
-    let Taken::Event { event, .. } = stored.take(&key(tenant, "EvR"), hold).await.unwrap() else {
+    let ReplayTake::Event { event, .. } = stored.take(&key(tenant, "EvR"), hold).await.unwrap() else {
         panic!("the kept event")
     };
     assert!(event.delivery.replay, "marked as a replay");
     assert_eq!(event.external_id, Some(id("EvR")));
     assert!(event.payload.as_json_text().contains("keep me"), "the body as received");
-    assert_eq!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), Taken::InProgress);
+    assert_eq!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), ReplayTake::InProgress);
 
     let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
     store.record_failure(&key(tenant, "EvR"), &failure).await.unwrap();
-    assert!(matches!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), Taken::Event { .. }), "released");
+    assert!(
+        matches!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), ReplayTake::Event { .. }),
+        "released"
+    );
     stored.release(&key(tenant, "EvR")).await.unwrap();
     let shown = db
         .operator()
@@ -104,10 +107,10 @@ async fn a_replay_takes_the_event_once_counts_it_and_a_failure_or_release_ends_t
     assert_eq!(shown.replays, 1, "two takes, one released");
 
     store.complete(&key(tenant, "EvR"), now(), days_ago(7), 100).await.unwrap();
-    assert_eq!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), Taken::Handled);
+    assert_eq!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), ReplayTake::Handled);
     store.claim(&receipt(tenant, "EvBare", now())).await.unwrap();
-    assert_eq!(stored.take(&key(tenant, "EvBare"), hold).await.unwrap(), Taken::NoPayload);
-    assert_eq!(stored.take(&key(tenant, "EvNever"), hold).await.unwrap(), Taken::Unknown);
+    assert_eq!(stored.take(&key(tenant, "EvBare"), hold).await.unwrap(), ReplayTake::NoPayload);
+    assert_eq!(stored.take(&key(tenant, "EvNever"), hold).await.unwrap(), ReplayTake::Unknown);
 }
 
 #[tokio::test]
@@ -135,7 +138,11 @@ async fn selections_name_only_the_tenants_own_receipts_and_say_which_have_a_payl
     assert_eq!(stranded.len(), 1);
     assert!(!stranded[0].payload_kept);
     assert_eq!(stored.select(b, &ReplaySelection::Event(id("EvA1"))).await.unwrap(), vec![]);
-    assert_eq!(stored.take(&key(b, "EvA1"), Utc::now()).await.unwrap(), Taken::Unknown, "not across tenants");
+    assert_eq!(
+        stored.take(&key(b, "EvA1"), Utc::now()).await.unwrap(),
+        ReplayTake::Unknown,
+        "not across tenants"
+    );
 }
 
 #[tokio::test]

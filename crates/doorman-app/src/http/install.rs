@@ -106,10 +106,21 @@ pub async fn callback(
 
 fn answer(finish: &Finish) -> (&'static str, HttpResponse) {
     match finish {
-        Finish::Installed { tenant, tenant_name, workspace_name, again } => {
+        Finish::Installed { tenant, tenant_name, workspace_name, workspace, app_id, again } => {
             tracing::info!(tenant.id = %tenant, workspace = %workspace_name, again, "Slack app installed");
+            // As Bolt's default page does: a link that opens the app in Slack, and Slack on
+            // the web as a fallback. The team, or an org-wide install's enterprise.
+            let team = workspace.team_id().or(workspace.enterprise_id()).map(|id| query(id.as_str()));
+            let open = team.map_or_else(String::new, |team| {
+                format!(
+                    " <a href=\"slack://app?team={team}&amp;id={}\">Open it in Slack</a>, or \
+                     <a href=\"https://app.slack.com/client/{team}\">Slack in your browser</a>. \
+                     You can close this tab.",
+                    query(app_id)
+                )
+            });
             let message = format!(
-                "Slack workspace “{}” is connected to {}.{}",
+                "Slack workspace “{}” is connected to {}.{}{open}",
                 escape(workspace_name),
                 escape(tenant_name),
                 if *again { " The installation was updated." } else { "" }
@@ -196,6 +207,12 @@ fn page(status: StatusCode, title: &str, message: &str) -> HttpResponse {
              </head><body><h1>{title}</h1><p>{message}</p></body></html>",
             title = escape(title)
         ))
+}
+
+/// An id from Slack as it may stand in a URL: its letters and digits only (Slack's ids are
+/// upper-case letters and digits), so nothing it sent can break out of the attribute.
+fn query(id: &str) -> String {
+    id.chars().filter(char::is_ascii_alphanumeric).collect()
 }
 
 fn escape(text: &str) -> String {

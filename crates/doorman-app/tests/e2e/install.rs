@@ -105,6 +105,8 @@ async fn an_install_links_the_workspace_and_its_events_carry_the_bot_token() {
     let (status, page) = install(&app, &link).await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("Acme HQ") && page.contains("Acme"), "{page}");
+    assert!(page.contains("href=\"slack://app?team=T9TK3CUKW&amp;id="), "a link that opens Slack: {page}");
+    assert!(page.contains("href=\"https://app.slack.com/client/T9TK3CUKW\""), "{page}");
 
     assert_eq!(app.event("T9TK3CUKW", "EvInstalled", None).await.status(), 200);
     app.quiesce().await;

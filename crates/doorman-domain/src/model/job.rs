@@ -74,12 +74,6 @@ impl Job {
         Self::new(tenant, agent, event, received_at, Permit::unbounded())
     }
 
-    /// [`Job::for_tests`] with an installation.
-    #[cfg(any(test, feature = "mocks"))]
-    pub fn for_tests_installed(self, installation: Installation) -> Self {
-        self.with_installation(Some(installation))
-    }
-
     pub fn tenant(&self) -> TenantId {
         self.tenant
     }

@@ -38,6 +38,6 @@ pub use receipt::{
     Claim, Completion, EventFilter, EventReport, EventState, Failure, NewReceipt, Receipt, ReceiptKey,
     ReceiptRecord, ReceiptStatus, Retention,
 };
-pub use replay::{ReplayOutcome, ReplaySelection, Replayed, Taken};
+pub use replay::{ReplayOutcome, ReplaySelection, ReplayTake, Replayed};
 pub use tenant::{Agent, AgentEndpoint, AgentSecret, AgentUrl, Tenant, TenantId, TenantName};
 pub use workspace::{WorkspaceId, WorkspaceRef};

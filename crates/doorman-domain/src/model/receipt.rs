@@ -172,6 +172,9 @@ pub struct Retention {
 }
 
 impl Retention {
+    /// How long receipts are kept unless configured otherwise: a week.
+    pub const DEFAULT_KEEP_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
+
     /// The shortest retention allowed. Slack retries for about five minutes after the first
     /// attempt; a receipt pruned before that would let a late retry dispatch a second time.
     pub const MINIMUM: Duration = Duration::from_secs(10 * 60);

@@ -18,7 +18,7 @@ pub enum ReplaySelection {
 
 /// What taking a receipt's kept event for one replay found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Taken {
+pub enum ReplayTake {
     /// The event as it was received (its delivery marked as a replay), and when it was
     /// claimed. The replay is counted on the receipt and holds the event until its outcome
     /// is recorded or the hold expires.

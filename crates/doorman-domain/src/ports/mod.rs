@@ -21,8 +21,8 @@ use chrono::{DateTime, Utc};
 use crate::errors::{DispatchError, OAuthError, RefreshError, StorageError};
 use crate::model::{
     Busy, Claim, Completion, Failure, Fingerprint, Grant, Installation, Job, Lifecycle, LinkState,
-    NewReceipt, OpenedState, Permit, Platform, ReceiptKey, ReceiptRecord, Recorded, ReplaySelection, Taken,
-    TakenState, Tenant, TenantId, WorkspaceRef,
+    NewReceipt, OpenedState, Permit, Platform, ReceiptKey, ReceiptRecord, Recorded, ReplaySelection,
+    ReplayTake, TakenState, Tenant, TenantId, WorkspaceRef,
 };
 
 /// Finds the tenant a workspace belongs to.
@@ -158,7 +158,7 @@ pub trait StoredEvents: Send + Sync {
         &self,
         key: &ReceiptKey,
         hold_until: DateTime<Utc>,
-    ) -> impl Future<Output = Result<Taken, StorageError>> + Send;
+    ) -> impl Future<Output = Result<ReplayTake, StorageError>> + Send;
 
     /// Ends a hold whose replay sent nothing: MUST release it and take back the replay that
     /// `take` counted.

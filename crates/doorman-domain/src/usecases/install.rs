@@ -13,7 +13,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::errors::{OAuthError, StorageError};
-use crate::model::{Grant, LinkState, OpenedState, Recorded, StateRefusal, TakenState, TenantId};
+use crate::model::{
+    Grant, LinkState, OpenedState, Recorded, StateRefusal, TakenState, TenantId, WorkspaceRef,
+};
 use crate::ports::{Clock, InstallStore, SlackOAuth};
 
 /// How long a started install may take to come back from Slack.
@@ -44,6 +46,10 @@ pub enum Finish {
         tenant: TenantId,
         tenant_name: String,
         workspace_name: String,
+        /// The workspace installed into (its team, or the enterprise of an org-wide install)
+        /// and the app, for a link that opens it in Slack.
+        workspace: WorkspaceRef,
+        app_id: String,
         again: bool,
     },
     /// The workspace belongs to another tenant.
@@ -114,11 +120,17 @@ where
             Err(error) => return Finish::SlackFailed(error),
         };
         let workspace_name = grant.workspace_name.clone();
+        let installed = |again| Finish::Installed {
+            tenant,
+            tenant_name,
+            workspace_name: grant.workspace_name.clone(),
+            workspace: grant.workspace.clone(),
+            app_id: grant.app_id.clone(),
+            again,
+        };
         match self.store.record(tenant, &grant).await {
-            Ok(Recorded::Installed) => {
-                Finish::Installed { tenant, tenant_name, workspace_name, again: false }
-            }
-            Ok(Recorded::Updated) => Finish::Installed { tenant, tenant_name, workspace_name, again: true },
+            Ok(Recorded::Installed) => installed(false),
+            Ok(Recorded::Updated) => installed(true),
             Ok(Recorded::Taken) => Finish::Taken { workspace_name },
             Err(error) => Finish::Unavailable(error),
         }
@@ -137,7 +149,7 @@ mod tests {
     use mockall::Sequence;
 
     use super::*;
-    use crate::model::{SlackToken, WorkspaceId, WorkspaceRef};
+    use crate::model::{SlackToken, WorkspaceId};
     use crate::ports::{MockClock, MockInstallStore, MockSlackOAuth};
 
     fn ready<T: Send + 'static>(value: T) -> Pin<Box<dyn Future<Output = T> + Send>> {
@@ -251,6 +263,8 @@ mod tests {
                 tenant: tenant(),
                 tenant_name: "Acme".into(),
                 workspace_name: "Acme HQ".into(),
+                workspace: WorkspaceRef::team(WorkspaceId::new("T9TK3CUKW").unwrap()),
+                app_id: "A0KRD7HC3".into(),
                 again: false
             }
         );

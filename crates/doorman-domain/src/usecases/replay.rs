@@ -10,7 +10,7 @@ use super::acknowledge::Admission;
 use super::handle::Handled;
 use crate::errors::StorageError;
 use crate::model::{
-    Job, Platform, ReceiptKey, ReceiptRecord, ReplayOutcome, ReplaySelection, Replayed, Taken, TenantId,
+    Job, Platform, ReceiptKey, ReceiptRecord, ReplayOutcome, ReplaySelection, ReplayTake, Replayed, TenantId,
 };
 use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, StoredEvents, TenantDirectory};
 
@@ -77,11 +77,11 @@ where
         }
         let hold_until = self.clock.now() + chrono::Duration::from_std(hold).unwrap_or(chrono::Duration::MAX);
         let (event, claimed_at) = match stored.take(key, hold_until).await {
-            Ok(Taken::Event { event, claimed_at }) => (*event, claimed_at),
-            Ok(Taken::Handled) => return ReplayOutcome::AlreadyHandled,
-            Ok(Taken::NoPayload) => return ReplayOutcome::NoPayload,
-            Ok(Taken::InProgress) => return ReplayOutcome::InProgress,
-            Ok(Taken::Unknown) => return ReplayOutcome::Unknown,
+            Ok(ReplayTake::Event { event, claimed_at }) => (*event, claimed_at),
+            Ok(ReplayTake::Handled) => return ReplayOutcome::AlreadyHandled,
+            Ok(ReplayTake::NoPayload) => return ReplayOutcome::NoPayload,
+            Ok(ReplayTake::InProgress) => return ReplayOutcome::InProgress,
+            Ok(ReplayTake::Unknown) => return ReplayOutcome::Unknown,
             Err(error) => return ReplayOutcome::NotSent(format!("storage: {error}")),
         };
         let refused = match self.admit(&event).await {

@@ -14,6 +14,8 @@ pub struct LinkLifetime(Duration);
 impl LinkLifetime {
     pub const MIN: Duration = Duration::from_secs(60);
     pub const MAX: Duration = Duration::from_secs(30 * 24 * 3600);
+    /// When a link's lifetime is not given: a day.
+    pub const DEFAULT: Duration = Duration::from_secs(24 * 3600);
 
     pub fn new(lifetime: Duration) -> Result<Self, ValidationError> {
         if !(Self::MIN..=Self::MAX).contains(&lifetime) {

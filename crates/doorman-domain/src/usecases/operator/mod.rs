@@ -58,10 +58,6 @@ impl<P: OperatorPorts> Operator<P> {
         &self.ports
     }
 
-    pub fn settings(&self) -> &OperatorSettings {
-        &self.settings
-    }
-
     /// The tenant, if the caller may see it and it exists; `UnknownTenant` otherwise, alike.
     pub(crate) async fn visible(
         &self,

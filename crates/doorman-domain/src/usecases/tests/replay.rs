@@ -33,10 +33,10 @@ fn stored_with(candidates: Vec<ReceiptRecord>) -> MockStoredEvents {
     stored
 }
 
-fn kept_event() -> Taken {
+fn kept_event() -> ReplayTake {
     let mut event = numbered(0);
     event.delivery.replay = true;
-    Taken::Event { event: Box::new(event), claimed_at: now() - chrono::Duration::hours(1) }
+    ReplayTake::Event { event: Box::new(event), claimed_at: now() - chrono::Duration::hours(1) }
 }
 
 const HOLD: Duration = Duration::from_secs(90);
@@ -151,7 +151,7 @@ async fn a_failed_replay_is_recorded_on_the_receipt() {
 async fn a_hold_another_replay_has_is_respected() {
     let ports = Ports::new().never_dispatches().never_writes_after_dispatch();
     let mut stored = stored_with(vec![candidate(false, true)]);
-    stored.expect_take().returning(|_, _| ready(Ok(Taken::InProgress)));
+    stored.expect_take().returning(|_, _| ready(Ok(ReplayTake::InProgress)));
     stored.expect_release().never();
     assert_eq!(replay(ports, &stored, false).await, [ReplayOutcome::InProgress]);
 }
