@@ -75,7 +75,7 @@ lint:
 # - the doorman binary's crate has no test support in its tree and no diesel crate of its own
 #   (operator commands go through the adapters).
 # Prove the hexagon: the dependency rules the layers rely on.
-check-hexagon:
+check-hexagon: check-modules
     #!/usr/bin/env bash
     set -euo pipefail
     failed=0
@@ -95,6 +95,94 @@ check-hexagon:
     fi
     [ "$failed" = 0 ] && echo "hexagon holds: domain pure, no test kit or diesel in doorman-app"
     exit "$failed"
+
+# No two sibling modules of a crate may use each other, directly or around a circle (a parent
+# and its children may: a module declares its children and they use its items). CI runs it
+# with check-hexagon.
+# Fail on an import circle between the modules of any crate.
+check-modules:
+    #!/usr/bin/env python3
+    import sys
+    sys.argv = [sys.argv[0], "crates"]
+    """Import circles between sibling modules of each crate: A uses B and B uses A (directly or
+    through other siblings). A parent and its children may refer to each other (a module declares
+    its children; children use their parent's items): that is not a circle."""
+    import os, re, sys
+
+    def module_path(src, path):
+        rel = os.path.relpath(path, src)[:-3].split(os.sep)
+        if rel[-1] in ("mod", "lib", "main"):
+            rel = rel[:-1]
+        return tuple(rel)
+
+    USE = re.compile(r'\buse\s+((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)*)(?:::\{([^;]*)\})?', re.S)
+    PATH = re.compile(r'\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+)')
+
+    def targets(mod, text, is_dir_mod):
+        base = list(mod) if is_dir_mod else list(mod[:-1])
+        found = set()
+        for m in PATH.finditer(text):
+            head, rest = m.group(1), [p for p in m.group(2).split("::") if p]
+            if head == "crate":
+                target = rest
+            else:
+                target = base[:-1] + rest
+                # super::super::
+                while target and target[0] == "super":
+                    target = target[1:]
+            found.add(tuple(target))
+        return found
+
+    def check(crate_src):
+        mods = {}
+        for root, _, files in os.walk(crate_src):
+            for f in files:
+                if f.endswith(".rs"):
+                    p = os.path.join(root, f)
+                    text = open(p).read()
+                    text = re.sub(r'#\[cfg\(test\)\]\s*mod tests\s*\{.*', '', text, flags=re.S)  # tests may import freely
+                    mods[module_path(crate_src, p)] = (text, os.path.basename(p) in ("mod.rs", "lib.rs", "main.rs"))
+        known = set(mods)
+        edges = {}
+        for mod, (text, is_dir) in mods.items():
+            for t in targets(mod, text, is_dir):
+                # the longest known module prefix of the target path
+                while t and t not in known:
+                    t = t[:-1]
+                if not t or t == mod:
+                    continue
+                # lowest common ancestor
+                i = 0
+                while i < min(len(mod), len(t)) and mod[i] == t[i]:
+                    i += 1
+                if i == len(mod) or i == len(t):
+                    continue  # ancestor / descendant
+                a, b = mod[: i + 1], t[: i + 1]
+                edges.setdefault(a, set()).add(b)
+        # cycles
+        cycles = []
+        def dfs(node, stack, seen):
+            for nxt in edges.get(node, ()):
+                if nxt in stack:
+                    cycles.append(stack[stack.index(nxt):] + [nxt])
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    dfs(nxt, stack + [nxt], seen)
+        for start in list(edges):
+            dfs(start, [start], {start})
+        return {tuple(sorted(set(c))) : c for c in cycles}
+
+    bad = False
+    for crate in sorted(os.listdir(sys.argv[1])):
+        src = os.path.join(sys.argv[1], crate, "src")
+        if not os.path.isdir(src):
+            continue
+        for key, cycle in check(src).items():
+            bad = True
+            print(f"{crate}: " + " -> ".join("::".join(m) or "crate" for m in cycle))
+    if not bad:
+        print("no import circle between sibling modules in any crate")
+    sys.exit(1 if bad else 0)
 
 # The database `just migrate` and `just run` use (override with DATABASE_URL).
 export DATABASE_URL := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/doorman")

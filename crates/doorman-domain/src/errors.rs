@@ -13,21 +13,9 @@
 
 use thiserror::Error;
 
-/// A value from outside did not meet a model invariant.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("{what} {problem}")]
-pub struct ValidationError {
-    /// The field, in words ("event id").
-    pub what: &'static str,
-    /// What is wrong with it, in words ("is empty").
-    pub problem: &'static str,
-}
-
-impl ValidationError {
-    pub const fn new(what: &'static str, problem: &'static str) -> Self {
-        Self { what, problem }
-    }
-}
+// The model's constructors' error lives beside them (the model depends on nothing above it);
+// it is part of this policy all the same.
+pub use crate::model::ValidationError;
 
 /// The tenant directory or the receipt store could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

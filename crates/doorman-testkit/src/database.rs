@@ -15,7 +15,6 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use doorman_adapters::postgres::pool::{self, PgPool, PoolSettings};
 use doorman_adapters::postgres::{PgMaintenance, PgReceiptStore, migrations};
-use doorman_adapters::secrets::Keyring;
 use doorman_domain::TenantId;
 
 pub use crate::operator::TestOperator;
@@ -145,12 +144,7 @@ pub const SERVER_ROLE: &str = "doorman_test_server";
 /// The least-privileged login the tests' admin APIs use: a member of `doorman_admin` only.
 pub const ADMIN_ROLE: &str = "doorman_test_admin";
 
-/// The encryption keys tests seal secrets with (`DOORMAN_ENCRYPTION_KEYS`).
-pub const TEST_KEYS: &str = "test:a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=";
-
-pub fn test_keys() -> Keyring {
-    Keyring::parse(TEST_KEYS).expect("the test keys parse")
-}
+pub use crate::keys::{TEST_KEYS, test_keys};
 
 /// A receipt store with one pool for claims and completions alike (the server gives each
 /// its own).

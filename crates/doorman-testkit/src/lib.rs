@@ -18,6 +18,7 @@ pub mod database;
 pub mod fake_agent;
 pub mod fake_slack;
 pub mod fault_proxy;
+pub mod keys;
 pub mod migrations;
 pub mod operator;
 pub mod schema;

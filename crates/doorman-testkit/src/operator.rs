@@ -14,7 +14,7 @@ use doorman_domain::{
     PageRequest, Receipt, RequestId, TenantId, TenantName, WorkspaceId,
 };
 
-use crate::database::test_keys;
+use crate::keys::test_keys;
 
 /// Where tests' install links start.
 pub const INSTALL_BASE_URL: &str = "http://doorman.test";

@@ -10,8 +10,8 @@ use std::fmt;
 use uuid::Uuid;
 
 use super::TenantId;
+use super::ValidationError;
 use super::text::{check_label, check_printable_ascii};
-use crate::errors::ValidationError;
 
 /// An admin API key's id: public, printed by `keys list`, recorded in the audit trail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

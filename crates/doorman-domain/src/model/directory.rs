@@ -3,9 +3,9 @@
 
 use chrono::{DateTime, Utc};
 
+use super::ValidationError;
 use super::text::check_printable_ascii;
 use super::{AgentUrl, Platform, TenantId, TenantName, WorkspaceRef};
-use crate::errors::ValidationError;
 
 /// A tenant, as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]

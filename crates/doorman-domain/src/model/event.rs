@@ -3,9 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::ValidationError;
 use super::text::{check_label, check_printable_ascii};
 use super::{Platform, WorkspaceRef};
-use crate::errors::ValidationError;
 
 /// The platform's own number for an event (Slack's `event_id`, e.g. `Ev0PV52K25`).
 ///

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::ValidationError;
 use super::text::check_printable_ascii;
 use super::{WorkspaceId, WorkspaceRef};
-use crate::errors::ValidationError;
 
 /// A token Slack issued (a bot token `xoxb-…`, a refresh token `xoxe-…`). Never printed:
 /// `Debug` shows a placeholder. Read it with [`SlackToken::expose`].

@@ -15,6 +15,7 @@ mod receipt;
 mod replay;
 mod tenant;
 mod text;
+mod validation;
 mod workspace;
 
 pub use access::{Actor, ApiKey, Caller, KeyId, KeyName, KeyScope, KeySecret, KeySummary, RequestId};
@@ -40,4 +41,5 @@ pub use receipt::{
 };
 pub use replay::{ReplayOutcome, ReplaySelection, ReplayTake, Replayed};
 pub use tenant::{Agent, AgentEndpoint, AgentSecret, AgentUrl, Tenant, TenantId, TenantName};
+pub use validation::ValidationError;
 pub use workspace::{WorkspaceId, WorkspaceRef};

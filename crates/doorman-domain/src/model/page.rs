@@ -9,8 +9,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 
+use super::ValidationError;
 use super::{ExternalEventId, TenantId};
-use crate::errors::ValidationError;
 
 /// How many items one page holds: 1 to 100, 50 unless asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

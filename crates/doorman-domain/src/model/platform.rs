@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::errors::ValidationError;
+use super::ValidationError;
 
 /// A messaging platform. Only Slack today; a second platform is a new variant plus its
 /// adapter, and every `match` on this enum points at what the addition must cover.

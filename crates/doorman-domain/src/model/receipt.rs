@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::ValidationError;
 use super::{ExternalEventId, Label, Platform, TenantId};
-use crate::errors::ValidationError;
 
 /// What identifies a receipt. Uniqueness is tenant-local (decision 4): the same event id
 /// under two tenants is two receipts.

@@ -4,7 +4,7 @@ use std::fmt;
 
 use uuid::Uuid;
 
-use crate::errors::ValidationError;
+use super::ValidationError;
 
 /// A tenant's identity: the key of every row-level-security policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

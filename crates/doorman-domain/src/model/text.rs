@@ -1,6 +1,6 @@
 //! Shared checks for the short identifiers and labels that arrive from a platform.
 
-use crate::errors::ValidationError;
+use super::ValidationError;
 
 /// The most bytes any identifier or label may have. Generous for Slack (its ids are about
 /// a dozen characters) and small enough that nothing hostile is stored or logged at length.

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
+use super::ValidationError;
 use super::text::check_label;
-use crate::errors::ValidationError;
 
 /// A team or enterprise id as the platform spells it (`T0123ABCD`, `E0123ABCD`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
