@@ -43,6 +43,19 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+impl<T> Page<T> {
+    /// The documents of a use case's page, and its next cursor as opaque text.
+    pub fn of<D, C: doorman_domain::Cursor>(page: doorman_domain::Page<D, C>) -> Self
+    where
+        T: From<D>,
+    {
+        Self {
+            items: page.items.into_iter().map(T::from).collect(),
+            next_cursor: page.next.map(|c| c.encode()),
+        }
+    }
+}
+
 /// A list that is never long enough to page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Items<T> {

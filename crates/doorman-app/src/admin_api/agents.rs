@@ -7,7 +7,7 @@ use doorman_domain::{AgentSecret, AgentUrl, OperatorError};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::problem::{ApiError, Problem};
+use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
 use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::AgentDoc;
 
@@ -50,8 +50,7 @@ fn no_agent_is_not_found(error: OperatorError) -> ApiError {
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The agent", body = AgentDoc),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant, or no agent set", body = Problem, content_type = "application/problem+json"),
+        ReadRefusals,
     ),
     security(("bearer" = []))
 )]
@@ -74,12 +73,7 @@ pub async fn get(
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The agent now", body = AgentDoc),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
+        BodyRefusals,
         (status = 422, description = "A URL that is not https or not public, or a secret that is not whsec_…", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -113,9 +107,7 @@ pub async fn set(
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The agent now", body = AgentDoc),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        ChangeRefusals,
         (status = 409, description = "No agent set", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -136,9 +128,7 @@ pub async fn pause(
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The agent now", body = AgentDoc),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        ChangeRefusals,
         (status = 409, description = "No agent set", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

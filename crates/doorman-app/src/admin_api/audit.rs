@@ -3,8 +3,8 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use doorman_domain::AuditCursor;
 
-use super::problem::{ApiError, Problem};
-use super::query::{Query, next_cursor};
+use super::problem::{ApiError, Problem, ReadRefusals};
+use super::query::Query;
 use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::{AuditDoc, Page};
 
@@ -21,8 +21,7 @@ use crate::documents::{AuditDoc, Page};
     ),
     responses(
         (status = 200, description = "A page of entries", body = Page<AuditDoc>),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant (or not this key's)", body = Problem, content_type = "application/problem+json"),
+        ReadRefusals,
         (status = 422, description = "A refused limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -36,8 +35,5 @@ pub async fn list(
     let tenant = query.get("tenant").map(tenant_path).transpose()?;
     let page = query.page::<AuditCursor>()?;
     let listed = state.operator.audit(&caller.0, tenant, &page).await?;
-    Ok(HttpResponse::Ok().json(Page {
-        items: listed.items.into_iter().map(AuditDoc::from).collect(),
-        next_cursor: next_cursor(listed.next),
-    }))
+    Ok(HttpResponse::Ok().json(Page::<AuditDoc>::of(listed)))
 }

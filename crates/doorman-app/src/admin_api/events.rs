@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
-use super::problem::{ApiError, Problem, malformed};
-use super::query::{Query, instant, next_cursor};
+use super::problem::{ApiError, BodyRefusals, Problem, ReadRefusals, malformed};
+use super::query::{Query, instant};
 use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::{EventDoc, Page, ReplayReport};
 
@@ -56,8 +56,7 @@ fn unknown_event(id: &str) -> ApiError {
     ),
     responses(
         (status = 200, description = "The event", body = EventDoc),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant, or no receipt for the event (`event_status: unknown`)", body = Problem, content_type = "application/problem+json"),
+        ReadRefusals,
     ),
     security(("bearer" = []))
 )]
@@ -90,8 +89,7 @@ pub async fn get(
     ),
     responses(
         (status = 200, description = "A page of events", body = Page<EventDoc>),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        ReadRefusals,
         (status = 422, description = "A missing or unknown state, or a refused since, limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -110,10 +108,7 @@ pub async fn list(
     let since = query.instant("since")?;
     let page = query.page::<EventCursor>()?;
     let listed = state.operator.events(&caller.0, Some(tenant), which, since, &page).await?;
-    Ok(HttpResponse::Ok().json(Page {
-        items: listed.items.into_iter().map(EventDoc::from).collect(),
-        next_cursor: next_cursor(listed.next),
-    }))
+    Ok(HttpResponse::Ok().json(Page::<EventDoc>::of(listed)))
 }
 
 /// Sends one kept event to the tenant's agent again (same `webhook-id`, `delivery.replay`).
@@ -130,11 +125,7 @@ pub async fn list(
     ),
     responses(
         (status = 200, description = "What the replay did (`outcome` per event)", body = ReplayReport),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key (except for a dry run)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        BodyRefusals,
     ),
     security(("bearer" = []))
 )]
@@ -161,12 +152,7 @@ pub async fn replay_one(
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "What the replay did (`outcome` per event)", body = ReplayReport),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key (except for a dry run)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
+        BodyRefusals,
         (status = 422, description = "Neither or both of failed_since and stranded, or a refused instant", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

@@ -8,7 +8,7 @@ use doorman_domain::usecases::operator::installs::LinkLifetime;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::problem::{ApiError, Problem};
+use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
 use super::{AdminState, Authenticated, tenant_path, workspace_path};
 use crate::documents::{InstallLinkDoc, InstallationDoc, Items};
 
@@ -30,13 +30,8 @@ pub struct NewInstallLink {
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 201, description = "The link", body = InstallLinkDoc),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        BodyRefusals,
         (status = 409, description = "Installs are off (the Slack app is not configured)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A lifetime out of bounds", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -63,8 +58,7 @@ pub async fn create_link(
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The tenant's installations", body = Items<InstallationDoc>),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        ReadRefusals,
     ),
     security(("bearer" = []))
 )]
@@ -90,9 +84,7 @@ pub async fn list(
     ),
     responses(
         (status = 204, description = "Removed"),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant, or no such installation of it", body = Problem, content_type = "application/problem+json"),
+        ChangeRefusals,
     ),
     security(("bearer" = []))
 )]

@@ -50,8 +50,3 @@ pub fn instant(field: &str, raw: &str) -> Result<DateTime<Utc>, ApiError> {
         .map(|at| at.with_timezone(&Utc))
         .map_err(|_| ApiError::invalid(field, "must be an RFC 3339 date and time, like 2026-12-01T10:00:00Z"))
 }
-
-/// The next page's cursor, as text.
-pub fn next_cursor<C: Cursor>(next: Option<C>) -> Option<String> {
-    next.map(|c| c.encode())
-}

@@ -6,8 +6,8 @@ use doorman_domain::{IdempotencyKey, TenantCursor, TenantName};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::problem::{ApiError, Problem};
-use super::query::{Query, next_cursor};
+use super::problem::{ApiError, BodyRefusals, Problem, ReadRefusals};
+use super::query::Query;
 use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::{Page, RetainPayloadsDoc, TenantDoc};
 
@@ -34,11 +34,7 @@ pub struct NewTenant {
     params(("Idempotency-Key" = Option<String>, Header, description = "Makes the creation safe to repeat (24 hours)")),
     responses(
         (status = 201, description = "Created (or, for a repeat under the same Idempotency-Key, created before)", body = TenantDoc),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only or tenant-scoped key", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
+        BodyRefusals,
         (status = 422, description = "A refused name, or an Idempotency-Key reused for another request", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -74,7 +70,7 @@ pub async fn create(
     ),
     responses(
         (status = 200, description = "A page of tenants", body = Page<TenantDoc>),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
+        ReadRefusals,
         (status = 422, description = "A refused limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -86,10 +82,7 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::of(&request).page::<TenantCursor>()?;
     let listed = state.operator.tenants(&caller.0, &page).await?;
-    Ok(HttpResponse::Ok().json(Page {
-        items: listed.items.into_iter().map(TenantDoc::from).collect(),
-        next_cursor: next_cursor(listed.next),
-    }))
+    Ok(HttpResponse::Ok().json(Page::<TenantDoc>::of(listed)))
 }
 
 /// One tenant.
@@ -100,8 +93,7 @@ pub async fn list(
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The tenant", body = TenantDoc),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant (or not this key's)", body = Problem, content_type = "application/problem+json"),
+        ReadRefusals,
     ),
     security(("bearer" = []))
 )]
@@ -124,12 +116,7 @@ pub async fn get(
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The setting now", body = RetainPayloadsDoc),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
+        BodyRefusals,
     ),
     security(("bearer" = []))
 )]

@@ -5,7 +5,7 @@ use doorman_domain::WorkspaceId;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::problem::{ApiError, Problem};
+use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
 use super::{AdminState, Authenticated, tenant_path, workspace_path};
 use crate::documents::{Items, WorkspaceDoc};
 
@@ -27,8 +27,7 @@ pub struct NewWorkspace {
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
         (status = 200, description = "The tenant's links", body = Items<WorkspaceDoc>),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        ReadRefusals,
     ),
     security(("bearer" = []))
 )]
@@ -54,13 +53,8 @@ pub async fn list(
     responses(
         (status = 201, description = "Linked", body = WorkspaceDoc),
         (status = 200, description = "Already linked to this tenant", body = WorkspaceDoc),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        BodyRefusals,
         (status = 409, description = "Linked to another tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not application/json", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Neither id, or one that is not valid", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -100,9 +94,7 @@ pub async fn link(
     ),
     responses(
         (status = 204, description = "Unlinked"),
-        (status = 401, description = "No valid key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A read-only key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such tenant, or no such link of it", body = Problem, content_type = "application/problem+json"),
+        ChangeRefusals,
     ),
     security(("bearer" = []))
 )]

@@ -13,37 +13,11 @@ use super::TenantId;
 use super::ValidationError;
 use super::text::{check_label, check_printable_ascii};
 
-/// An admin API key's id: public, printed by `keys list`, recorded in the audit trail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyId(Uuid);
-
-impl KeyId {
-    pub const fn from_uuid(id: Uuid) -> Self {
-        Self(id)
-    }
-
-    pub fn generate() -> Self {
-        Self(Uuid::new_v4())
-    }
-
-    pub const fn as_uuid(&self) -> &Uuid {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for KeyId {
-    type Err = ValidationError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Uuid::parse_str(s).map(Self).map_err(|_| ValidationError::new("key id", "is not a UUID"))
-    }
-}
-
-impl fmt::Display for KeyId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+super::ids::uuid_id!(
+    /// An admin API key's id: public, printed by `keys list`, recorded in the audit trail.
+    KeyId,
+    "key id"
+);
 
 /// A key's name, for people: 1 to 255 bytes, no control characters.
 #[derive(Debug, Clone, PartialEq, Eq)]

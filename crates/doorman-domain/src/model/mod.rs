@@ -7,6 +7,7 @@ mod admission;
 mod audit;
 mod directory;
 mod event;
+mod ids;
 mod installation;
 mod job;
 mod page;

@@ -2,42 +2,13 @@
 
 use std::fmt;
 
-use uuid::Uuid;
-
 use super::ValidationError;
 
-/// A tenant's identity: the key of every row-level-security policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TenantId(Uuid);
-
-impl TenantId {
-    pub const fn from_uuid(id: Uuid) -> Self {
-        Self(id)
-    }
-
-    /// A fresh random id, for a tenant being created.
-    pub fn generate() -> Self {
-        Self(Uuid::new_v4())
-    }
-
-    pub const fn as_uuid(&self) -> &Uuid {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for TenantId {
-    type Err = ValidationError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Uuid::parse_str(s).map(Self).map_err(|_| ValidationError::new("tenant id", "is not a UUID"))
-    }
-}
-
-impl fmt::Display for TenantId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+super::ids::uuid_id!(
+    /// A tenant's identity: the key of every row-level-security policy.
+    TenantId,
+    "tenant id"
+);
 
 /// A tenant's display name: 1 to 200 characters, no control characters.
 #[derive(Debug, Clone, PartialEq, Eq)]

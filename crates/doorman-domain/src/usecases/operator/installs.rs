@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{Operator, entry};
+use super::{Operator, entry, named_by};
 use crate::errors::{OperatorError, ValidationError};
 use crate::model::{AuditAction, Caller, InstallLink, InstallationSummary, Platform, TenantId, WorkspaceId};
 use crate::ports::{Clock, InstallRecords, OperatorPorts, Workspaces};
@@ -75,18 +75,16 @@ impl<P: OperatorPorts> Operator<P> {
         id: &WorkspaceId,
     ) -> Result<(), OperatorError> {
         self.writable(caller, tenant).await?;
-        let not_found = || OperatorError::NotFound { what: "installation", id: id.to_string() };
-        let installed = self
-            .ports
-            .installs()
-            .list(Some(tenant))
-            .await?
-            .into_iter()
-            .find(|i| i.workspace.is_named_by(id))
-            .ok_or_else(not_found)?;
+        let installations = self.ports.installs().list(Some(tenant)).await?;
+        let installed = named_by(installations, id, "installation", |i| &i.workspace)?;
         let audit = entry(caller, AuditAction::InstallationRemove, tenant, installed.workspace.to_string());
         let removed =
             self.ports.workspaces().remove(tenant, Platform::Slack, &installed.workspace, &audit).await?;
-        if removed.installation { Ok(()) } else { Err(not_found()) }
+        if removed.installation {
+            Ok(())
+        } else {
+            // Removed meanwhile by someone else: as absent as if it had never been there.
+            Err(OperatorError::NotFound { what: "installation", id: id.to_string() })
+        }
     }
 }

@@ -27,7 +27,7 @@ pub mod workspaces;
 use std::time::Duration;
 
 use crate::errors::OperatorError;
-use crate::model::{AuditAction, AuditEntry, Caller, TenantId, TenantRecord};
+use crate::model::{AuditAction, AuditEntry, Caller, TenantId, TenantRecord, WorkspaceId, WorkspaceRef};
 use crate::ports::{OperatorPorts, Tenants};
 
 /// What the operator actions need besides their ports.
@@ -64,9 +64,7 @@ impl<P: OperatorPorts> Operator<P> {
         caller: &Caller,
         tenant: TenantId,
     ) -> Result<TenantRecord, OperatorError> {
-        if !caller.actor.may_see(tenant) {
-            return Err(OperatorError::UnknownTenant(tenant));
-        }
+        in_scope(caller, tenant)?;
         self.ports.tenants().get(tenant).await?.ok_or(OperatorError::UnknownTenant(tenant))
     }
 
@@ -90,14 +88,31 @@ impl<P: OperatorPorts> Operator<P> {
         caller: &Caller,
         tenant: TenantId,
     ) -> Result<TenantRecord, OperatorError> {
-        if !caller.actor.may_see(tenant) {
-            return Err(OperatorError::UnknownTenant(tenant));
-        }
+        in_scope(caller, tenant)?;
         if !caller.actor.may_write() {
             return Err(OperatorError::Forbidden("this key is read-only"));
         }
         self.visible(caller, tenant).await
     }
+}
+
+/// A tenant the caller may not see is answered exactly like one that does not exist.
+fn in_scope(caller: &Caller, tenant: TenantId) -> Result<(), OperatorError> {
+    if caller.actor.may_see(tenant) { Ok(()) } else { Err(OperatorError::UnknownTenant(tenant)) }
+}
+
+/// The one of `found` that `id` names (a team id, or an org-wide install's enterprise id), or
+/// `NotFound` naming `what`.
+fn named_by<T>(
+    found: Vec<T>,
+    id: &WorkspaceId,
+    what: &'static str,
+    workspace: impl Fn(&T) -> &WorkspaceRef,
+) -> Result<T, OperatorError> {
+    found
+        .into_iter()
+        .find(|item| workspace(item).is_named_by(id))
+        .ok_or_else(|| OperatorError::NotFound { what, id: id.to_string() })
 }
 
 /// The audit entry of a change to `tenant`.

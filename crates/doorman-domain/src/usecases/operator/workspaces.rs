@@ -1,6 +1,6 @@
 //! Which workspaces a tenant's deliveries come from. Slack is the one platform.
 
-use super::{Operator, entry};
+use super::{Operator, entry, named_by};
 use crate::errors::OperatorError;
 use crate::model::{
     AuditAction, Caller, Linked, LinkedWorkspace, Platform, TenantId, WorkspaceId, WorkspaceRef,
@@ -56,14 +56,8 @@ impl<P: OperatorPorts> Operator<P> {
         id: &WorkspaceId,
     ) -> Result<(), OperatorError> {
         self.writable(caller, tenant).await?;
-        let link = self
-            .ports
-            .workspaces()
-            .list(tenant)
-            .await?
-            .into_iter()
-            .find(|link| link.workspace.is_named_by(id))
-            .ok_or_else(|| OperatorError::NotFound { what: "workspace", id: id.to_string() })?;
+        let links = self.ports.workspaces().list(tenant).await?;
+        let link = named_by(links, id, "workspace", |link| &link.workspace)?;
         let audit = entry(caller, AuditAction::WorkspaceUnlink, tenant, link.workspace.to_string());
         let removed = self.ports.workspaces().remove(tenant, link.platform, &link.workspace, &audit).await?;
         if !removed.link {
