@@ -265,6 +265,18 @@ bench-sweep: (bench "--concurrency" "8,64,256" "--payload-bytes" "1024,16384")
 bench-micro:
     cargo bench --locked -p doorman-adapters --bench slack
 
+# Not part of CI (about 25 minutes on 2 cores). Every surviving mutant must be
+# killed by a new test or listed with why it is equivalent in docs/testing.md.
+# Mutation testing of the domain crate and the Slack adapter, with their own tests.
+mutants:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
+    mkdir -p target/mutants
+    cargo mutants --package doorman-domain --output target/mutants/domain -- --lib
+    cargo mutants --package doorman-adapters --file 'crates/doorman-adapters/src/slack/**' \
+        --output target/mutants/slack -- --lib --test adapters slack
+
 # Needs nothing but stable Rust: RUSTC_BOOTSTRAP lets cargo-fuzz use the sanitizer flags.
 # Not part of CI. Findings land in fuzz/artifacts/.
 # Fuzz Slack verification and parsing with libFuzzer + ASan, SECONDS per target.

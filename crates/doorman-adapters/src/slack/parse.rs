@@ -304,6 +304,40 @@ mod tests {
     }
 
     #[test]
+    fn a_challenge_is_one_to_256_bytes() {
+        let envelope = |challenge: &str| {
+            serde_json::json!({"type": "url_verification", "token": "t", "challenge": challenge}).to_string()
+        };
+        for (challenge, ok) in [("", false), ("c", true), (&"c".repeat(256), true), (&"c".repeat(257), false)]
+        {
+            let parsed =
+                parse_events(Some("application/json"), envelope(challenge).as_bytes(), Delivery::default());
+            assert_eq!(parsed.is_ok(), ok, "{} bytes", challenge.len());
+        }
+    }
+
+    #[test]
+    fn a_command_from_an_org_wide_install_is_named_by_its_enterprise() {
+        let command = |org_wide: &str| {
+            let body = format!(
+                "command=%2Fweather&team_id=T1&enterprise_id=E1&is_enterprise_install={org_wide}&text=paris"
+            );
+            match parse_command(
+                Some("application/x-www-form-urlencoded"),
+                body.as_bytes(),
+                Delivery::default(),
+            ) {
+                Ok(Parsed::Event(event)) => event.workspace,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(command("true").is_enterprise_install());
+        assert_eq!(command("true").team_id(), None);
+        assert!(!command("false").is_enterprise_install());
+        assert_eq!(command("false").team_id().map(|t| t.as_str()), Some("T1"));
+    }
+
+    #[test]
     fn an_org_wide_install_drops_the_team() {
         let ws = workspace(Some("T1"), Some("E1"), true).unwrap();
         assert_eq!(ws.team_id(), None);

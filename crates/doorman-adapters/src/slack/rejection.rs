@@ -60,3 +60,37 @@ impl SignatureProblem {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cause_is_the_label_metrics_and_logs_use() {
+        let signature = |problem| Rejection::Signature(problem).cause();
+        assert_eq!(
+            [
+                signature(SignatureProblem::MissingHeaders),
+                signature(SignatureProblem::MalformedTimestamp),
+                signature(SignatureProblem::UnsupportedVersion),
+                signature(SignatureProblem::MalformedSignature),
+                signature(SignatureProblem::Mismatch),
+                Rejection::Stale.cause(),
+                Rejection::Malformed("x").cause(),
+                Rejection::UnsupportedMediaType.cause(),
+                Rejection::UnsupportedEnvelope.cause(),
+            ],
+            [
+                "missing_headers",
+                "malformed_timestamp",
+                "unsupported_version",
+                "malformed_signature",
+                "mismatch",
+                "stale_timestamp",
+                "malformed",
+                "unsupported_media_type",
+                "unsupported_envelope",
+            ]
+        );
+    }
+}

@@ -35,7 +35,8 @@ mod tests {
 
     #[test]
     fn garbled_retry_numbers_read_as_zero() {
-        for raw in [&b""[..], b"abc", b"-1", b"99999999999", b"1.5", b"\xff"] {
+        // "+1" parses as a u32 in Rust; Slack never sends a sign, so it reads as garbled.
+        for raw in [&b""[..], b"abc", b"-1", b"+1", b"99999999999", b"1.5", b"\xff"] {
             assert_eq!(attempt(Some(raw)), 0, "{raw:?}");
         }
         assert_eq!(attempt(None), 0);
@@ -48,6 +49,10 @@ mod tests {
         assert_eq!(reason(b"unknown_error"), RetryReason::UnknownError);
         assert_eq!(reason(b"http_timeout\r\nX-Injected: 1"), RetryReason::Other);
         assert_eq!(reason(&[b'a'; 100]), RetryReason::Other);
+        // Read up to 64 bytes, padding included; past that, not one of Slack's.
+        let padded = |len: usize| format!("{:<len$}", "http_timeout");
+        assert_eq!(reason(padded(64).as_bytes()), RetryReason::HttpTimeout);
+        assert_eq!(reason(padded(65).as_bytes()), RetryReason::Other);
         assert_eq!(delivery_from_headers(None, None).retry_reason, None);
     }
 }

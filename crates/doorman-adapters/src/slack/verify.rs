@@ -181,14 +181,28 @@ mod tests {
             parse_signature(format!("v1={}", "ab".repeat(32)).as_bytes()),
             Err(Rejection::Signature(SignatureProblem::UnsupportedVersion))
         );
+        for unversioned in ["vabc", "x1=abc", "=v"] {
+            assert_eq!(
+                parse_signature(unversioned.as_bytes()),
+                Err(Rejection::Signature(SignatureProblem::MalformedSignature)),
+                "{unversioned}: not a version, a bad signature"
+            );
+        }
     }
 
     #[test]
     fn timestamps_are_plain_digits() {
         assert_eq!(parse_timestamp(b"1531420618").unwrap(), 1_531_420_618);
+        assert_eq!(parse_timestamp(b"999999999999").unwrap(), 999_999_999_999, "twelve digits");
         for bad in [&b""[..], b"-5", b"+5", b" 5", b"12a", b"9999999999999"] {
             assert!(parse_timestamp(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_verifier_counts_its_secrets_for_the_start_up_log() {
+        let secrets = vec![SigningSecret::new("old"), SigningSecret::new("new")];
+        assert_eq!(Verifier::new(secrets, Duration::from_secs(300)).secret_count(), 2);
     }
 
     #[test]

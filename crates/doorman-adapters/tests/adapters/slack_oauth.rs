@@ -80,6 +80,19 @@ async fn slacks_refusals_come_back_as_its_code_and_never_quote_the_secret() {
     assert!(matches!(nobody.exchange("c").await.unwrap_err(), OAuthError::Unreachable(_)));
 }
 
+#[test]
+fn the_apps_debug_shows_its_client_id_and_never_its_secret() {
+    let app = SlackApp {
+        client_id: "1234.5678".into(),
+        client_secret: "s3cr3t-client-secret".into(),
+        api_url: "https://slack.com/api".into(),
+        redirect_uri: REDIRECT.into(),
+    };
+    let debug = format!("{app:?}");
+    assert!(debug.contains("1234.5678") && debug.contains(REDIRECT), "{debug}");
+    assert!(!debug.contains("s3cr3t"), "{debug}");
+}
+
 #[tokio::test]
 async fn a_rotating_grant_refreshes_and_the_old_refresh_token_stops_working() {
     let slack = FakeSlack::start("localhost", Workspace::team("T1", "One"));
@@ -91,6 +104,8 @@ async fn a_rotating_grant_refreshes_and_the_old_refresh_token_stops_working() {
     assert!((expires - chrono::Utc::now()).num_seconds() > 43000);
 
     let fresh = client.refresh(&first_refresh).await.unwrap();
+    let lasts = (fresh.expires_at - chrono::Utc::now()).num_seconds();
+    assert!((43000..=43200).contains(&lasts), "the new token lasts what Slack said: {lasts} s");
     assert_ne!(fresh.bot_token, grant.bot_token);
     assert_eq!(fresh.bot_token.expose(), slack.current_bot_token());
     assert_ne!(fresh.refresh_token, first_refresh);

@@ -199,7 +199,16 @@ mod tests {
     }
 
     #[test]
+    fn a_key_name_is_trimmed_and_its_secret_shows_only_when_asked() {
+        assert_eq!(KeyName::new("  backend ").unwrap().as_str(), "backend");
+        let secret = KeySecret::new("dmk_s3cr3t".into());
+        assert_eq!(secret.expose(), "dmk_s3cr3t");
+        assert_eq!(format!("{secret:?}"), "KeySecret(<redacted>)");
+    }
+
+    #[test]
     fn a_request_id_is_bounded_printable_ascii() {
+        assert_eq!(RequestId::new("req-1").unwrap().to_string(), "req-1");
         assert!(RequestId::new("req-1").is_ok());
         assert!(RequestId::new("").is_err());
         assert!(RequestId::new("a\nb").is_err());

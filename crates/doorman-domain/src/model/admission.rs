@@ -52,3 +52,20 @@ impl Busy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permits_print_no_guard_and_compare_equal() {
+        let (bounded, unbounded) = (Permit::new(()), Permit::unbounded());
+        assert_eq!(format!("{bounded:?}"), "Permit");
+        assert_eq!(bounded, unbounded, "values holding permits compare on what they say");
+    }
+
+    #[test]
+    fn a_bound_is_named_by_the_word_metrics_and_logs_use() {
+        assert_eq!((Busy::Tenant.as_str(), Busy::Process.as_str()), ("tenant", "process"));
+    }
+}

@@ -113,3 +113,56 @@ pub struct AuditRecord {
     pub target: Option<String>,
     pub request_id: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ApiKey, KeyId, KeyScope, RequestId};
+
+    #[test]
+    fn each_action_is_stored_as_its_documented_word() {
+        use AuditAction::*;
+        let words = [
+            (TenantCreate, "tenant.create"),
+            (TenantRetainPayloads, "tenant.retain_payloads"),
+            (WorkspaceLink, "workspace.link"),
+            (WorkspaceUnlink, "workspace.unlink"),
+            (AgentSet, "agent.set"),
+            (AgentPause, "agent.pause"),
+            (AgentResume, "agent.resume"),
+            (InstallLinkCreate, "install_link.create"),
+            (InstallationRemove, "installation.remove"),
+            (EventsReplay, "events.replay"),
+            (KeyCreate, "key.create"),
+            (KeyRevoke, "key.revoke"),
+            (SecretsRotate, "secrets.rotate"),
+            (ReceiptsPrune, "receipts.prune"),
+            (InstallStatesPrune, "install_states.prune"),
+        ];
+        for (action, word) in words {
+            assert_eq!(action.as_str(), word);
+        }
+    }
+
+    #[test]
+    fn an_entry_names_its_actor_by_key_or_by_os_user() {
+        let request = RequestId::new("req-1").unwrap();
+        let key = ApiKey {
+            id: KeyId::generate(),
+            name: "backend".into(),
+            scope: KeyScope { tenant: None, read_only: false },
+        };
+        let by_key = Caller { actor: Actor::Key(key.clone()), request: request.clone() };
+        let entry = AuditEntry::new(&by_key, AuditAction::TenantCreate, None, None);
+        assert_eq!(
+            (entry.actor_kind(), entry.actor_id(), entry.actor_name()),
+            ("key", key.id.to_string(), "backend".into())
+        );
+        let by_cli = Caller { actor: Actor::Cli { user: "ops".into() }, request };
+        let entry = AuditEntry::new(&by_cli, AuditAction::TenantCreate, None, None);
+        assert_eq!(
+            (entry.actor_kind(), entry.actor_id(), entry.actor_name()),
+            ("cli", "ops".into(), "cli".into())
+        );
+    }
+}

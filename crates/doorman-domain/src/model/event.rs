@@ -230,7 +230,25 @@ mod tests {
     #[test]
     fn a_payload_does_not_print_its_content() {
         let p = Payload::from_json_text(r#"{"text":"private words"}"#);
-        assert!(!format!("{p:?}").contains("private"));
+        assert_eq!(format!("{p:?}"), "Payload(24 bytes)");
+        assert_eq!(p.as_json_text(), r#"{"text":"private words"}"#, "forwarded untouched");
+    }
+
+    #[test]
+    fn each_retry_reason_is_slacks_own_word() {
+        let words: Vec<String> = RetryReason::ALL.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            words,
+            [
+                "http_timeout",
+                "too_many_redirects",
+                "connection_failed",
+                "ssl_error",
+                "http_error",
+                "unknown_error",
+                "other"
+            ]
+        );
     }
 
     #[test]
@@ -238,5 +256,6 @@ mod tests {
         let kind = EventKind::Command { command: Label::new("command", "/weather").unwrap() };
         assert_eq!(kind.name(), "slash_command");
         assert_eq!(kind.label().as_str(), "/weather");
+        assert_eq!(kind.label().to_string(), "/weather");
     }
 }

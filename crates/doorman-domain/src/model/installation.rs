@@ -169,7 +169,9 @@ mod tests {
     #[test]
     fn a_token_never_prints() {
         let token = SlackToken::new("xoxb-1234-secret").unwrap();
-        assert!(!format!("{token:?}").contains("secret"));
+        assert_eq!(format!("{token:?}"), "SlackToken(<redacted>)");
+        let opened = OpenedState { state: "st4te".into(), browser: "br0wser".into() };
+        assert_eq!(format!("{opened:?}"), "OpenedState(<redacted>)");
         assert!(SlackToken::new("").is_err());
     }
 

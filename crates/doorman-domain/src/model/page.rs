@@ -177,7 +177,12 @@ mod tests {
         }
         let audit = AuditCursor { at: cursor.created_at, id: 42 };
         assert_eq!(AuditCursor::decode(&audit.encode()).unwrap(), audit);
-        assert!(AuditCursor::decode(&URL_SAFE_NO_PAD.encode("1:-4")).is_err());
+        for not_a_row in ["1:-4", "1:0"] {
+            assert!(AuditCursor::decode(&URL_SAFE_NO_PAD.encode(not_a_row)).is_err(), "{not_a_row}");
+        }
+        let event = EventCursor { at: cursor.created_at, event_id: ExternalEventId::new("Ev1").unwrap() };
+        assert_eq!(EventCursor::decode(&event.encode()).unwrap(), event);
+        assert!(EventCursor::decode(&URL_SAFE_NO_PAD.encode("1:Ev\n1")).is_err());
     }
 
     #[test]

@@ -238,8 +238,37 @@ mod tests {
         );
         assert!(matches!(receipt(5, false, true).status(now, ten_minutes), ReceiptStatus::Failed(_)));
         assert_eq!(receipt(599, false, false).status(now, ten_minutes), ReceiptStatus::InFlight);
+        assert_eq!(
+            receipt(600, false, false).status(now, ten_minutes),
+            ReceiptStatus::InFlight,
+            "stranded only once longer than the threshold, as doorman_is_stranded says"
+        );
         assert_eq!(receipt(601, false, false).status(now, ten_minutes), ReceiptStatus::Stranded);
         assert_eq!(receipt(5, true, false).dispatches(), 3, "the live dispatch and two replays");
+    }
+
+    #[test]
+    fn statuses_and_states_use_the_words_of_the_api() {
+        let at = DateTime::from_timestamp(1_000_000, 0).unwrap();
+        let failure = Failure { reason: "x".into(), at };
+        let words = [
+            ReceiptStatus::Handled { at }.as_str(),
+            ReceiptStatus::Failed(failure).as_str(),
+            ReceiptStatus::InFlight.as_str(),
+            ReceiptStatus::Stranded.as_str(),
+        ];
+        assert_eq!(words, ["handled", "failed", "in_flight", "stranded"]);
+        assert_eq!(EventState::parse("failed").unwrap(), EventState::Failed);
+        assert_eq!(EventState::parse("stranded").unwrap(), EventState::Stranded);
+        assert_eq!(EventState::parse("handled").unwrap_err().what, "state");
+    }
+
+    #[test]
+    fn the_defaults_are_ten_minutes_to_strand_and_a_week_to_keep() {
+        assert_eq!(ReceiptStatus::STRANDED_AFTER, Duration::from_secs(600));
+        assert_eq!(Retention::DEFAULT_KEEP_FOR, Duration::from_secs(604_800));
+        let r = Retention::new(Retention::DEFAULT_KEEP_FOR, 500).unwrap();
+        assert_eq!((r.keep_for(), r.prune_batch()), (Duration::from_secs(604_800), 500));
     }
 
     #[test]

@@ -86,3 +86,27 @@ pub struct Replayed {
     pub key: ReceiptKey,
     pub outcome: ReplayOutcome,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_outcome_has_a_stable_word_and_only_a_taken_event_is_a_success() {
+        use ReplayOutcome::*;
+        let table = [
+            (WouldReplay, "would_replay", true),
+            (Handled, "handled", true),
+            (HandledUnrecorded, "handled_unrecorded", true),
+            (Failed("agent answered HTTP 500".into()), "failed", false),
+            (AlreadyHandled, "already_handled", false),
+            (NoPayload, "no_payload", false),
+            (InProgress, "in_progress", false),
+            (Unknown, "unknown", false),
+            (NotSent("agent paused".into()), "not_sent", false),
+        ];
+        for (outcome, word, success) in table {
+            assert_eq!((outcome.as_str(), outcome.is_success()), (word, success), "{outcome:?}");
+        }
+    }
+}

@@ -166,8 +166,12 @@ mod tests {
     fn an_agent_secret_never_prints_and_round_trips() {
         let secret = AgentSecret::parse(SECRET).unwrap();
         assert_eq!(secret.expose_whsec(), SECRET);
+        assert_eq!(secret.expose_bytes().len(), 24);
+        assert_eq!(secret.expose_bytes()[..3], [0x31, 0xf2, 0x90]);
+        assert_eq!(format!("{secret:?}"), "AgentSecret(<redacted>)");
         let endpoint = AgentEndpoint { url: AgentUrl::parse("http://agent").unwrap(), secret, paused: false };
         assert!(!format!("{endpoint:?}").contains("MfKQ9r8"));
+        assert!(AgentSecret::parse("whsec_MDEyMzQ1Njc4OWFiY2RlZg==").is_ok(), "16 bytes is enough");
     }
 
     #[test]
@@ -176,6 +180,7 @@ mod tests {
             ("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "must start with `whsec_`"),
             ("whsec_not base64!", "must be `whsec_` followed by base64"),
             ("whsec_c2hvcnQ=", "must decode to at least 16 bytes"),
+            ("whsec_MDEyMzQ1Njc4OWFiY2Rl", "must decode to at least 16 bytes"),
         ] {
             let error = AgentSecret::parse(bad).unwrap_err();
             assert_eq!(error.problem, problem, "{bad}");
@@ -193,11 +198,17 @@ mod tests {
         }
         let url = AgentUrl::parse("https://user:pw@agent.example:8443/hook?token=t0k").unwrap();
         assert_eq!(url.redacted(), "https://agent.example:8443/hook");
+        assert_eq!(
+            url.as_str(),
+            "https://user:pw@agent.example:8443/hook?token=t0k",
+            "what is dispatched to"
+        );
     }
 
     #[test]
     fn a_tenant_name_is_trimmed_bounded_and_printable() {
         assert_eq!(TenantName::new("  Acme ").unwrap().as_str(), "Acme");
+        assert_eq!(TenantName::new("Acme Corp").unwrap().to_string(), "Acme Corp");
         assert!(TenantName::new("   ").is_err());
         assert!(TenantName::new("é".repeat(200)).is_ok());
         assert!(TenantName::new("é".repeat(201)).is_err());

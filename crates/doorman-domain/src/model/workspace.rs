@@ -118,6 +118,16 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_prints_as_team_team_at_enterprise_or_org_wide() {
+        let print = |team: Option<&str>, enterprise: Option<&str>, org_wide| {
+            WorkspaceRef::new(team.map(id), enterprise.map(id), org_wide).unwrap().to_string()
+        };
+        assert_eq!(print(Some("T1"), None, false), "T1");
+        assert_eq!(print(Some("T1"), Some("E1"), false), "T1@E1");
+        assert_eq!(print(Some("T1"), Some("E1"), true), "E1 (org-wide)");
+    }
+
+    #[test]
     fn a_workspace_needs_a_team_or_an_enterprise() {
         assert!(WorkspaceRef::new(None, None, false).is_err());
         assert!(WorkspaceRef::new(Some(id("T1")), None, false).is_ok());

@@ -312,6 +312,26 @@ async fn an_enterprise_alone_links_an_org_wide_install_and_a_team_in_a_grid_link
 }
 
 #[tokio::test]
+async fn a_tenants_workspaces_are_listed_once_it_is_visible() {
+    let linked = LinkedWorkspace {
+        platform: Platform::Slack,
+        workspace: WorkspaceRef::team(ws("T1")),
+        linked_at: now(),
+    };
+    let mut ports = Ports::new().with_own_tenant();
+    let listed = linked.clone();
+    ports
+        .workspaces
+        .expect_list()
+        .withf(|tenant| *tenant == own())
+        .times(1)
+        .returning(move |_| ready(Ok(vec![listed.clone()])));
+    let operator = ports.build();
+    assert_eq!(operator.workspaces(&key(Some(own()), true), own()).await.unwrap(), vec![linked]);
+    assert_eq!(operator.workspaces(&cli(), other()).await, Err(OperatorError::UnknownTenant(other())));
+}
+
+#[tokio::test]
 async fn a_workspace_with_neither_id_is_refused_before_any_write() {
     let operator = Ports::new().with_own_tenant().never_writes().build();
     let error = operator.link_workspace(&cli(), own(), None, None).await.unwrap_err();
@@ -416,7 +436,42 @@ async fn an_install_link_needs_installs_configured_and_expires_after_its_lifetim
     assert_eq!(link.url, "https://doorman.example/slack/install/t0ken");
     assert_eq!(link.expires_at, expires);
     assert!(LinkLifetime::new(Duration::from_secs(59)).is_err());
-    assert!(LinkLifetime::new(Duration::from_secs(31 * 24 * 3600)).is_err());
+    assert!(LinkLifetime::new(Duration::from_secs(30 * 24 * 3600 + 1)).is_err());
+    assert!(LinkLifetime::new(Duration::from_secs(30 * 24 * 3600)).is_ok());
+    assert_eq!(LinkLifetime::DEFAULT, Duration::from_secs(86_400), "a day unless asked");
+}
+
+fn summary(tenant: TenantId, team: &str) -> InstallationSummary {
+    InstallationSummary {
+        tenant,
+        workspace: WorkspaceRef::team(ws(team)),
+        app_id: "A1".into(),
+        bot_user_id: "U1".into(),
+        scopes: "chat:write".into(),
+        has_bot_token: true,
+        token_expires_at: None,
+        installed_at: now(),
+        updated_at: now(),
+    }
+}
+
+#[tokio::test]
+async fn installations_are_listed_within_the_callers_scope() {
+    let mut ports = Ports::new().with_own_tenant();
+    ports
+        .installs
+        .expect_list()
+        .withf(|tenant| *tenant == Some(own()))
+        .times(2)
+        .returning(|_| ready(Ok(vec![summary(own(), "T1")])));
+    let operator = ports.build();
+    let scoped = key(Some(own()), true);
+    assert_eq!(operator.installations(&scoped, None).await.unwrap(), vec![summary(own(), "T1")]);
+    assert_eq!(operator.installations(&cli(), Some(own())).await.unwrap(), vec![summary(own(), "T1")]);
+    assert_eq!(
+        operator.installations(&scoped, Some(other())).await,
+        Err(OperatorError::UnknownTenant(other()))
+    );
 }
 
 #[tokio::test]

@@ -304,6 +304,61 @@ async fn the_retry_attempt_does_not_change_any_outcome() {
     }
 }
 
+/// What the use cases log while `run` runs on this thread, as text.
+async fn logged_while<T>(run: impl Future<Output = T>) -> (T, String) {
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
+    // `#[tokio::test]` runs on one thread, so the default holds for the whole future.
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let value = run.await;
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    (value, text)
+}
+
+#[tokio::test]
+async fn a_resent_event_is_logged_as_a_warning_and_a_first_delivery_is_not() {
+    for (attempt, warned) in [(0, false), (2, true)] {
+        let mut ports = Ports::new().with_healthy_tenant();
+        ports.receipts.expect_claim().returning(|_| ready(Ok(Claim::Duplicate)));
+        let inbound = ports.build();
+        let (_, logs) = logged_while(inbound.acknowledge(numbered(attempt))).await;
+        let warning = logs.lines().find(|line| line.contains("platform re-sent an event"));
+        assert_eq!(warning.is_some(), warned, "attempt {attempt}: {logs}");
+        if let Some(line) = warning {
+            assert!(line.contains("WARN") && line.contains("delivery.attempt=2"), "{line}");
+            assert!(line.contains("delivery.retry_reason=\"http_timeout\""), "{line}");
+        }
+    }
+}
+
+#[test]
+fn each_unavailability_has_one_word_for_metrics_bodies_and_logs() {
+    let tenant = tenant_id();
+    let words = [
+        Unavailability::NoAgent { tenant },
+        Unavailability::Misconfigured { tenant },
+        Unavailability::Paused { tenant },
+        Unavailability::CircuitOpen { tenant },
+        Unavailability::Busy { tenant, limit: Busy::Tenant },
+        Unavailability::Storage(StorageError::Unavailable("down".into())),
+        Unavailability::Internal,
+    ]
+    .map(|u| u.as_str());
+    assert_eq!(words, ["no_agent", "misconfigured", "paused", "circuit_open", "busy", "storage", "internal"]);
+}
+
 // --- acknowledge then handle -------------------------------------------------------------
 
 #[tokio::test]
