@@ -51,6 +51,8 @@ struct Shared {
     state: Mutex<State>,
     /// Resolves that reached the database (not served from memory), since start.
     lookups: AtomicU64,
+    /// Notices applied, since start.
+    notices: AtomicU64,
 }
 
 impl Shared {
@@ -104,6 +106,11 @@ impl DirectoryStatus {
     pub fn lookups(&self) -> u64 {
         self.0.lookups.load(Ordering::Relaxed)
     }
+
+    /// How many change notices were applied, since start.
+    pub fn notices(&self) -> u64 {
+        self.0.notices.load(Ordering::Relaxed)
+    }
 }
 
 /// What a listener reports. Cheap to clone.
@@ -133,6 +140,7 @@ impl Notices {
     pub fn apply(&self, notice: &Notice) {
         let mut state = self.0.lock();
         state.generation += 1;
+        self.0.notices.fetch_add(1, Ordering::Relaxed);
         match notice {
             Notice::Everything => state.entries.clear(),
             Notice::Tenant(tenant) => {

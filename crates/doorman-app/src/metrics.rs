@@ -65,9 +65,8 @@ pub struct Metrics {
     open_circuits: Gauge,
     directory_listening: Gauge,
     directory_remembered: Gauge,
-    directory_lookups: Counter,
-    /// The directory's own count as of the last scrape, to add only what is new.
-    directory_lookups_seen: std::sync::atomic::AtomicU64,
+    directory_lookups: Mirrored,
+    directory_notices: Mirrored,
     receipts_stranded: Gauge,
     receipts_failed_recent: Gauge,
     ready: Gauge,
@@ -82,6 +81,22 @@ pub struct Gauges {
     pub directory_remembered: usize,
     /// Resolves the directory made in the database since start.
     pub directory_lookups: u64,
+    /// Change notices the directory applied since start.
+    pub directory_notices: u64,
+}
+
+/// A counter whose owner keeps the count (the directory): each scrape adds what is new.
+#[derive(Debug, Default)]
+struct Mirrored {
+    counter: Counter,
+    seen: std::sync::atomic::AtomicU64,
+}
+
+impl Mirrored {
+    fn mirror(&self, total: u64) {
+        let seen = self.seen.fetch_max(total, std::sync::atomic::Ordering::Relaxed);
+        self.counter.inc_by(total.saturating_sub(seen));
+    }
 }
 
 impl Default for Metrics {
@@ -161,11 +176,17 @@ impl Metrics {
             "Workspaces (linked or not) the directory has in memory",
             directory_remembered.clone(),
         );
-        let directory_lookups = Counter::default();
+        let directory_lookups = Mirrored::default();
         registry.register(
             "directory_lookups",
             "Resolves that went to the database because the directory's memory did not have them (once per workspace while the listener is subscribed)",
-            directory_lookups.clone(),
+            directory_lookups.counter.clone(),
+        );
+        let directory_notices = Mirrored::default();
+        registry.register(
+            "directory_notices",
+            "Directory change notices received (each makes the directory forget what it names)",
+            directory_notices.counter.clone(),
         );
         let receipts_stranded = Gauge::default();
         registry.register(
@@ -208,7 +229,7 @@ impl Metrics {
             directory_listening,
             directory_remembered,
             directory_lookups,
-            directory_lookups_seen: std::sync::atomic::AtomicU64::new(0),
+            directory_notices,
         }
     }
 
@@ -286,10 +307,8 @@ impl Metrics {
         self.in_flight.set(count(gauges.in_flight));
         self.directory_listening.set(i64::from(gauges.directory_listening));
         self.directory_remembered.set(count(gauges.directory_remembered));
-        let seen = self
-            .directory_lookups_seen
-            .fetch_max(gauges.directory_lookups, std::sync::atomic::Ordering::Relaxed);
-        self.directory_lookups.inc_by(gauges.directory_lookups.saturating_sub(seen));
+        self.directory_lookups.mirror(gauges.directory_lookups);
+        self.directory_notices.mirror(gauges.directory_notices);
         let mut out = String::new();
         // Encoding into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

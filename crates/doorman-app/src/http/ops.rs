@@ -41,6 +41,7 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
         directory_listening: state.directory.is_listening(),
         directory_remembered: state.directory.remembered(),
         directory_lookups: state.directory.lookups(),
+        directory_notices: state.directory.notices(),
     };
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")

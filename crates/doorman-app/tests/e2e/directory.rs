@@ -65,6 +65,35 @@ impl Two {
             .expect("the doorman_directory_lookups_total counter")
     }
 
+    /// Change notices each process has applied (`doorman_directory_notices_total`).
+    async fn notices(&self) -> [u64; 2] {
+        let mut seen = [0; 2];
+        for (i, process) in self.processes.iter().enumerate() {
+            seen[i] = self
+                .metrics(process)
+                .await
+                .lines()
+                .find_map(|l| l.strip_prefix("doorman_directory_notices_total "))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("the doorman_directory_notices_total counter");
+        }
+        seen
+    }
+
+    /// Waits until each process has applied a notice since `before`: what it remembers from
+    /// then on was learned after the change that sent it.
+    async fn wait_for_notices_since(&self, before: [u64; 2]) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let now = self.notices().await;
+            if now.iter().zip(before).all(|(now, before)| *now > before) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no notice of the change: {before:?} then {now:?}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Delivers five more events for `team` to each process and asserts none of them asked the
     /// database who `team` is: the directory answered from memory.
     async fn served_from_memory(&self, team: &str) {
@@ -138,14 +167,18 @@ async fn a_pause_and_a_resume_apply_in_both_processes_within_200_ms() {
     }
     two.served_from_memory("T1").await;
 
+    let before = two.notices().await;
     two.db.operator().pause(two.tenant, true).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 503).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "pause applied after {took:?}");
+    two.wait_for_notices_since(before).await;
     two.served_from_memory("T1").await;
 
+    let before = two.notices().await;
     two.db.operator().pause(two.tenant, false).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 200).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "resume applied after {took:?}");
+    two.wait_for_notices_since(before).await;
     two.served_from_memory("T1").await;
 }
 
@@ -171,9 +204,11 @@ async fn with_the_listeners_killed_a_pause_made_at_once_still_applies_within_200
     for process in &two.processes {
         two.wait_for_listener(process).await;
     }
+    let before = two.notices().await;
     two.db.operator().pause(two.tenant, false).await.unwrap();
     let took = two.time_until(Instant::now(), "T1", |status, _| status == 200).await;
     assert!(took.iter().all(|t| *t <= WITHIN), "resume applied after {took:?}");
+    two.wait_for_notices_since(before).await;
     two.served_from_memory("T1").await;
 }
 
@@ -189,6 +224,7 @@ async fn a_workspace_link_makes_a_workspace_remembered_as_unknown_route_within_2
     }
     two.served_from_memory("TNEW").await;
 
+    let before = two.notices().await;
     two.db.operator().link(two.tenant, Some("TNEW"), None).await.unwrap();
     let linked_at = Instant::now();
     let mut took = [None, None];
@@ -207,5 +243,6 @@ async fn a_workspace_link_makes_a_workspace_remembered_as_unknown_route_within_2
     }
     let took = took.map(Option::unwrap);
     assert!(took.iter().all(|t| *t <= WITHIN), "link applied after {took:?}");
+    two.wait_for_notices_since(before).await;
     two.served_from_memory("TNEW").await;
 }
