@@ -12,7 +12,7 @@ default:
 # tests are among them).
 # Run every test: the alert rules' (promtool), then the workspace's (needs PostgreSQL and
 # Chromium: see `just postgres`, `just browser`), then Schemathesis against the admin API.
-test: postgres browser alerts
+test: postgres browser alerts pgbouncer
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
     just api-contract
@@ -304,6 +304,31 @@ alerts:
     cd deploy/prometheus
     promtool check rules alerts.yml
     promtool test rules alerts.test.yml
+
+# The pooler test starts Debian's PgBouncer itself (as the postgres user); make sure it is here.
+pgbouncer:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then exit 0; fi
+    echo "installing pgbouncer from Debian's packages" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null
+
+# Not part of CI. Runs the failover tests RUNS times in a row with stress-ng keeping both cores busy.
+failover-stress RUNS="3": postgres
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if ! command -v stress-ng >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends stress-ng >/dev/null
+    fi
+    cargo test --locked -p doorman-app --test e2e --no-run
+    stress-ng --cpu 2 --timeout 0 --quiet &
+    trap 'kill $!' EXIT
+    for run in $(seq 1 {{RUNS}}); do
+        echo "run $run of {{RUNS}}" >&2
+        cargo test --locked -p doorman-app --test e2e failover -- --nocapture 2>&1 | grep -E 'failover with|promoted|pause applied|test result|panicked'
+    done
 
 # The install flow's browser test drives Debian's Chromium through chromium-driver.
 # Make sure headless Chromium and its WebDriver are installed (apt on a fresh Debian machine).

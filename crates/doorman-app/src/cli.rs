@@ -332,10 +332,23 @@ pub struct ServeArgs {
     #[arg(long, env = "DOORMAN_DB_BACKGROUND_POOL_SIZE", default_value_t = 4)]
     pub db_background_pool_size: u32,
 
-    /// How long a request waits for each database connection (it takes two: resolve, claim)
-    /// before it is answered 503. At most 1250ms, so both waits fit in Slack's 3 s.
+    /// How long a request waits for a database connection to resolve its workspace before it
+    /// is answered 503. At most 1250ms: with the claim's own 1.5 s (its connection wait, its
+    /// commit, and settling it after a lost connection), inside Slack's 3 s.
     #[arg(long, env = "DOORMAN_DB_ACQUIRE_TIMEOUT", default_value = "1s")]
     pub db_acquire_timeout: humantime::Duration,
+
+    /// How DATABASE_URL reaches PostgreSQL: `session` (directly, or through a pooler in
+    /// session mode) or `transaction` (through a pooler in transaction mode, such as
+    /// PgBouncer's `pool_mode = transaction`: every unit of work is a transaction of its own,
+    /// and no prepared statement is kept). `transaction` needs DOORMAN_LISTEN_DATABASE_URL.
+    #[arg(long, env = "DOORMAN_DB_POOL_MODE", value_enum, default_value = "session")]
+    pub db_pool_mode: DbPoolMode,
+
+    /// Where the directory's listener connects (`LISTEN` needs a session of its own): directly
+    /// to PostgreSQL, or through a pooler in session mode. Default: DATABASE_URL.
+    #[arg(long, env = "DOORMAN_LISTEN_DATABASE_URL", hide_env_values = true)]
+    pub listen_database_url: Option<Secret>,
 
     /// HTTP worker threads (0: one per CPU).
     #[arg(long, env = "DOORMAN_WORKERS", default_value_t = 0)]
@@ -585,4 +598,13 @@ pub struct ReplayArgs {
     pub db: DatabaseArgs,
     #[command(flatten)]
     pub dispatch: DispatchArgs,
+}
+
+/// `DOORMAN_DB_POOL_MODE`: what stands between Doorman and PostgreSQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DbPoolMode {
+    /// Nothing, or a pooler in session mode.
+    Session,
+    /// A pooler in transaction mode.
+    Transaction,
 }

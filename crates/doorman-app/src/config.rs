@@ -11,19 +11,26 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, DestinationPolicy, LimitSettings};
 use doorman_adapters::postgres::PoolSettings;
+use doorman_adapters::postgres::pool::PoolMode;
 use doorman_adapters::secrets::Keyring;
 use doorman_adapters::slack::oauth::SlackApp;
 use doorman_adapters::slack::{SigningSecret, Verifier};
 use doorman_domain::Retention;
 
-use crate::cli::{AdminServeArgs, DestinationArgs, DispatchArgs, KeysArgs, Secret, ServeArgs, SlackAppArgs};
+use crate::cli::{
+    AdminServeArgs, DbPoolMode, DestinationArgs, DispatchArgs, KeysArgs, Secret, ServeArgs, SlackAppArgs,
+};
 
-/// The longest a request may wait for each of its two database connections.
+/// The longest a request may wait for a connection to resolve its workspace: with the
+/// claim's 1.5 s (`ClaimTimeouts::confirm_within`), inside Slack's 3 s.
 pub const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_millis(1250);
 
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
     pub database_url: Secret,
+    /// Where the directory's listener connects (`DOORMAN_LISTEN_DATABASE_URL`, else the
+    /// database URL).
+    pub listen_database_url: Secret,
     pub bind: SocketAddr,
     pub verifier: Verifier,
     pub retention: Retention,
@@ -183,21 +190,34 @@ impl ServeConfig {
             bail!("DOORMAN_DB_POOL_SIZE and DOORMAN_DB_BACKGROUND_POOL_SIZE must be above zero");
         }
         let acquire = *args.db_acquire_timeout;
-        // An acknowledgement checks out a connection twice (resolve, then claim), so two waits
-        // plus the statements must fit in Slack's 3 s.
+        // An acknowledgement waits for a connection to resolve, then at most
+        // `ClaimTimeouts::confirm_within` (1.5 s) for its claim: both must fit in Slack's 3 s.
         if acquire > MAX_ACQUIRE_TIMEOUT {
             bail!(
-                "DOORMAN_DB_ACQUIRE_TIMEOUT must be at most 1250ms: an answer may wait for a connection twice inside Slack's 3 s"
+                "DOORMAN_DB_ACQUIRE_TIMEOUT must be at most 1250ms: with the claim's 1.5 s it must fit inside Slack's 3 s"
             );
         }
         if args.body_read_timeout.is_zero() {
             bail!("DOORMAN_BODY_READ_TIMEOUT must be above zero");
+        }
+        let mode = match args.db_pool_mode {
+            DbPoolMode::Session => PoolMode::Session,
+            DbPoolMode::Transaction => PoolMode::Transaction,
+        };
+        if mode == PoolMode::Transaction && args.listen_database_url.is_none() {
+            bail!(
+                "DOORMAN_DB_POOL_MODE=transaction needs DOORMAN_LISTEN_DATABASE_URL: the directory's LISTEN needs a session of its own (PostgreSQL directly, or a pooler in session mode)"
+            );
         }
         let DispatchConfig { retention, bridge, keys, slack_app } =
             DispatchConfig::from_args(&args.dispatch)?;
         let workers = workers(args.workers);
         Ok(Self {
             database_url: args.db.database_url.clone(),
+            listen_database_url: args
+                .listen_database_url
+                .clone()
+                .unwrap_or_else(|| args.db.database_url.clone()),
             bind: args.bind,
             verifier: Verifier::new(secrets, *args.signature_window),
             retention,
@@ -206,12 +226,14 @@ impl ServeConfig {
             pool: PoolSettings {
                 max_size: args.db_pool_size,
                 connection_timeout: acquire,
+                mode,
                 ..PoolSettings::default()
             },
             // No deadline after the answer: wait longer for a connection rather than fail a
             // completion that would leave a delivered event looking stranded.
             background_pool: PoolSettings {
                 max_size: args.db_background_pool_size,
+                mode,
                 connection_timeout: Duration::from_secs(30),
                 ..PoolSettings::default()
             },

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use doorman_domain::{Acknowledgement, Handled, RetryReason, Unavailability};
+use doorman_domain::{Acknowledgement, Handled, NotSent, RetryReason, Unavailability};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -149,7 +149,11 @@ impl Metrics {
         let retries = Family::<Reason, Counter>::default();
         registry.register("retries", "Deliveries Slack marked as retries, by stated reason", retries.clone());
         let dispatches = Family::<OutcomeLabel, Counter>::default();
-        registry.register("dispatches", "Dispatches to agents, by outcome", dispatches.clone());
+        registry.register(
+            "dispatches",
+            "Jobs handled after the answer, by outcome: delivered, delivered_unrecorded, failed, and for claims whose commit was not confirmed claimed_elsewhere or unsettled (nothing sent)",
+            dispatches.clone(),
+        );
         let dispatch_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 15));
         registry.register(
             "dispatch_seconds",
@@ -295,6 +299,8 @@ impl Metrics {
             Handled::Delivered { .. } => "delivered",
             Handled::DeliveredUnrecorded(_) => "delivered_unrecorded",
             Handled::Failed { .. } => "failed",
+            Handled::NotSent(NotSent::ClaimedElsewhere) => "claimed_elsewhere",
+            Handled::NotSent(NotSent::Unsettled(_)) => "unsettled",
         };
         self.dispatches.get_or_create(&OutcomeLabel { outcome }).inc();
         self.dispatch_seconds.observe(elapsed.as_secs_f64());

@@ -95,7 +95,8 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     check_keys(&pool, &config).await?;
     let directory = NotifiedDirectory::new(PgTenantDirectory::new(pool.clone(), config.keys.clone()));
     // Until it has subscribed, the directory resolves from the database.
-    let directory_listener = postgres::listener::spawn(config.database_url.expose(), directory.notices());
+    let directory_listener =
+        postgres::listener::spawn(config.listen_database_url.expose(), directory.notices());
     let directory_status = directory.status();
     let (bridge, oauth) = outbound(&config.bridge, config.slack_app.as_ref())?;
     let installs = match (&config.slack_app, &oauth) {

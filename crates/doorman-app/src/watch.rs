@@ -31,7 +31,7 @@ pub fn spawn(pool: PgPool, metrics: Arc<Metrics>) -> tokio::task::JoinHandle<()>
 }
 
 async fn watch_once(pool: &PgPool, metrics: &Metrics) {
-    let ready = matches!(migrations::is_current(pool).await, Ok(true));
+    let ready = matches!(migrations::readiness(pool).await, Ok(migrations::Readiness::Ready));
     metrics.readiness(ready);
     if !ready {
         return;

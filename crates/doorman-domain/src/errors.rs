@@ -28,6 +28,11 @@ pub enum StorageError {
     /// anticipate, a row it could not read). A bug or a schema drift, not load.
     #[error("storage error: {0}")]
     Unexpected(String),
+    /// A write was sent but its commit was never confirmed: the connection died under it (a
+    /// primary lost mid-commit) or it took longer than allowed. It may or may not have been
+    /// made; only a look at the store, later, can say.
+    #[error("storage did not confirm the write: {0}")]
+    Unconfirmed(String),
 }
 
 /// Slack's OAuth endpoint did not grant what was asked.

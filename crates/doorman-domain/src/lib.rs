@@ -18,4 +18,4 @@ pub mod usecases;
 
 pub use errors::{DispatchError, OAuthError, OperatorError, RefreshError, StorageError, ValidationError};
 pub use model::*;
-pub use usecases::{Acknowledgement, Decision, Handled, Inbound, Unavailability};
+pub use usecases::{Acknowledgement, Decision, Handled, Inbound, NotSent, Unavailability};

@@ -14,7 +14,7 @@ use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{PgReceiptStore, PgTenantDirectory, PoolSettings, listener, pool};
 use doorman_domain::ports::{ReceiptStore, TenantDirectory};
 use doorman_domain::{
-    Claim, ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, WorkspaceId, WorkspaceRef,
+    Claim, ClaimId, ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, WorkspaceId, WorkspaceRef,
 };
 use doorman_testkit::database::test_keys;
 use hdrhistogram::Histogram;
@@ -84,6 +84,7 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
                     let now = chrono::Utc::now();
                     let receipt = NewReceipt {
                         key: key.clone(),
+                        claim: ClaimId::generate(),
                         event_type: Label::new("event type", "app_mention")?,
                         attempt: 0,
                         claimed_at: now,

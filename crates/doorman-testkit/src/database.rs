@@ -248,6 +248,18 @@ async fn ensure_template(server: &str) -> String {
         drop_superseded_templates(&mut admin, &template).await;
     }
     // Under the same lock: the roles outlive databases, so they are made (or found) each time.
+    create_login_roles(&mut admin).await;
+    diesel::sql_query("SELECT pg_advisory_unlock($1)")
+        .bind::<BigInt, _>(lock_key)
+        .execute(&mut admin)
+        .await
+        .expect("release the template lock");
+    template
+}
+
+/// Creates (or finds) [`SERVER_ROLE`] and [`ADMIN_ROLE`] on the server `admin` is connected
+/// to, once the migrations have made the roles they are members of.
+pub async fn create_login_roles(admin: &mut AsyncPgConnection) {
     for (login, member_of) in [(SERVER_ROLE, "doorman_app"), (ADMIN_ROLE, "doorman_admin")] {
         diesel::sql_query(format!(
             "DO $$ BEGIN \
@@ -257,16 +269,10 @@ async fn ensure_template(server: &str) -> String {
                GRANT {member_of} TO {login}; \
              END $$"
         ))
-        .execute(&mut admin)
+        .execute(admin)
         .await
         .expect("create a least-privileged login role");
     }
-    diesel::sql_query("SELECT pg_advisory_unlock($1)")
-        .bind::<BigInt, _>(lock_key)
-        .execute(&mut admin)
-        .await
-        .expect("release the template lock");
-    template
 }
 
 /// Templates built from earlier versions of the migrations are of no further use. One still

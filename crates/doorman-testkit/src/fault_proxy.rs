@@ -2,9 +2,11 @@
 //! Doorman and an agent, it passes bytes through until told to delay them, refuse new
 //! connections (the port closes, so connecting fails with "connection refused"), cut every
 //! open connection, or cut them all the moment a client sends given bytes (say, `COMMIT`: a
-//! transaction cut after its statements and before its commit).
+//! transaction cut after its statements and before its commit), or let given bytes through
+//! and lose the server's answer to them as a server dying right after its commit would.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +25,11 @@ struct Shared {
     cut_on: Mutex<Option<Vec<u8>>>,
     /// Client bytes to count, and how many chunks carrying them have arrived.
     watched: Mutex<Option<(Vec<u8>, usize)>>,
+    /// Client bytes (once) whose answer is lost: the server gets them, its answer is dropped,
+    /// and the proxy stops as a dead server would.
+    lose_answer_on: Mutex<Option<Vec<u8>>>,
+    /// Accepting connections while set.
+    acceptor: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -30,6 +37,13 @@ impl Shared {
         for task in self.connections.lock().unwrap().drain(..) {
             task.abort();
         }
+    }
+
+    fn refuse(&self) {
+        if let Some(acceptor) = self.acceptor.lock().unwrap().take() {
+            acceptor.abort();
+        }
+        self.cut();
     }
 }
 
@@ -39,7 +53,6 @@ pub struct FaultProxy {
     addr: SocketAddr,
     upstream: SocketAddr,
     shared: Arc<Shared>,
-    acceptor: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl FaultProxy {
@@ -48,8 +61,8 @@ impl FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared::default());
-        let acceptor = tokio::spawn(accept(listener, upstream, shared.clone()));
-        Self { addr, upstream, shared, acceptor: Mutex::new(Some(acceptor)) }
+        *shared.acceptor.lock().unwrap() = Some(tokio::spawn(accept(listener, upstream, shared.clone())));
+        Self { addr, upstream, shared }
     }
 
     /// Where clients connect.
@@ -78,6 +91,13 @@ impl FaultProxy {
         *self.shared.cut_on.lock().unwrap() = Some(pattern.to_vec());
     }
 
+    /// The next time a client sends a chunk containing `pattern`, forward it, then drop the
+    /// server's answer on that connection and [refuse](FaultProxy::refuse) everything: the
+    /// server did the work (committed, say) and died before anyone heard. Once.
+    pub fn lose_answer_to(&self, pattern: &[u8]) {
+        *self.shared.lose_answer_on.lock().unwrap() = Some(pattern.to_vec());
+    }
+
     /// From now on, count the client chunks that contain `pattern` (as they arrive, before any
     /// delay), for [`FaultProxy::wait_for_client`].
     pub fn watch_client(&self, pattern: &[u8]) {
@@ -103,15 +123,12 @@ impl FaultProxy {
 
     /// Stop listening and cut every open connection: new connections are refused.
     pub fn refuse(&self) {
-        if let Some(acceptor) = self.acceptor.lock().unwrap().take() {
-            acceptor.abort();
-        }
-        self.cut();
+        self.shared.refuse();
     }
 
     /// Listen again on the same port after [`FaultProxy::refuse`].
     pub async fn restore(&self) {
-        if self.acceptor.lock().unwrap().is_some() {
+        if self.shared.acceptor.lock().unwrap().is_some() {
             return;
         }
         // The aborted acceptor drops its listener asynchronously; retry briefly until the
@@ -127,7 +144,7 @@ impl FaultProxy {
             }
         }
         let listener = listener.expect("rebind the proxy's port");
-        *self.acceptor.lock().unwrap() =
+        *self.shared.acceptor.lock().unwrap() =
             Some(tokio::spawn(accept(listener, self.upstream, self.shared.clone())));
     }
 }
@@ -152,8 +169,10 @@ async fn forward(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
     let Ok(server) = TcpStream::connect(upstream).await else { return };
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let up = pipe(client_read, server_write, shared.clone(), true);
-    let down = pipe(server_read, client_write, shared, false);
+    // Set once this connection's next answer is to be lost.
+    let losing = Arc::new(AtomicBool::new(false));
+    let up = pipe(client_read, server_write, shared.clone(), Side::Client, losing.clone());
+    let down = pipe(server_read, client_write, shared, Side::Server, losing);
     // When either direction ends, the connection is over.
     tokio::select! {
         _ = up => {}
@@ -161,39 +180,60 @@ async fn forward(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
     }
 }
 
+/// Whose bytes a pipe carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Client,
+    Server,
+}
+
 async fn pipe(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     shared: Arc<Shared>,
-    from_client: bool,
+    side: Side,
+    losing: Arc<AtomicBool>,
 ) {
+    let contains = |chunk: &[u8], pattern: &[u8]| chunk.windows(pattern.len()).any(|w| w == pattern);
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buffer).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
-        if from_client {
-            if let Some((pattern, seen)) = shared.watched.lock().unwrap().as_mut()
-                && buffer[..n].windows(pattern.len()).any(|w| w == pattern.as_slice())
-            {
-                *seen += 1;
-            }
-            let mut cut_on = shared.cut_on.lock().unwrap();
-            let hit =
-                cut_on.as_ref().is_some_and(|p| buffer[..n].windows(p.len()).any(|w| w == p.as_slice()));
-            if hit {
-                *cut_on = None;
+        let chunk = &buffer[..n];
+        match side {
+            Side::Client => {
+                if let Some((pattern, seen)) = shared.watched.lock().unwrap().as_mut()
+                    && contains(chunk, pattern)
+                {
+                    *seen += 1;
+                }
+                let mut cut_on = shared.cut_on.lock().unwrap();
+                if cut_on.as_ref().is_some_and(|p| contains(chunk, p)) {
+                    *cut_on = None;
+                    drop(cut_on);
+                    shared.cut();
+                    return;
+                }
                 drop(cut_on);
-                shared.cut();
+                let mut lose_on = shared.lose_answer_on.lock().unwrap();
+                if lose_on.as_ref().is_some_and(|p| contains(chunk, p)) {
+                    *lose_on = None;
+                    losing.store(true, Ordering::SeqCst);
+                }
+            }
+            Side::Server if losing.load(Ordering::SeqCst) => {
+                shared.refuse();
                 return;
             }
+            Side::Server => {}
         }
         let delay = *shared.delay.lock().unwrap();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
-        if to.write_all(&buffer[..n]).await.is_err() {
+        if to.write_all(chunk).await.is_err() {
             return;
         }
     }

@@ -4,9 +4,11 @@
 //! dev-dependency, and only `doorman-loadgen` as a normal one (`just check-hexagon` proves
 //! `doorman-app`'s normal dependency tree does not contain it).
 //!
+//! - [`cluster`]: a primary and a streaming standby of a test's own, for failover tests.
 //! - [`database`]: a fresh PostgreSQL database per test, cloned from a migrated template.
 //! - [`migrations`]: reverting and listing migrations, for tests of the down scripts.
 //! - [`operator`]: the operator use cases as the command line runs them, for setting up tests.
+//! - [`pgbouncer`]: PgBouncer in transaction pooling mode before the test server.
 //! - [`schema`]: the schema as one normalised text (`pg_dump --schema-only`).
 //! - [`fake_agent`]: a real HTTP agent on loopback that verifies Standard Webhooks signatures.
 //! - [`fake_slack`]: Slack's authorize page and `oauth.v2.access`, for install tests.
@@ -14,6 +16,8 @@
 //! - [`serve_process`]: the `doorman` binary as a child process, its logs kept per process.
 //! - [`slack`]: requests signed as Slack signs them.
 
+mod as_postgres;
+pub mod cluster;
 pub mod database;
 pub mod fake_agent;
 pub mod fake_slack;
@@ -21,6 +25,7 @@ pub mod fault_proxy;
 pub mod keys;
 pub mod migrations;
 pub mod operator;
+pub mod pgbouncer;
 pub mod schema;
 pub mod serve_process;
 pub mod slack;

@@ -12,7 +12,7 @@ use doorman_domain::{
 };
 use uuid::Uuid;
 
-use super::errors::{from_diesel, from_pool};
+use super::errors::from_diesel;
 use super::pool::PgPool;
 use crate::secrets::{Keyring, OpenError, SealedIn};
 
@@ -172,16 +172,15 @@ impl TenantDirectory for PgTenantDirectory {
         platform: Platform,
         workspace: &WorkspaceRef,
     ) -> Result<Option<Tenant>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let found: Option<Resolved> = diesel::sql_query("SELECT * FROM doorman_resolve($1, $2, $3)")
+        let mut unit = self.pool.unit().await?;
+        let found = diesel::sql_query("SELECT * FROM doorman_resolve($1, $2, $3)")
             .bind::<Text, _>(platform.as_str())
             .bind::<Nullable<Text>, _>(workspace.team_id().map(|id| id.as_str()))
             .bind::<Nullable<Text>, _>(workspace.enterprise_id().map(|id| id.as_str()))
-            .get_results(&mut conn)
+            .get_results::<Resolved>(&mut unit)
             .await
-            .map_err(from_diesel)?
-            .into_iter()
-            .next();
+            .map_err(from_diesel);
+        let found = unit.finish(found).await?.into_iter().next();
         let Some(row) = found else { return Ok(None) };
         let tenant = TenantId::from_uuid(row.tenant_id);
         let installation = self.installation(tenant, &row);
@@ -207,9 +206,10 @@ pub struct KeyUse {
 /// Which keys the stored secrets are sealed with, across tenants (`doorman_secret_key_ids`:
 /// ids and counts only), so a starting server can refuse to run without one of them.
 pub async fn sealed_key_ids(pool: &PgPool) -> Result<Vec<KeyUse>, StorageError> {
-    let mut conn = pool.get().await.map_err(from_pool)?;
-    diesel::sql_query("SELECT key_id, secrets FROM doorman_secret_key_ids()")
-        .load(&mut conn)
+    let mut unit = pool.unit().await?;
+    let uses = diesel::sql_query("SELECT key_id, secrets FROM doorman_secret_key_ids()")
+        .load(&mut unit)
         .await
-        .map_err(from_diesel)
+        .map_err(from_diesel);
+    unit.finish(uses).await
 }

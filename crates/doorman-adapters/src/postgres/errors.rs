@@ -11,9 +11,11 @@ pub(crate) fn from_diesel(error: DieselError) -> StorageError {
     match error {
         DieselError::DatabaseError(kind, info) => match kind {
             // UnableToSendCommand: the connection broke mid-statement (a cut, a restart).
+            // ReadOnlyTransaction: a standby, or a primary on its way down; nothing was written.
             DatabaseErrorKind::ClosedConnection
             | DatabaseErrorKind::UnableToSendCommand
-            | DatabaseErrorKind::SerializationFailure => StorageError::Unavailable(info.message().to_owned()),
+            | DatabaseErrorKind::SerializationFailure
+            | DatabaseErrorKind::ReadOnlyTransaction => StorageError::Unavailable(info.message().to_owned()),
             _ => StorageError::Unexpected(info.message().to_owned()),
         },
         DieselError::BrokenTransactionManager => {

@@ -8,11 +8,17 @@
 //!
 //! A failed batch writes nothing (it is one transaction) and every request in it gets the
 //! error. A worker that panics answers its batch with an error and keeps serving.
+//!
+//! A caller may bound its wait ([`GroupCommit::submit_within`]). One that gives up before its
+//! request was taken into a batch withdraws it (it is never written: `Unavailable`); one that
+//! gives up after cannot know whether it was (`Unconfirmed`).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
 
 use doorman_domain::StorageError;
 use futures_util::FutureExt;
@@ -38,15 +44,29 @@ impl Default for GroupSettings {
 }
 
 type Reply<A> = oneshot::Sender<Result<A, StorageError>>;
+type Answer<A> = oneshot::Receiver<Result<A, StorageError>>;
 /// The queue's receiving end, shared by the workers: whoever holds it gathers the next batch.
-type SharedReceiver<R, A> = Arc<Mutex<mpsc::UnboundedReceiver<(R, Reply<A>)>>>;
+type SharedReceiver<R, A> = Arc<Mutex<mpsc::UnboundedReceiver<Queued<R, A>>>>;
+
+/// A request in the queue, and where it stands: still queued, taken into a batch, or
+/// withdrawn by a caller that stopped waiting first. Exactly one of the two moves out of
+/// "queued" wins.
+struct Queued<R, A> {
+    request: R,
+    reply: Reply<A>,
+    stage: Arc<AtomicU8>,
+}
+
+const QUEUED: u8 = 0;
+const TAKEN: u8 = 1;
+const WITHDRAWN: u8 = 2;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Writes one batch in one transaction; one answer per request, in the requests' order.
 pub(crate) type Writer<R, A> = Arc<dyn Fn(Vec<R>) -> BoxFuture<Result<Vec<A>, StorageError>> + Send + Sync>;
 
 pub(crate) struct GroupCommit<R, A> {
-    queue: mpsc::UnboundedSender<(R, Reply<A>)>,
+    queue: mpsc::UnboundedSender<Queued<R, A>>,
 }
 
 impl<R, A> Clone for GroupCommit<R, A> {
@@ -69,14 +89,40 @@ impl<R: Send + 'static, A: Send + 'static> GroupCommit<R, A> {
 
     /// Queues `request` and waits until the transaction holding it has committed.
     pub(crate) async fn submit(&self, request: R) -> Result<A, StorageError> {
-        let (reply, answer) = oneshot::channel();
-        self.queue
-            .send((request, reply))
-            .map_err(|_| StorageError::Unexpected("the batch writer has stopped".into()))?;
-        answer
-            .await
-            .unwrap_or_else(|_| Err(StorageError::Unexpected("the batch writer dropped a request".into())))
+        let (answer, _) = self.enqueue(request)?;
+        answered(answer.await)
     }
+
+    /// Like [`GroupCommit::submit`], waiting at most `within`. Given up while still queued,
+    /// the request is withdrawn and never written (`Unavailable`); given up once taken into
+    /// a batch, it may or may not be written (`Unconfirmed`).
+    pub(crate) async fn submit_within(&self, request: R, within: Duration) -> Result<A, StorageError> {
+        let (answer, stage) = self.enqueue(request)?;
+        match tokio::time::timeout(within, answer).await {
+            Ok(answer) => answered(answer),
+            Err(_)
+                if stage.compare_exchange(QUEUED, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire).is_ok() =>
+            {
+                Err(StorageError::Unavailable(format!("not written: no turn to write within {within:?}")))
+            }
+            Err(_) => Err(StorageError::Unconfirmed(format!("sent, but not confirmed within {within:?}"))),
+        }
+    }
+
+    fn enqueue(&self, request: R) -> Result<(Answer<A>, Arc<AtomicU8>), StorageError> {
+        let (reply, answer) = oneshot::channel();
+        let stage = Arc::new(AtomicU8::new(QUEUED));
+        self.queue
+            .send(Queued { request, reply, stage: stage.clone() })
+            .map_err(|_| StorageError::Unexpected("the batch writer has stopped".into()))?;
+        Ok((answer, stage))
+    }
+}
+
+fn answered<A>(
+    answer: Result<Result<A, StorageError>, oneshot::error::RecvError>,
+) -> Result<A, StorageError> {
+    answer.unwrap_or_else(|_| Err(StorageError::Unexpected("the batch writer dropped a request".into())))
 }
 
 async fn work<R, A>(
@@ -98,7 +144,17 @@ async fn work<R, A>(
             }
             batch
         };
-        let (requests, replies): (Vec<R>, Vec<Reply<A>>) = batch.into_iter().unzip();
+        // Whatever its caller withdrew is not written.
+        let (requests, replies): (Vec<R>, Vec<Reply<A>>) = batch
+            .into_iter()
+            .filter(|queued| {
+                queued.stage.compare_exchange(QUEUED, TAKEN, Ordering::AcqRel, Ordering::Acquire).is_ok()
+            })
+            .map(|queued| (queued.request, queued.reply))
+            .unzip();
+        if requests.is_empty() {
+            continue;
+        }
         let size = requests.len();
         let outcome = AssertUnwindSafe(writer(requests))
             .catch_unwind()
@@ -185,5 +241,36 @@ mod tests {
         assert_eq!(group.submit(1).await, Err(StorageError::Unavailable("connection cut".into())));
         assert!(matches!(group.submit(2).await, Err(StorageError::Unexpected(_))));
         assert_eq!(group.submit(3).await, Ok(3));
+    }
+
+    /// A writer that records what it writes and holds each batch until `gate` is notified.
+    fn gated(gate: Arc<tokio::sync::Notify>, written: Arc<std::sync::Mutex<Vec<u32>>>) -> Writer<u32, u32> {
+        Arc::new(move |requests: Vec<u32>| {
+            let (gate, written) = (gate.clone(), written.clone());
+            Box::pin(async move {
+                gate.notified().await;
+                written.lock().unwrap().extend(&requests);
+                Ok(requests)
+            })
+        })
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_stops_waiting_withdraws_a_queued_request_and_cannot_know_about_a_taken_one() {
+        let (gate, written) = (Arc::new(tokio::sync::Notify::new()), Arc::default());
+        let group =
+            GroupCommit::start("test", GroupSettings::default(), gated(gate.clone(), Arc::clone(&written)));
+        let within = Duration::from_millis(50);
+        // 1 is taken into the first batch, which the gate holds; 2 waits its turn behind it.
+        let (first, second) = tokio::join!(group.submit_within(1, within), async {
+            tokio::task::yield_now().await;
+            group.submit_within(2, within).await
+        });
+        assert!(matches!(first, Err(StorageError::Unconfirmed(_))), "{first:?}");
+        assert!(matches!(second, Err(StorageError::Unavailable(_))), "{second:?}");
+        gate.notify_one(); // the first batch ends
+        gate.notify_one(); // and the next may pass at once
+        assert_eq!(group.submit(3).await, Ok(3));
+        assert_eq!(*written.lock().unwrap(), [1, 3], "the withdrawn request was never written");
     }
 }

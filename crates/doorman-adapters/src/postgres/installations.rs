@@ -21,7 +21,7 @@ use doorman_domain::{
 use uuid::Uuid;
 
 use super::directory::{BOT_TOKEN_COLUMN, REFRESH_TOKEN_COLUMN};
-use super::errors::{from_diesel, from_pool};
+use super::errors::from_diesel;
 use super::pool::{PgPool, act_for};
 use crate::secrets::{Keyring, SealedIn, random_token, token_hash};
 use crate::slack::oauth::SlackOAuthClient;
@@ -68,15 +68,13 @@ struct RecordedRow {
 
 impl InstallStore for PgInstallStore {
     async fn link(&self, token: &str) -> Result<LinkState, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let found: Option<Link> =
-            diesel::sql_query("SELECT tenant_id, expired FROM doorman_install_link($1)")
-                .bind::<Text, _>(token_hash(token))
-                .get_results(&mut conn)
-                .await
-                .map_err(from_diesel)?
-                .into_iter()
-                .next();
+        let mut unit = self.pool.unit().await?;
+        let found = diesel::sql_query("SELECT tenant_id, expired FROM doorman_install_link($1)")
+            .bind::<Text, _>(token_hash(token))
+            .get_results::<Link>(&mut unit)
+            .await
+            .map_err(from_diesel);
+        let found = unit.finish(found).await?.into_iter().next();
         Ok(match found {
             None => LinkState::Unknown,
             Some(Link { expired: true, .. }) => LinkState::Expired,
@@ -91,8 +89,8 @@ impl InstallStore for PgInstallStore {
     ) -> Result<OpenedState, StorageError> {
         let opened = OpenedState { state: random_token(), browser: random_token() };
         let (state_hash, browser_hash) = (token_hash(&opened.state), token_hash(&opened.browser));
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+        let mut unit = self.pool.unit().await?;
+        let opened_now = unit.transaction::<_, diesel::result::Error, _>(async |conn| {
             act_for(conn, tenant).await?;
             // States expire and are deleted: the table does not grow with installs.
             diesel::sql_query(
@@ -116,20 +114,22 @@ impl InstallStore for PgInstallStore {
             .map(drop)
         })
         .await
-        .map_err(from_diesel)?;
+        .map_err(from_diesel);
+        unit.finish(opened_now).await?;
         Ok(opened)
     }
 
     async fn take_state(&self, state: &str, browser: &str) -> Result<TakenState, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let taken: TakenRow = diesel::sql_query(
+        let mut unit = self.pool.unit().await?;
+        let taken = diesel::sql_query(
             "SELECT outcome, tenant_id, tenant_name FROM doorman_take_install_state($1, $2)",
         )
         .bind::<Text, _>(token_hash(state))
         .bind::<Text, _>(token_hash(browser))
-        .get_result(&mut conn)
+        .get_result::<TakenRow>(&mut unit)
         .await
-        .map_err(from_diesel)?;
+        .map_err(from_diesel);
+        let taken = unit.finish(taken).await?;
         Ok(match (taken.outcome.as_str(), taken.tenant_id) {
             ("ok", Some(tenant)) => TakenState::Taken {
                 tenant: TenantId::from_uuid(tenant),
@@ -147,8 +147,8 @@ impl InstallStore for PgInstallStore {
             self.keys.seal(token.expose().as_bytes(), SealedIn { tenant, column })
         };
         let workspace = &grant.workspace;
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let RecordedRow { outcome } = diesel::sql_query(
+        let mut unit = self.pool.unit().await?;
+        let recorded = diesel::sql_query(
             "SELECT doorman_record_installation($1, 'slack', $2, $3, $4, $5, $6, $7, $8, $9, $10) AS outcome",
         )
         .bind::<SqlUuid, _>(tenant.as_uuid())
@@ -161,9 +161,10 @@ impl InstallStore for PgInstallStore {
         .bind::<Text, _>(&grant.scopes)
         .bind::<Nullable<Text>, _>(grant.refresh_token.as_ref().map(|t| seal(t, REFRESH_TOKEN_COLUMN)))
         .bind::<Nullable<Timestamptz>, _>(grant.expires_at)
-        .get_result(&mut conn)
+        .get_result::<RecordedRow>(&mut unit)
         .await
-        .map_err(from_diesel)?;
+        .map_err(from_diesel);
+        let RecordedRow { outcome } = unit.finish(recorded).await?;
         match outcome.as_str() {
             "installed" => Ok(Recorded::Installed),
             "updated" => Ok(Recorded::Updated),
@@ -248,8 +249,8 @@ impl Installations for PgInstallations {
             installation.team_id.as_ref().map(|t| t.as_str().to_owned()),
             installation.enterprise_id.as_ref().map(|e| e.as_str().to_owned()),
         );
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let result = conn
+        let mut unit = self.pool.unit().await?;
+        let result = unit
             .transaction::<_, Stop, _>(async |conn| {
                 act_for(conn, tenant).await?;
                 let tokens: Tokens = diesel::sql_query(format!(
@@ -291,10 +292,11 @@ impl Installations for PgInstallations {
                 Ok(Installation { bot_token: Some(fresh.bot_token), expires_at: Some(fresh.expires_at), refreshable: true, ..current })
             })
             .await;
-        result.map_err(|stop| match stop {
+        let refreshed = result.map_err(|stop| match stop {
             Stop::Refused(error) => error,
             Stop::Database(error) => RefreshError::Storage(from_diesel(error)),
-        })
+        });
+        unit.finish(refreshed).await
     }
 
     async fn apply(
@@ -305,13 +307,11 @@ impl Installations for PgInstallations {
     ) -> Result<(), StorageError> {
         let team = workspace.team_id().map(|t| t.as_str());
         let enterprise = workspace.enterprise_id().map(|e| e.as_str());
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        match lifecycle {
-            Lifecycle::Uninstalled => {
-                remove_installation(&mut conn, tenant, workspace).await.map_err(from_diesel)?;
-            }
+        let mut unit = self.pool.unit().await?;
+        let applied = match lifecycle {
+            Lifecycle::Uninstalled => remove_installation(&mut unit, tenant, workspace).await.map(drop),
             Lifecycle::TokensRevoked { bot_user_ids } => {
-                conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                unit.transaction::<_, diesel::result::Error, _>(async |conn| {
                     act_for(conn, tenant).await?;
                     diesel::sql_query(format!(
                         "UPDATE messaging_installations SET bot_token = NULL, refresh_token = NULL, token_expires_at = NULL, \
@@ -326,10 +326,9 @@ impl Installations for PgInstallations {
                     .map(drop)
                 })
                 .await
-                .map_err(from_diesel)?;
             }
-        }
-        Ok(())
+        };
+        unit.finish(applied.map_err(from_diesel)).await
     }
 }
 

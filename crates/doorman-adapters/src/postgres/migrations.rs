@@ -8,7 +8,7 @@ use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use doorman_domain::StorageError;
 
-use super::errors::{from_diesel, from_pool};
+use super::errors::from_diesel;
 use super::pool::PgPool;
 
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
@@ -45,22 +45,43 @@ pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationErr
     .await
 }
 
-/// Whether the database has applied every migration this binary embeds, asked through the
-/// server pool (for `/readyz`).
-pub async fn is_current(pool: &PgPool) -> Result<bool, StorageError> {
+/// What `/readyz` reports about the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    /// Some migration this binary embeds is not applied.
+    MigrationsPending,
+    /// The server reached accepts no writes (a standby, or a primary on its way down): claims
+    /// would fail. A URL with `target_session_attrs=read-write` never connects to one.
+    ReadOnly,
+}
+
+/// Whether the database has every migration this binary embeds and accepts writes.
+pub async fn readiness(pool: &PgPool) -> Result<Readiness, StorageError> {
     #[derive(diesel::QueryableByName)]
     struct Applied {
         #[diesel(sql_type = diesel::sql_types::Text)]
         version: String,
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        read_only: bool,
     }
-    let mut conn = pool.get().await.map_err(from_pool)?;
-    let applied: Vec<Applied> = diesel::sql_query("SELECT version FROM __diesel_schema_migrations")
-        .load(&mut conn)
-        .await
-        .map_err(from_diesel)?;
+    let mut unit = pool.unit().await?;
+    let applied = diesel::sql_query(
+        "SELECT version, pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' AS read_only \
+           FROM __diesel_schema_migrations",
+    )
+    .load::<Applied>(&mut unit)
+    .await
+    .map_err(from_diesel);
+    let applied = unit.finish(applied).await?;
     let embedded = MigrationSource::<Pg>::migrations(&MIGRATIONS)
         .map_err(|e| StorageError::Unexpected(format!("embedded migrations: {e}")))?;
-    Ok(embedded.iter().all(|m| applied.iter().any(|a| a.version == m.name().version().to_string())))
+    if applied.iter().any(|a| a.read_only) {
+        return Ok(Readiness::ReadOnly);
+    }
+    let current =
+        embedded.iter().all(|m| applied.iter().any(|a| a.version == m.name().version().to_string()));
+    Ok(if current { Readiness::Ready } else { Readiness::MigrationsPending })
 }
 
 /// How many migrations this binary embeds.

@@ -16,6 +16,7 @@
 //! [`errors`]; nothing here panics on a database failure.
 
 pub mod admin;
+pub mod claims;
 pub mod directory;
 pub mod errors;
 pub mod group_commit;
@@ -33,6 +34,7 @@ pub mod stored_events;
 pub use admin::{
     PgAdminKeys, PgAgents, PgAuditTrail, PgInstallRecords, PgLedger, PgOperatorPorts, PgTenants, PgWorkspaces,
 };
+pub use claims::ClaimTimeouts;
 pub use directory::PgTenantDirectory;
 pub use group_commit::GroupSettings;
 pub use installations::{PgInstallStore, PgInstallations};

@@ -1,12 +1,28 @@
-//! The server's connection pool.
+//! Connection pools, and the unit of work every query runs in.
+//!
+//! Directly, or through a pooler in session mode, a pooled connection is Doorman's own while
+//! it holds it: it takes its role once (`SET ROLE`) and keeps its prepared statements. Through
+//! a pooler in transaction mode (PgBouncer's `pool_mode = transaction`) it is not: each
+//! transaction may run on another server connection. So in [`PoolMode::Transaction`] each
+//! [`Unit`] of work is a transaction of its own that names its role first (`BEGIN; SET LOCAL
+//! ROLE …` in one round trip), and nothing is prepared for later. Nothing else Doorman does
+//! relies on the session: tenants are named per transaction (`set_config(…, true)`), and the
+//! one thing that needs a session, the directory's `LISTEN`, has a connection of its own
+//! ([`super::listener`]).
 
 use std::time::Duration;
 
+use diesel::connection::CacheSize;
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, PoolableConnection, RecyclingMethod,
 };
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{
+    AnsiTransactionManager, AsyncConnection, AsyncPgConnection, RunQueryDsl, TransactionManager,
+};
+use doorman_domain::StorageError;
 use futures_util::FutureExt;
+
+use super::errors::{from_diesel, from_pool};
 
 /// The role every server connection acts as. Created by the first migration.
 pub const APP_ROLE: &str = "doorman_app";
@@ -15,20 +31,31 @@ pub const APP_ROLE: &str = "doorman_app";
 /// it writes the directory, never claims.
 pub const ADMIN_ROLE: &str = "doorman_admin";
 
-pub type PgPool = bb8::Pool<AsyncDieselConnectionManager<AsyncPgConnection>>;
+type Manager = AsyncDieselConnectionManager<AsyncPgConnection>;
 
-/// Pool sizing and timeouts.
+/// How Doorman reaches PostgreSQL (`DOORMAN_DB_POOL_MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PoolMode {
+    /// Directly, or through a pooler in session mode.
+    #[default]
+    Session,
+    /// Through a pooler in transaction mode: every unit of work is a transaction that names
+    /// its role, and no statement is prepared for a later transaction.
+    Transaction,
+}
+
+/// Pool sizing, timeouts and mode.
 #[derive(Debug, Clone)]
 pub struct PoolSettings {
     /// Most connections open at once. A delivery holds one for its resolve and one for its
     /// claim, one statement each. On a 2-core machine 8 beat 4 and 16 (docs/benchmarks.md):
     /// more backends than cores mostly add contention.
     pub max_size: u32,
-    /// How long a request waits for a free connection before it is answered 503. A delivery
-    /// may wait twice (resolve, claim), so twice this must stay well under Slack's 3 s.
+    /// How long a request waits for a free connection before it is answered 503.
     pub connection_timeout: Duration,
     /// Connections idle longer than this are closed.
     pub idle_timeout: Duration,
+    pub mode: PoolMode,
 }
 
 impl Default for PoolSettings {
@@ -37,27 +64,45 @@ impl Default for PoolSettings {
             max_size: 8,
             connection_timeout: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(300),
+            mode: PoolMode::Session,
         }
     }
 }
 
-/// Opens the server pool. Every connection runs `SET ROLE doorman_app` as it opens, so
-/// row-level security applies to all it does; a pooled connection is never `RESET ROLE`.
+/// A pool of connections that act as one role (or as the login user).
+#[derive(Clone)]
+pub struct PgPool {
+    connections: bb8::Pool<Manager>,
+    role: Option<&'static str>,
+    mode: PoolMode,
+}
+
+impl std::fmt::Debug for PgPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgPool").field("role", &self.role).field("mode", &self.mode).finish_non_exhaustive()
+    }
+}
+
+/// Opens the server pool: every connection acts as `doorman_app`, so row-level security
+/// applies to all it does.
 ///
 /// Connections are opened lazily: a database that is down at start-up makes requests
-/// answer 503 (and `/readyz` fail) rather than the process refuse to start.
+/// answer 503 (and `/readyz` fail) rather than the process refuse to start. A URL may name
+/// several hosts the way libpq does (`postgres://h1:5432,h2:5433/db?target_session_attrs=
+/// read-write`): each new connection goes to the one that accepts writes.
 pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
     connect_as(database_url, settings, Some(APP_ROLE))
 }
 
-/// A pool whose connections `SET ROLE role` as they open (`None`: act as the login user, as
-/// operator commands do with the tables' owner).
+/// A pool whose connections act as `role` (`None`: as the login user, as operator commands
+/// do with the tables' owner).
 pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'static str>) -> PgPool {
+    let mode = settings.mode;
     let mut config = ManagerConfig::default();
     // On check-out, refuse a connection whose socket has closed (a database restart or a
-    // network cut) or whose transaction state is broken, without a round trip: "Verified"
-    // would add a `SELECT 1` to every request, and "Fast" would hand out dead connections,
-    // each failing one request after an outage.
+    // network cut, a primary lost) or whose transaction state is broken, without a round
+    // trip: "Verified" would add a `SELECT 1` to every request, and "Fast" would hand out
+    // dead connections, each failing one request after an outage.
     config.recycling_method = RecyclingMethod::CustomFunction(Box::new(|conn: &mut AsyncPgConnection| {
         let broken = conn.is_broken();
         async move {
@@ -75,23 +120,108 @@ pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'st
         let url = url.to_owned();
         async move {
             let mut conn = AsyncPgConnection::establish(&url).await?;
-            if let Some(role) = role {
-                diesel::sql_query(format!("SET ROLE {role}"))
-                    .execute(&mut conn)
-                    .await
-                    .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+            match (mode, role) {
+                // The role lasts the session: a pooled connection is never `RESET ROLE`.
+                (PoolMode::Session, Some(role)) => {
+                    diesel::sql_query(format!("SET ROLE {role}"))
+                        .execute(&mut conn)
+                        .await
+                        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                }
+                // Each transaction names its role (`Unit`); a prepared statement would be
+                // prepared on one server connection and used on another.
+                (PoolMode::Transaction, _) => conn.set_prepared_statement_cache_size(CacheSize::Disabled),
+                (PoolMode::Session, None) => {}
             }
             Ok(conn)
         }
         .boxed()
     });
     let manager = AsyncDieselConnectionManager::new_with_config(database_url, config);
-    bb8::Pool::builder()
+    let connections = bb8::Pool::builder()
         .max_size(settings.max_size)
         .min_idle(None)
         .connection_timeout(settings.connection_timeout)
         .idle_timeout(Some(settings.idle_timeout))
-        .build_unchecked(manager)
+        .build_unchecked(manager);
+    PgPool { connections, role, mode }
+}
+
+impl PgPool {
+    /// A connection for one unit of work; end it with [`Unit::finish`]. Through a
+    /// transaction pooler the unit is a transaction, begun here.
+    pub async fn unit(&self) -> Result<Unit<'_>, StorageError> {
+        let mut conn = self.connections.get().await.map_err(from_pool)?;
+        let in_transaction = self.mode == PoolMode::Transaction;
+        if in_transaction {
+            let begin = match self.role {
+                Some(role) => format!("BEGIN; SET LOCAL ROLE {role}"),
+                None => "BEGIN".to_owned(),
+            };
+            AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await.map_err(from_diesel)?;
+        }
+        Ok(Unit { conn, in_transaction })
+    }
+
+    /// Connections open now, idle or in use (for tests of how a pool recovers).
+    pub fn open_connections(&self) -> u32 {
+        self.connections.state().connections
+    }
+}
+
+/// One unit of work on a pooled connection. Ended with [`Unit::finish`]; dropped unfinished
+/// inside a transaction, its connection is discarded (and the transaction with it).
+pub struct Unit<'p> {
+    conn: bb8::PooledConnection<'p, Manager>,
+    in_transaction: bool,
+}
+
+impl Unit<'_> {
+    /// Ends the unit with the outcome of its work: commits it, or rolls it back on an error,
+    /// when it is a transaction. A commit that fails is the unit's error.
+    pub async fn finish<T, E: From<StorageError>>(mut self, outcome: Result<T, E>) -> Result<T, E> {
+        if !self.in_transaction {
+            return outcome;
+        }
+        match outcome {
+            Ok(value) => {
+                AnsiTransactionManager::commit_transaction(&mut *self.conn).await.map_err(from_diesel)?;
+                Ok(value)
+            }
+            Err(error) => {
+                self.rollback().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Ends the unit, writing nothing it did. A rollback that fails leaves the connection
+    /// broken, and the pool discards it.
+    pub async fn rollback(mut self) {
+        if self.in_transaction {
+            let _ = AnsiTransactionManager::rollback_transaction(&mut *self.conn).await;
+        }
+    }
+}
+
+impl std::fmt::Debug for Unit<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unit").field("in_transaction", &self.in_transaction).finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for Unit<'_> {
+    type Target = AsyncPgConnection;
+
+    fn deref(&self) -> &AsyncPgConnection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Unit<'_> {
+    fn deref_mut(&mut self) -> &mut AsyncPgConnection {
+        &mut self.conn
+    }
 }
 
 /// `set_config('app.all_tenants', 'on', true)`: the rest of this transaction may read every

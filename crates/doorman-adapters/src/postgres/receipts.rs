@@ -8,13 +8,15 @@
 //! trip (an explicit BEGIN/COMMIT measured 25% slower at 8 connections). The function names
 //! each tenant of the batch with
 //! `set_config('app.tenant_id', …, true)` before touching its rows, so row-level security
-//! applies row by row.
+//! applies row by row. Claims, and what happens when a claim's commit is never confirmed,
+//! are in [`super::claims`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use doorman_domain::ports::ReceiptStore;
 use doorman_domain::{
@@ -24,8 +26,9 @@ use uuid::Uuid;
 
 use crate::secrets::{Keyring, SealedIn};
 
+use super::claims::{self, ClaimTimeouts, SealedClaim};
 use super::directory::PAYLOAD_COLUMN;
-use super::errors::{from_diesel, from_pool, is_dead_connection};
+use super::errors::{from_diesel, is_dead_connection};
 use super::group_commit::{GroupCommit, GroupSettings, Writer};
 use super::pool::PgPool;
 
@@ -37,7 +40,8 @@ const MAX_FAILURE_REASON: usize = 500;
 /// makes a delivery wait for a connection inside Slack's 3 seconds.
 #[derive(Clone)]
 pub struct PgReceiptStore {
-    claims: GroupCommit<SealedReceipt, Claim>,
+    claims: GroupCommit<SealedClaim, Claim>,
+    timeouts: ClaimTimeouts,
     keys: Arc<Keyring>,
     requests: GroupCommit<(TenantId, Fingerprint), Claim>,
     outcomes: GroupCommit<PendingOutcome, u64>,
@@ -54,14 +58,14 @@ impl PgReceiptStore {
     /// writers on the current runtime.
     /// `keys` seal the payloads retaining tenants keep with their claims.
     pub fn with_pools(claims: PgPool, completions: PgPool, keys: Arc<Keyring>) -> Self {
-        Self::with_settings(claims, completions, keys, GroupSettings::default())
+        Self::with_settings(claims, completions, keys, GroupSettings::default(), ClaimTimeouts::default())
     }
 
     /// For replays outside the server (as `doorman_admin`): completions record their outcome
     /// and never prune. Pruning is the server's (opportunistic, decision 8) and `receipts
     /// prune`'s, and the admin role may not delete receipts.
     pub fn for_replays(pool: PgPool, keys: Arc<Keyring>) -> Self {
-        Self::build(pool.clone(), pool, keys, GroupSettings::default(), false)
+        Self::build(pool.clone(), pool, keys, GroupSettings::default(), ClaimTimeouts::default(), false)
     }
 
     pub fn with_settings(
@@ -69,8 +73,9 @@ impl PgReceiptStore {
         completions: PgPool,
         keys: Arc<Keyring>,
         settings: GroupSettings,
+        timeouts: ClaimTimeouts,
     ) -> Self {
-        Self::build(claims, completions, keys, settings, true)
+        Self::build(claims, completions, keys, settings, timeouts, true)
     }
 
     fn build(
@@ -78,13 +83,14 @@ impl PgReceiptStore {
         completions: PgPool,
         keys: Arc<Keyring>,
         settings: GroupSettings,
+        timeouts: ClaimTimeouts,
         prune: bool,
     ) -> Self {
         let request_pool = claims.clone();
         let request_writer: Writer<(TenantId, Fingerprint), Claim> =
             Arc::new(move |batch| Box::pin(write_requests(request_pool.clone(), batch)));
-        let claim_writer: Writer<SealedReceipt, Claim> =
-            Arc::new(move |batch| Box::pin(write_claims(claims.clone(), batch)));
+        let claim_writer: Writer<SealedClaim, Claim> =
+            Arc::new(move |batch| Box::pin(claims::write(claims.clone(), batch, timeouts.confirm_within)));
         let outcome_writer: Writer<PendingOutcome, u64> =
             Arc::new(move |batch| Box::pin(write_outcomes(completions.clone(), batch, prune)));
         Self {
@@ -92,20 +98,46 @@ impl PgReceiptStore {
             requests: GroupCommit::start("request", settings, request_writer),
             outcomes: GroupCommit::start("outcome", settings, outcome_writer),
             keys,
+            timeouts,
         }
+    }
+
+    /// The claim as the batch writer takes it: its payload sealed here, on the caller's task,
+    /// so the one batch writer never waits on crypto.
+    fn sealed(&self, receipt: &NewReceipt, settle: bool) -> SealedClaim {
+        let payload = receipt.retained.as_ref().map(|payload| {
+            let place = SealedIn { tenant: receipt.key.tenant, column: PAYLOAD_COLUMN };
+            self.keys.seal(payload.as_json_text().as_bytes(), place)
+        });
+        SealedClaim { receipt: receipt.clone(), payload, settle }
     }
 }
 
 impl ReceiptStore for PgReceiptStore {
     /// `INSERT … ON CONFLICT DO NOTHING` for the whole batch, committed before this returns
-    /// (decision 2): a row inserted means this delivery owns the event.
+    /// (decision 2): a row inserted means this delivery owns the event. Answered within
+    /// [`ClaimTimeouts::confirm_within`] ([`claims`]).
     async fn claim(&self, receipt: &NewReceipt) -> Result<Claim, StorageError> {
-        // Sealed here, on the caller's task, so the one batch writer never waits on crypto.
-        let payload = receipt.retained.as_ref().map(|payload| {
-            let place = SealedIn { tenant: receipt.key.tenant, column: PAYLOAD_COLUMN };
-            self.keys.seal(payload.as_json_text().as_bytes(), place)
-        });
-        self.claims.submit(SealedReceipt { receipt: receipt.clone(), payload }).await
+        self.claims.submit_within(self.sealed(receipt, false), self.timeouts.confirm_within).await
+    }
+
+    /// Sends the claim again as a settle until the database answers, pausing longer each
+    /// time (up to 5 s), for at most [`ClaimTimeouts::settle_for`].
+    async fn settle(&self, receipt: &NewReceipt) -> Result<Claim, StorageError> {
+        let give_up = tokio::time::Instant::now() + self.timeouts.settle_for;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let sealed = self.sealed(receipt, true);
+            match self.claims.submit_within(sealed, self.timeouts.confirm_within).await {
+                Ok(claim) => return Ok(claim),
+                Err(error) if tokio::time::Instant::now() + pause >= give_up => return Err(error),
+                Err(error) => {
+                    tracing::debug!(event.id = %receipt.key.external_id, error = %error, "settling a claim: the store cannot answer yet");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
     }
 
     /// Records the fingerprint with the claims' pool and batching (`doorman_claim_requests`).
@@ -143,72 +175,6 @@ impl ReceiptStore for PgReceiptStore {
 }
 
 #[derive(diesel::QueryableByName)]
-struct ClaimedKey {
-    #[diesel(sql_type = SqlUuid)]
-    claimed_tenant: Uuid,
-    #[diesel(sql_type = Text)]
-    claimed_platform: String,
-    #[diesel(sql_type = Text)]
-    claimed_event_id: String,
-}
-
-/// A claim on its way to the database, its kept payload (if any) already sealed.
-struct SealedReceipt {
-    receipt: NewReceipt,
-    payload: Option<String>,
-}
-
-/// One transaction for the batch. A key sent twice in one batch is sent to the database
-/// once: its first delivery gets the database's answer, the others are duplicates of it.
-async fn write_claims(pool: PgPool, batch: Vec<SealedReceipt>) -> Result<Vec<Claim>, StorageError> {
-    let mut first_of: HashMap<&ReceiptKey, usize> = HashMap::with_capacity(batch.len());
-    let mut unique = Vec::with_capacity(batch.len());
-    let mut payloads: Vec<Option<&str>> = Vec::with_capacity(batch.len());
-    for (i, sealed) in batch.iter().enumerate() {
-        if let std::collections::hash_map::Entry::Vacant(slot) = first_of.entry(&sealed.receipt.key) {
-            slot.insert(i);
-            unique.push(&sealed.receipt);
-            payloads.push(sealed.payload.as_deref());
-        }
-    }
-    let tenants: Vec<Uuid> = unique.iter().map(|r| *r.key.tenant.as_uuid()).collect();
-    let platforms: Vec<&str> = unique.iter().map(|r| r.key.platform.as_str()).collect();
-    let event_ids: Vec<&str> = unique.iter().map(|r| r.key.external_id.as_str()).collect();
-    let event_types: Vec<&str> = unique.iter().map(|r| r.event_type.as_str()).collect();
-    let attempts: Vec<i32> = unique.iter().map(|r| i32::try_from(r.attempt).unwrap_or(i32::MAX)).collect();
-    let claimed_at: Vec<DateTime<Utc>> = unique.iter().map(|r| r.claimed_at).collect();
-
-    let mut conn = pool.get().await.map_err(from_pool)?;
-    let inserted: Vec<ClaimedKey> =
-        diesel::sql_query("SELECT * FROM doorman_claim_receipts($1, $2, $3, $4, $5, $6, $7)")
-            .bind::<Array<SqlUuid>, _>(&tenants)
-            .bind::<Array<Text>, _>(&platforms)
-            .bind::<Array<Text>, _>(&event_ids)
-            .bind::<Array<Text>, _>(&event_types)
-            .bind::<Array<Integer>, _>(&attempts)
-            .bind::<Array<Timestamptz>, _>(&claimed_at)
-            .bind::<Array<Nullable<Text>>, _>(&payloads)
-            .load(&mut conn)
-            .await
-            .map_err(from_diesel)?;
-    let inserted: HashSet<(Uuid, &str, &str)> = inserted
-        .iter()
-        .map(|k| (k.claimed_tenant, k.claimed_platform.as_str(), k.claimed_event_id.as_str()))
-        .collect();
-    Ok(batch
-        .iter()
-        .enumerate()
-        .map(|(i, sealed)| {
-            let key = &sealed.receipt.key;
-            let is_first = first_of.get(key) == Some(&i);
-            let was_inserted =
-                inserted.contains(&(*key.tenant.as_uuid(), key.platform.as_str(), key.external_id.as_str()));
-            if is_first && was_inserted { Claim::Claimed } else { Claim::Duplicate }
-        })
-        .collect())
-}
-
-#[derive(diesel::QueryableByName)]
 struct ClaimedRequest {
     #[diesel(sql_type = SqlUuid)]
     claimed_tenant: Uuid,
@@ -234,14 +200,15 @@ async fn write_requests(
     let tenants: Vec<Uuid> = unique.iter().map(|(t, _)| *t.as_uuid()).collect();
     let signatures: Vec<&str> = unique.iter().map(|(_, f)| f.signature()).collect();
     let expires_at: Vec<DateTime<Utc>> = unique.iter().map(|(_, f)| f.expires_at()).collect();
-    let mut conn = pool.get().await.map_err(from_pool)?;
-    let inserted: Vec<ClaimedRequest> = diesel::sql_query("SELECT * FROM doorman_claim_requests($1, $2, $3)")
+    let mut unit = pool.unit().await?;
+    let inserted = diesel::sql_query("SELECT * FROM doorman_claim_requests($1, $2, $3)")
         .bind::<Array<SqlUuid>, _>(&tenants)
         .bind::<Array<Text>, _>(&signatures)
         .bind::<Array<Timestamptz>, _>(&expires_at)
-        .load(&mut conn)
+        .load::<ClaimedRequest>(&mut unit)
         .await
-        .map_err(from_diesel)?;
+        .map_err(from_diesel);
+    let inserted = unit.finish(inserted).await?;
     let inserted: HashSet<(Uuid, &str)> =
         inserted.iter().map(|r| (r.claimed_tenant, r.claimed_signature.as_str())).collect();
     Ok(batch
@@ -321,7 +288,7 @@ async fn write_outcomes(
     // looking stranded.
     let mut retried = false;
     let pruned: Vec<PrunedRow> = loop {
-        let mut conn = pool.get().await.map_err(from_pool)?;
+        let mut unit = pool.unit().await?;
         let written =
             diesel::sql_query("SELECT * FROM doorman_record_outcomes($1, $2, $3, $4, $5, $6, $7, $8, $9)")
                 .bind::<Array<SqlUuid>, _>(&tenants)
@@ -334,15 +301,15 @@ async fn write_outcomes(
                 // Both are null when the batch holds only failures: nothing is pruned then.
                 .bind::<Nullable<Timestamptz>, _>(expired_before)
                 .bind::<Nullable<BigInt>, _>(prune_batch.map(i64::from))
-                .load(&mut conn)
+                .load::<PrunedRow>(&mut unit)
                 .await;
         match written {
-            Ok(pruned) => break pruned,
+            // The unit goes with its dead connection.
             Err(error) if !retried && is_dead_connection(&error) => {
                 tracing::warn!(error = %error, outcomes = batch.len(), "an outcome batch met a closed connection; sending it again");
                 retried = true;
             }
-            Err(error) => return Err(from_diesel(error)),
+            written => break unit.finish(written.map_err(from_diesel)).await?,
         }
     };
     let mut pruned: HashMap<TenantId, u64> = pruned
@@ -376,11 +343,12 @@ pub async fn receipt_counts(
     stranded_before: DateTime<Utc>,
     failed_since: DateTime<Utc>,
 ) -> Result<ReceiptCounts, StorageError> {
-    let mut conn = pool.get().await.map_err(from_pool)?;
-    diesel::sql_query("SELECT * FROM doorman_receipt_counts($1, $2)")
+    let mut unit = pool.unit().await?;
+    let counts = diesel::sql_query("SELECT * FROM doorman_receipt_counts($1, $2)")
         .bind::<Timestamptz, _>(stranded_before)
         .bind::<Timestamptz, _>(failed_since)
-        .get_result(&mut conn)
+        .get_result(&mut unit)
         .await
-        .map_err(from_diesel)
+        .map_err(from_diesel);
+    unit.finish(counts).await
 }

@@ -69,6 +69,7 @@ diesel::table! {
         failure_reason -> Nullable<Text>,
         failed_at -> Nullable<Timestamptz>,
         replays -> Int4,
+        claim_id -> Nullable<Uuid>,
     }
 }
 

@@ -16,7 +16,7 @@ use doorman_domain::{
 };
 
 use super::directory::PAYLOAD_COLUMN;
-use super::errors::{from_diesel, from_pool};
+use super::errors::from_diesel;
 use super::pool::{PgPool, act_for};
 use super::receipt_row::{ReceiptRow, stranded_before};
 use super::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
@@ -78,40 +78,42 @@ impl StoredEvents for PgStoredEvents {
         tenant: TenantId,
         selection: &ReplaySelection,
     ) -> Result<Vec<ReceiptRecord>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let mut unit = self.pool.unit().await?;
         let selection = selection.clone();
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            act_for(conn, tenant).await?;
-            let mut query = receipts::table.filter(receipts::tenant_id.eq(*tenant.as_uuid())).into_boxed();
-            query = match &selection {
-                ReplaySelection::Event(id) => {
-                    query.filter(receipts::external_event_id.eq(id.as_str().to_owned()))
-                }
-                ReplaySelection::FailedSince(since) => {
-                    query.filter(receipts::handled_at.is_null()).filter(receipts::failed_at.ge(*since))
-                }
-                ReplaySelection::StrandedBefore(before) => {
-                    query.filter(receipts::handled_at.is_null()).filter(stranded_before(*before))
-                }
-            };
-            let rows: Vec<ReceiptRow> = query
-                .order((receipts::claimed_at.asc(), receipts::external_event_id.asc()))
-                .limit(REPLAY_LIMIT)
-                .select(ReceiptRow::as_select())
-                .load(conn)
-                .await?;
-            let ids: Vec<&str> = rows.iter().map(|r| r.external_event_id()).collect();
-            let kept: Vec<(String, String)> = payloads::table
-                .filter(payloads::tenant_id.eq(*tenant.as_uuid()))
-                .filter(payloads::external_event_id.eq_any(&ids))
-                .select((payloads::platform, payloads::external_event_id))
-                .load(conn)
-                .await?;
-            Ok((rows, kept))
-        })
-        .await
-        .map_err(from_diesel)
-        .and_then(|(rows, kept)| {
+        let selected = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let mut query =
+                    receipts::table.filter(receipts::tenant_id.eq(*tenant.as_uuid())).into_boxed();
+                query = match &selection {
+                    ReplaySelection::Event(id) => {
+                        query.filter(receipts::external_event_id.eq(id.as_str().to_owned()))
+                    }
+                    ReplaySelection::FailedSince(since) => {
+                        query.filter(receipts::handled_at.is_null()).filter(receipts::failed_at.ge(*since))
+                    }
+                    ReplaySelection::StrandedBefore(before) => {
+                        query.filter(receipts::handled_at.is_null()).filter(stranded_before(*before))
+                    }
+                };
+                let rows: Vec<ReceiptRow> = query
+                    .order((receipts::claimed_at.asc(), receipts::external_event_id.asc()))
+                    .limit(REPLAY_LIMIT)
+                    .select(ReceiptRow::as_select())
+                    .load(conn)
+                    .await?;
+                let ids: Vec<&str> = rows.iter().map(|r| r.external_event_id()).collect();
+                let kept: Vec<(String, String)> = payloads::table
+                    .filter(payloads::tenant_id.eq(*tenant.as_uuid()))
+                    .filter(payloads::external_event_id.eq_any(&ids))
+                    .select((payloads::platform, payloads::external_event_id))
+                    .load(conn)
+                    .await?;
+                Ok((rows, kept))
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(selected).await.and_then(|(rows, kept)| {
             rows.into_iter()
                 .map(|row| {
                     let receipt = row.into_receipt()?;
@@ -127,8 +129,8 @@ impl StoredEvents for PgStoredEvents {
     /// Under the receipt's row lock: concurrent takes of one event wait for each other, and
     /// the second finds it held.
     async fn take(&self, key: &ReceiptKey, hold_until: DateTime<Utc>) -> Result<ReplayTake, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let result = conn
+        let mut unit = self.pool.unit().await?;
+        let result = unit
             .transaction::<_, Stop, _>(async |conn| {
                 act_for(conn, key.tenant).await?;
                 let by_key = receipts::tenant_id
@@ -176,42 +178,45 @@ impl StoredEvents for PgStoredEvents {
                 Ok(ReplayTake::Event { event: Box::new(event), claimed_at })
             })
             .await;
-        match result {
+        let taken = match result {
             Ok(taken) | Err(Stop::Answer(taken)) => Ok(taken),
             Err(Stop::Database(error)) => Err(from_diesel(error)),
             Err(Stop::Unreadable(problem)) => Err(StorageError::Unexpected(problem)),
-        }
+        };
+        unit.finish(taken).await
     }
 
     async fn release(&self, key: &ReceiptKey) -> Result<(), StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            act_for(conn, key.tenant).await?;
-            let released = diesel::update(
-                payloads::table
-                    .filter(payloads::tenant_id.eq(*key.tenant.as_uuid()))
-                    .filter(payloads::platform.eq(key.platform.as_str()))
-                    .filter(payloads::external_event_id.eq(key.external_id.as_str()))
-                    .filter(payloads::leased_until.is_not_null()),
-            )
-            .set(payloads::leased_until.eq(None::<DateTime<Utc>>))
-            .execute(conn)
-            .await?;
-            if released > 0 {
-                diesel::update(
-                    receipts::table
-                        .filter(receipts::tenant_id.eq(*key.tenant.as_uuid()))
-                        .filter(receipts::platform.eq(key.platform.as_str()))
-                        .filter(receipts::external_event_id.eq(key.external_id.as_str()))
-                        .filter(receipts::replays.gt(0)),
+        let mut unit = self.pool.unit().await?;
+        let released = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, key.tenant).await?;
+                let released = diesel::update(
+                    payloads::table
+                        .filter(payloads::tenant_id.eq(*key.tenant.as_uuid()))
+                        .filter(payloads::platform.eq(key.platform.as_str()))
+                        .filter(payloads::external_event_id.eq(key.external_id.as_str()))
+                        .filter(payloads::leased_until.is_not_null()),
                 )
-                .set(receipts::replays.eq(receipts::replays - 1))
+                .set(payloads::leased_until.eq(None::<DateTime<Utc>>))
                 .execute(conn)
                 .await?;
-            }
-            Ok(())
-        })
-        .await
-        .map_err(from_diesel)
+                if released > 0 {
+                    diesel::update(
+                        receipts::table
+                            .filter(receipts::tenant_id.eq(*key.tenant.as_uuid()))
+                            .filter(receipts::platform.eq(key.platform.as_str()))
+                            .filter(receipts::external_event_id.eq(key.external_id.as_str()))
+                            .filter(receipts::replays.gt(0)),
+                    )
+                    .set(receipts::replays.eq(receipts::replays - 1))
+                    .execute(conn)
+                    .await?;
+                }
+                Ok(())
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(released).await
     }
 }

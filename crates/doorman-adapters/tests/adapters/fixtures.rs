@@ -1,7 +1,9 @@
 //! Shared set-up: tenants with workspaces and agents, receipts to claim.
 
 use chrono::{DateTime, Duration, Utc};
-use doorman_domain::{ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, TenantId, WorkspaceId};
+use doorman_domain::{
+    ClaimId, ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, TenantId, WorkspaceId,
+};
 use doorman_testkit::database::TestOperator;
 
 pub fn ws(id: &str) -> WorkspaceId {
@@ -24,6 +26,7 @@ pub fn key(tenant: TenantId, event_id: &str) -> ReceiptKey {
 pub fn receipt(tenant: TenantId, event_id: &str, claimed_at: DateTime<Utc>) -> NewReceipt {
     NewReceipt {
         key: key(tenant, event_id),
+        claim: ClaimId::generate(),
         event_type: Label::new("event type", "app_mention").unwrap(),
         attempt: 0,
         claimed_at,

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use diesel_async::RunQueryDsl;
-use doorman_adapters::postgres::{GroupSettings, PgReceiptStore, pool};
+use doorman_adapters::postgres::{ClaimTimeouts, GroupSettings, PgReceiptStore, pool};
 use doorman_domain::{Fingerprint, StorageError};
 use doorman_testkit::FaultProxy;
 use doorman_testkit::database::with_address;
@@ -87,7 +87,7 @@ async fn two_hundred_concurrent_claims_of_fifty_keys_across_two_processes_stores
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_key_twice_in_one_batch_is_claimed_by_the_first_only() {
+async fn the_same_key_twice_in_one_batch_is_claimed_once() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&db.operator(), "T1").await;
     // One batch at a time and a slow database: while the first batch is on the wire the
@@ -95,7 +95,13 @@ async fn the_same_key_twice_in_one_batch_is_claimed_by_the_first_only() {
     let proxy = FaultProxy::start(db.server_addr()).await;
     let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
     let settings = GroupSettings { max_batch: 64, in_flight: 1 };
-    let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, Arc::new(test_keys()), settings));
+    let store = Arc::new(PgReceiptStore::with_settings(
+        pool.clone(),
+        pool,
+        Arc::new(test_keys()),
+        settings,
+        ClaimTimeouts::default(),
+    ));
     assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
     proxy.delay(Duration::from_millis(50));
     proxy.watch_client(b"doorman_claim_receipts");
@@ -116,17 +122,23 @@ async fn the_same_key_twice_in_one_batch_is_claimed_by_the_first_only() {
     assert_eq!(outcomes.iter().filter(|c| **c == Claim::Claimed).count(), 1, "{outcomes:?}");
 }
 
+/// A store whose one pool reaches the database through `proxy`, batching up to 64 claims.
+fn store_through(db: &TestDatabase, proxy: &FaultProxy, timeouts: ClaimTimeouts) -> Arc<PgReceiptStore> {
+    let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
+    let settings = GroupSettings { max_batch: 64, in_flight: 1 };
+    Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, Arc::new(test_keys()), settings, timeouts))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_cut_on_its_way_to_the_database_writes_nothing_and_every_waiter_is_told_unavailable() {
+async fn a_batch_cut_on_its_way_is_settled_on_a_fresh_connection_and_each_event_claimed_once() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&db.operator(), "T1").await;
     let proxy = FaultProxy::start(db.server_addr()).await;
-    let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
-    let settings = GroupSettings { max_batch: 64, in_flight: 1 };
-    let store = Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, Arc::new(test_keys()), settings));
+    let store = store_through(&db, &proxy, ClaimTimeouts::default());
     assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
 
-    // The batch is one statement, its own transaction: cut on its way, nothing is committed.
+    // Cut with the statement on its way: whether it committed is unknown to the store, which
+    // settles the batch by its claims on a fresh connection before answering.
     proxy.cut_when_client_sends(b"doorman_claim_receipts");
     proxy.delay(Duration::from_millis(30));
     let claims = (0..20).map(|i| {
@@ -137,26 +149,86 @@ async fn a_batch_cut_on_its_way_to_the_database_writes_nothing_and_every_waiter_
         futures_util::future::join_all(claims).await.into_iter().map(|r| r.unwrap()).collect();
     proxy.delay(Duration::ZERO);
 
-    let failed = outcomes.iter().filter(|o| matches!(o, Err(StorageError::Unavailable(_)))).count();
-    assert!(failed > 0, "the cut batch's waiters were told: {outcomes:?}");
     for (i, outcome) in outcomes.iter().enumerate() {
-        let written = count(&db, &format!("EvCut{i}")).await;
-        match outcome {
-            Err(StorageError::Unavailable(_)) => {
-                assert_eq!(written, 0, "EvCut{i}: told unavailable, nothing written")
-            }
-            Ok(Claim::Claimed) => assert_eq!(written, 1, "EvCut{i}: a later batch claimed it"),
-            other => panic!("EvCut{i}: {other:?}"),
-        }
+        assert_eq!(outcome, &Ok(Claim::Claimed), "EvCut{i}");
+        assert_eq!(count(&db, &format!("EvCut{i}")).await, 1, "EvCut{i}: one receipt");
+        assert_eq!(
+            store.claim(&receipt(tenant, &format!("EvCut{i}"), now())).await.unwrap(),
+            Claim::Duplicate,
+            "EvCut{i}: a retry finds it claimed"
+        );
     }
-    // The retry of every refused claim is handled as a first delivery.
-    for (i, outcome) in outcomes.iter().enumerate() {
-        if outcome.is_err() {
-            assert_eq!(
-                store.claim(&receipt(tenant, &format!("EvCut{i}"), now())).await.unwrap(),
-                Claim::Claimed
-            );
-        }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_committed_whose_answer_was_lost_is_found_by_its_claim() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
+    let proxy = FaultProxy::start(db.server_addr()).await;
+    let store = store_through(&db, &proxy, ClaimTimeouts::default());
+
+    // The database commits, then dies before its answer is out; it is back a moment later.
+    proxy.lose_answer_to(b"EvLost");
+    proxy.watch_client(b"doorman_settle_receipts");
+    let claim = receipt(tenant, "EvLost", now());
+    let claiming = {
+        let (store, claim) = (store.clone(), claim.clone());
+        tokio::spawn(async move { store.claim(&claim).await })
+    };
+    wait_until_refused(&proxy).await;
+    assert_eq!(count(&db, "EvLost").await, 1, "the lost answer's claim committed");
+    proxy.restore().await;
+
+    assert_eq!(claiming.await.unwrap(), Ok(Claim::Claimed), "found, within the claim's time");
+    proxy.wait_for_client(1, Duration::from_secs(10)).await;
+    assert_eq!(count(&db, "EvLost").await, 1);
+    assert_eq!(store.claim(&receipt(tenant, "EvLost", now())).await.unwrap(), Claim::Duplicate);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_cannot_be_settled_in_time_is_unconfirmed_and_settled_later() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
+    let proxy = FaultProxy::start(db.server_addr()).await;
+    let timeouts = ClaimTimeouts { confirm_within: Duration::from_millis(300), ..ClaimTimeouts::default() };
+    let store = store_through(&db, &proxy, timeouts);
+
+    proxy.lose_answer_to(b"EvLate");
+    let claim = receipt(tenant, "EvLate", now());
+    let error = store.claim(&claim).await.unwrap_err();
+    assert!(matches!(error, StorageError::Unconfirmed(_)), "{error:?}");
+
+    // While it is down, settling waits; once it is back, the claim is found to be this one's.
+    let settling = {
+        let (store, claim) = (store.clone(), claim.clone());
+        tokio::spawn(async move { store.settle(&claim).await })
+    };
+    proxy.restore().await;
+    assert_eq!(settling.await.unwrap(), Ok(Claim::Claimed));
+    assert_eq!(count(&db, "EvLate").await, 1);
+}
+
+#[tokio::test]
+async fn settling_claims_what_nothing_holds_and_finds_what_another_claim_holds() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
+    let store = receipt_store(db.pool());
+
+    let never_written = receipt(tenant, "EvNever", now());
+    assert_eq!(store.settle(&never_written).await, Ok(Claim::Claimed), "made now");
+    assert_eq!(store.settle(&never_written).await, Ok(Claim::Claimed), "and found again");
+    let other_delivery = receipt(tenant, "EvNever", now());
+    assert_eq!(store.settle(&other_delivery).await, Ok(Claim::Duplicate));
+    assert_eq!(store.claim(&other_delivery).await, Ok(Claim::Duplicate));
+    assert_eq!(count(&db, "EvNever").await, 1);
+}
+
+/// Waits until the proxy has stopped listening (it lost an answer).
+async fn wait_until_refused(proxy: &FaultProxy) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tokio::net::TcpStream::connect(proxy.addr()).await.is_ok() {
+        assert!(tokio::time::Instant::now() < deadline, "the proxy never lost an answer");
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

@@ -45,7 +45,7 @@ const TABLES: [&str; 3] = ["messaging_event_receipts", "messaging_workspaces", "
 async fn the_server_pool_acts_as_doorman_app() {
     let db = TestDatabase::create().await;
     let pool = db.pool();
-    let mut conn = pool.get().await.unwrap();
+    let mut conn = pool.unit().await.unwrap();
     #[derive(diesel::QueryableByName)]
     struct Role {
         #[diesel(sql_type = Text)]
@@ -61,7 +61,7 @@ async fn another_tenants_rows_are_invisible_and_its_receipts_unchangeable() {
     let db = TestDatabase::create().await;
     let (a, b) = two_tenants(&db).await;
     let pool = db.pool();
-    let mut conn = pool.get().await.unwrap();
+    let mut conn = pool.unit().await.unwrap();
 
     conn.transaction::<_, diesel::result::Error, _>(async |conn| {
         set_tenant(conn, a).await;
@@ -102,7 +102,7 @@ async fn writing_a_receipt_for_another_tenant_is_refused_by_row_level_security()
     let db = TestDatabase::create().await;
     let (a, b) = two_tenants(&db).await;
     let pool = db.pool();
-    let mut conn = pool.get().await.unwrap();
+    let mut conn = pool.unit().await.unwrap();
 
     let writes = [
         format!(
@@ -128,7 +128,7 @@ async fn the_server_cannot_write_the_directory_even_for_its_own_tenant() {
     let db = TestDatabase::create().await;
     let (a, _) = two_tenants(&db).await;
     let pool = db.pool();
-    let mut conn = pool.get().await.unwrap();
+    let mut conn = pool.unit().await.unwrap();
     let writes = [
         format!(
             "INSERT INTO tenants (id, name) VALUES ('{}', 'forged')",
@@ -171,7 +171,7 @@ async fn the_hot_path_functions_give_back_the_callers_tenant() {
     let db = TestDatabase::create().await;
     let (a, _) = two_tenants(&db).await;
     let pool = db.pool();
-    let mut conn = pool.get().await.unwrap();
+    let mut conn = pool.unit().await.unwrap();
     #[derive(diesel::QueryableByName)]
     struct Setting {
         #[diesel(sql_type = Text)]
@@ -197,7 +197,7 @@ async fn with_no_tenant_set_nothing_is_visible_even_after_a_tenant_transaction()
     let (a, _) = two_tenants(&db).await;
     // One connection, so the second query runs on the session the first transaction used.
     let pool = db.pool_with(&PoolSettings { max_size: 1, ..Default::default() });
-    let mut conn = pool.get().await.unwrap();
+    let mut conn = pool.unit().await.unwrap();
 
     for table in TABLES {
         assert_eq!(count(&mut conn, &format!("SELECT count(*) AS n FROM {table}")).await, 0, "{table}");

@@ -212,9 +212,9 @@ async fn healthz() -> HttpResponse {
 }
 
 async fn readyz(state: web::Data<AdminState>) -> HttpResponse {
-    let current = migrations::is_current(&state.pool).await;
-    state.metrics.readiness(matches!(current, Ok(true)));
-    crate::http::ops::readiness(current)
+    let found = migrations::readiness(&state.pool).await;
+    state.metrics.readiness(matches!(found, Ok(migrations::Readiness::Ready)));
+    crate::http::ops::readiness(found)
 }
 
 async fn render_metrics(state: web::Data<AdminState>) -> HttpResponse {

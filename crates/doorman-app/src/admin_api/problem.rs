@@ -201,6 +201,14 @@ impl ApiError {
                     "the database is unavailable; try again",
                 )
             }
+            StorageError::Unconfirmed(_) => {
+                tracing::warn!(error = %error, "the database did not confirm a write; answered 503");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the database did not confirm the change, which may or may not have been made; check before trying again",
+                )
+            }
             StorageError::Unexpected(_) => {
                 tracing::error!(error = %error, "unexpected storage error; answered 500");
                 Self::internal()

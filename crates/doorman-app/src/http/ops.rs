@@ -1,7 +1,7 @@
 //! Operational endpoints: liveness, readiness, metrics.
 
 use actix_web::{HttpResponse, web};
-use doorman_adapters::postgres::migrations;
+use doorman_adapters::postgres::migrations::{self, Readiness};
 use serde_json::json;
 
 use super::AppState;
@@ -12,20 +12,23 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
 
-/// Ready to take traffic: the database answers and has every migration this binary embeds.
+/// Ready to take traffic: the database answers, accepts writes and has every migration this
+/// binary embeds.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    let current = migrations::is_current(&state.pool).await;
-    state.metrics.readiness(matches!(current, Ok(true)));
-    readiness(current)
+    let found = migrations::readiness(&state.pool).await;
+    state.metrics.readiness(matches!(found, Ok(Readiness::Ready)));
+    readiness(found)
 }
 
-/// The `/readyz` answer for what the migrations check found (the server's and the admin
-/// API's alike).
-pub fn readiness(current: Result<bool, doorman_domain::StorageError>) -> HttpResponse {
-    match current {
-        Ok(true) => HttpResponse::Ok().json(json!({ "status": "ready" })),
-        Ok(false) => HttpResponse::ServiceUnavailable()
+/// The `/readyz` answer for what the database check found (the server's and the admin API's
+/// alike).
+pub fn readiness(found: Result<Readiness, doorman_domain::StorageError>) -> HttpResponse {
+    match found {
+        Ok(Readiness::Ready) => HttpResponse::Ok().json(json!({ "status": "ready" })),
+        Ok(Readiness::MigrationsPending) => HttpResponse::ServiceUnavailable()
             .json(json!({ "status": "not ready", "reason": "migrations pending" })),
+        Ok(Readiness::ReadOnly) => HttpResponse::ServiceUnavailable()
+            .json(json!({ "status": "not ready", "reason": "database accepts no writes" })),
         Err(error) => {
             tracing::warn!(error = %error, "readiness check: database unavailable");
             HttpResponse::ServiceUnavailable()

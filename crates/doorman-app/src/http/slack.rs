@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use doorman_adapters::slack::{self, Parsed, Rejection, SignatureHeaders, delivery_from_headers};
-use doorman_domain::{Acknowledgement, Delivery, Unavailability};
+use doorman_domain::{Acknowledgement, Delivery, StorageError, Unavailability};
 use tracing::{Instrument, field};
 
 use super::AppState;
@@ -151,6 +151,9 @@ fn log_acknowledgement(ack: &Acknowledgement, workspace: &doorman_domain::Worksp
         }
         Acknowledgement::Ignored => {
             tracing::warn!(workspace = %workspace, "no tenant has linked this workspace; ignored");
+        }
+        Acknowledgement::Unavailable(Unavailability::Storage(error @ StorageError::Unconfirmed(_))) => {
+            tracing::warn!(error = %error, "claim not confirmed; answered 503, and it is settled after the answer");
         }
         Acknowledgement::Unavailable(Unavailability::Storage(error)) => {
             tracing::error!(error = %error, "database unavailable; answered 503 with nothing written");

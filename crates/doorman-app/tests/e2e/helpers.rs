@@ -223,29 +223,7 @@ impl TestApp {
     }
 
     pub async fn receipts(&self) -> Vec<ReceiptRow> {
-        receipts::table
-            .select((
-                receipts::tenant_id,
-                receipts::external_event_id,
-                receipts::handled_at,
-                receipts::failure_reason,
-                receipts::delivery_attempt,
-            ))
-            .order((receipts::tenant_id, receipts::external_event_id))
-            .load::<(uuid::Uuid, String, Option<DateTime<Utc>>, Option<String>, i32)>(
-                &mut self.db.owner().await,
-            )
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(tenant, event_id, handled_at, failure, attempt)| ReceiptRow {
-                tenant,
-                event_id,
-                handled_at,
-                failure,
-                attempt,
-            })
-            .collect()
+        receipts_of(&self.db).await
     }
 
     /// Re-sends an event as Slack does after a 503 (attempt 1, 2, …) until it is answered 200.
@@ -301,6 +279,31 @@ impl TestApp {
     }
 }
 
+/// Every receipt in `db`, by tenant and event id (read as the owner).
+pub async fn receipts_of(db: &TestDatabase) -> Vec<ReceiptRow> {
+    receipts::table
+        .select((
+            receipts::tenant_id,
+            receipts::external_event_id,
+            receipts::handled_at,
+            receipts::failure_reason,
+            receipts::delivery_attempt,
+        ))
+        .order((receipts::tenant_id, receipts::external_event_id))
+        .load::<(uuid::Uuid, String, Option<DateTime<Utc>>, Option<String>, i32)>(&mut db.owner().await)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(tenant, event_id, handled_at, failure, attempt)| ReceiptRow {
+            tenant,
+            event_id,
+            handled_at,
+            failure,
+            attempt,
+        })
+        .collect()
+}
+
 pub fn http_client() -> reqwest::Client {
     doorman_adapters::outbound::install_crypto_provider();
     reqwest::Client::new()
@@ -352,9 +355,13 @@ pub fn form_urlencoded_pair(name: &str, value: &str) -> String {
 /// The `doorman serve` binary on `db`, logging in as the least-privileged server role, with
 /// the test keys and private agents allowed; its logs at `rust_log`, kept per process.
 pub fn spawn_serve(db: &TestDatabase, rust_log: &str, args: &[&str]) -> ServeProcess {
-    let url = db.server_url();
+    spawn_serve_on(&db.server_url(), rust_log, args)
+}
+
+/// The same on any database URL (a cluster's, a pooler's).
+pub fn spawn_serve_on(url: &str, rust_log: &str, args: &[&str]) -> ServeProcess {
     let env = [
-        ("DATABASE_URL", url.as_str()),
+        ("DATABASE_URL", url),
         ("SLACK_SIGNING_SECRET", SIGNING_SECRET),
         ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS),
         ("DOORMAN_AGENT_ALLOW_PRIVATE", "true"),

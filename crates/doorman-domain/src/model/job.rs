@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{AgentEndpoint, InboundEvent, Installation, Permit, ReceiptKey, TenantId};
+use super::{AgentEndpoint, InboundEvent, Installation, NewReceipt, Permit, ReceiptKey, TenantId};
 
 /// An accepted event on its way to a tenant's agent.
 ///
@@ -10,6 +10,10 @@ use super::{AgentEndpoint, InboundEvent, Installation, Permit, ReceiptKey, Tenan
 /// private to this crate), and only once it has decided to accept the delivery: for a
 /// numbered event, after its claim has committed. So holding a `Job` *is* the proof that
 /// dispatching it is allowed, and "no dispatch without acknowledge" is a fact of the types.
+/// The one exception carries its claim with it: when a claim was sent but its commit never
+/// confirmed, the job is [unsettled](Job::unsettled_claim) and
+/// [`Inbound::handle`](crate::Inbound::handle) dispatches it only once the claim is found to
+/// hold the event.
 ///
 /// Outside the domain crate a `Job` can be read, never built:
 ///
@@ -44,6 +48,7 @@ pub struct Job {
     received_at: DateTime<Utc>,
     permit: Permit,
     installation: Option<Installation>,
+    unsettled: Option<NewReceipt>,
 }
 
 impl Job {
@@ -54,7 +59,19 @@ impl Job {
         received_at: DateTime<Utc>,
         permit: Permit,
     ) -> Self {
-        Self { tenant, agent, event, received_at, permit, installation: None }
+        Self { tenant, agent, event, received_at, permit, installation: None, unsettled: None }
+    }
+
+    /// A job whose claim was sent but never confirmed: it is dispatched only once the claim
+    /// is settled as this delivery's.
+    pub(crate) fn unsettled(self, claim: NewReceipt) -> Self {
+        Self { unsettled: Some(claim), ..self }
+    }
+
+    /// The claim to settle before anything is dispatched, for a job whose claim was never
+    /// confirmed; `None` for every other job.
+    pub fn unsettled_claim(&self) -> Option<&NewReceipt> {
+        self.unsettled.as_ref()
     }
 
     /// The workspace's installation, as resolved when the job was accepted.

@@ -37,8 +37,8 @@ pub use job::Job;
 pub use page::{AuditCursor, Cursor, EventCursor, Page, PageLimit, PageRequest, TenantCursor};
 pub use platform::Platform;
 pub use receipt::{
-    Claim, Completion, EventFilter, EventReport, EventState, Failure, NewReceipt, Receipt, ReceiptKey,
-    ReceiptRecord, ReceiptStatus, Retention,
+    Claim, ClaimId, Completion, EventFilter, EventReport, EventState, Failure, NewReceipt, Receipt,
+    ReceiptKey, ReceiptRecord, ReceiptStatus, Retention,
 };
 pub use replay::{ReplayOutcome, ReplaySelection, ReplayTake, Replayed};
 pub use tenant::{Agent, AgentEndpoint, AgentSecret, AgentUrl, Tenant, TenantId, TenantName};

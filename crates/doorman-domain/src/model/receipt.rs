@@ -16,10 +16,19 @@ pub struct ReceiptKey {
     pub external_id: ExternalEventId,
 }
 
+super::ids::uuid_id!(
+    /// One delivery's claim: stored with the receipt it makes, so a claim whose commit was
+    /// never confirmed can be recognised later as this delivery's own (or another's).
+    ClaimId,
+    "claim id"
+);
+
 /// A claim about to be written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewReceipt {
     pub key: ReceiptKey,
+    /// Which delivery claims: a claim sent again with the same id is the same claim.
+    pub claim: ClaimId,
     pub event_type: Label,
     /// The delivery attempt the claim was made on (a hint; see `Delivery`).
     pub attempt: u32,

@@ -92,11 +92,26 @@ pub trait ReceiptStore: Send + Sync {
     /// - MUST have committed the claim when it returns `Claim::Claimed` (decision 2): a
     ///   concurrent claim is refused at once instead of waiting on an open transaction.
     /// - MUST return `Claim::Duplicate` when a receipt with the key exists, whatever its
-    ///   state (handled, failed or still in flight).
-    /// - MUST NOT write anything when it returns an error.
+    ///   state (handled, failed or still in flight), made by another claim.
+    /// - MUST store `receipt.claim` with the receipt, and answer `Claim::Claimed` when the
+    ///   receipt exists and holds that very claim: sending a claim again is harmless, which is
+    ///   what makes a claim whose commit was not confirmed recoverable.
+    /// - MUST answer [`StorageError::Unconfirmed`] when the claim was sent but its commit was
+    ///   not confirmed in time (the connection died under it, or the store took too long): it
+    ///   may have been made, and [`ReceiptStore::settle`] finds out. With any other error,
+    ///   nothing was written.
     /// - MUST keep `receipt.retained` (sealed) in the same commit as a `Claimed` claim, and
     ///   nothing for a duplicate.
     fn claim(&self, receipt: &NewReceipt) -> impl Future<Output = Result<Claim, StorageError>> + Send;
+
+    /// Settles a claim that was [unconfirmed](StorageError::Unconfirmed): claims the event now
+    /// if nothing holds it, and answers `Claim::Claimed` when `receipt.claim` holds it (made
+    /// now or by the unconfirmed attempt), `Claim::Duplicate` when another claim does.
+    ///
+    /// - The same atomicity as [`ReceiptStore::claim`]; the answer is final.
+    /// - MUST wait for the store while it cannot answer (it runs after the acknowledgement,
+    ///   with no deadline but its own), and return an error only once it gives up.
+    fn settle(&self, receipt: &NewReceipt) -> impl Future<Output = Result<Claim, StorageError>> + Send;
 
     /// Records an unnumbered request's fingerprint (its signature) for `tenant` until it
     /// expires, so a second arrival of the same signed request is known for a replay.

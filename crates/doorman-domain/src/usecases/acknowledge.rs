@@ -3,7 +3,8 @@
 use super::Inbound;
 use crate::errors::StorageError;
 use crate::model::{
-    Agent, AgentEndpoint, Busy, Claim, InboundEvent, Job, NewReceipt, Permit, ReceiptKey, Tenant, TenantId,
+    Agent, AgentEndpoint, Busy, Claim, ClaimId, InboundEvent, Job, NewReceipt, Permit, ReceiptKey, Tenant,
+    TenantId,
 };
 use crate::ports::{AgentBridge, Clock, ReceiptStore, TenantDirectory, Unready};
 
@@ -14,7 +15,11 @@ pub enum Acknowledgement {
     /// nothing; nothing was written.
     Ignored,
     /// Cannot take the event now. Answer 503 so the platform retries; nothing was written,
-    /// so the retry is handled as if it were the first delivery (decision 5).
+    /// so the retry is handled as if it were the first delivery (decision 5). The one
+    /// exception is a claim whose commit was not confirmed
+    /// (`Storage(StorageError::Unconfirmed)`): the decision then carries an unsettled job, and
+    /// whichever comes first, that job settling its claim or the platform's retry, dispatches
+    /// the event; the other finds it claimed.
     Unavailable(Unavailability),
     /// Another delivery of the same event already claimed it. Answer 200, do nothing.
     Duplicate { tenant: TenantId },
@@ -26,9 +31,10 @@ pub enum Acknowledgement {
     Accepted { tenant: TenantId, numbered: bool },
 }
 
-/// The answer to one delivery and, only when it is `Accepted`, the job to hand to
+/// The answer to one delivery and, when it is `Accepted`, the job to hand to
 /// [`Inbound::handle`]. Only [`Inbound::acknowledge`] makes one, so a job exists only for an
-/// accepted delivery.
+/// accepted delivery, or for one whose claim was not confirmed (answered 503, its job
+/// [unsettled](Job::unsettled_claim)).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Decision {
     acknowledgement: Acknowledgement,
@@ -38,6 +44,14 @@ pub struct Decision {
 impl Decision {
     fn answer(acknowledgement: Acknowledgement) -> Self {
         Self { acknowledgement, job: None }
+    }
+
+    /// The claim was sent but not confirmed: answer 503, and settle it after the answer.
+    fn unsettled(job: Job, error: StorageError) -> Self {
+        Self {
+            acknowledgement: Acknowledgement::Unavailable(Unavailability::Storage(error)),
+            job: Some(Box::new(job)),
+        }
     }
 
     fn accepted(job: Job) -> Self {
@@ -50,7 +64,8 @@ impl Decision {
         &self.acknowledgement
     }
 
-    /// The answer, and the job to dispatch (accepted deliveries only).
+    /// The answer, and the job to hand to [`Inbound::handle`] (accepted deliveries, and
+    /// unconfirmed claims to settle).
     pub fn into_parts(self) -> (Acknowledgement, Option<Job>) {
         (self.acknowledgement, self.job.map(|job| *job))
     }
@@ -132,6 +147,7 @@ where
         if let Some(external_id) = event.external_id.clone() {
             let receipt = NewReceipt {
                 key: ReceiptKey { tenant: tenant.id, platform: event.platform, external_id },
+                claim: ClaimId::generate(),
                 event_type: event.kind.label().clone(),
                 attempt: event.delivery.attempt,
                 claimed_at: received_at,
@@ -141,6 +157,15 @@ where
                 Ok(Claim::Claimed) => {}
                 Ok(Claim::Duplicate) => {
                     return Decision::answer(Acknowledgement::Duplicate { tenant: tenant.id });
+                }
+                Err(error @ StorageError::Unconfirmed(_)) => {
+                    // It may be claimed, by this delivery. Answer 503 and settle it after the
+                    // answer: a claim that holds the event is dispatched then, so a retry
+                    // finding it claimed loses nothing.
+                    let job = Job::new(tenant.id, agent, event, received_at, permit)
+                        .with_installation(tenant.installation)
+                        .unsettled(receipt);
+                    return Decision::unsettled(job, error);
                 }
                 Err(error) => {
                     return Decision::answer(Acknowledgement::Unavailable(Unavailability::Storage(error)));

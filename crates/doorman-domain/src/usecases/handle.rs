@@ -2,7 +2,7 @@
 
 use super::Inbound;
 use crate::errors::{DispatchError, StorageError};
-use crate::model::{Failure, Freshness, Installation, Job, Lifecycle};
+use crate::model::{Claim, Failure, Freshness, Installation, Job, Lifecycle};
 use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, TenantDirectory};
 
 /// What became of a job.
@@ -18,6 +18,21 @@ pub enum Handled {
     /// The agent did not take the event. For a numbered event the failure is stored on the
     /// receipt when `recorded` is true; the receipt is never marked handled.
     Failed { error: DispatchError, recorded: bool },
+    /// Nothing was sent: the job's unconfirmed claim does not hold the event, or could not
+    /// be settled.
+    NotSent(NotSent),
+}
+
+/// Why a job whose claim was not confirmed sent nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotSent {
+    /// The claim settled as another delivery's: that one dispatches.
+    #[error("another delivery claimed the event")]
+    ClaimedElsewhere,
+    /// The claim could not be settled. If it was made, its receipt reads as stranded; if
+    /// not, the platform's retry claims the event.
+    #[error("the claim could not be settled: {0}")]
+    Unsettled(StorageError),
 }
 
 impl<D, B, R, I, C> Inbound<D, B, R, I, C>
@@ -31,8 +46,29 @@ where
     /// Dispatches an accepted job — with the installation's bot token, refreshed first when it
     /// is about to expire — then applies the app's lifecycle event if it is one, then completes
     /// its receipt (on success) or records the failure (otherwise). Unnumbered jobs have no
-    /// receipt and only dispatch.
+    /// receipt and only dispatch. A job whose claim was not confirmed settles it first and
+    /// goes on only if the claim holds the event.
     pub async fn handle(&self, job: Job) -> Handled {
+        if let Some(claim) = job.unsettled_claim() {
+            let key = &claim.key;
+            match self.receipts.settle(claim).await {
+                Ok(Claim::Claimed) => tracing::info!(
+                    tenant.id = %key.tenant,
+                    event.id = %key.external_id,
+                    "an unconfirmed claim holds the event; dispatching it"
+                ),
+                Ok(Claim::Duplicate) => return Handled::NotSent(NotSent::ClaimedElsewhere),
+                Err(error) => {
+                    tracing::error!(
+                        tenant.id = %key.tenant,
+                        event.id = %key.external_id,
+                        error = %error,
+                        "an unconfirmed claim could not be settled; nothing was sent (if it was made, it will be listed as stranded)"
+                    );
+                    return Handled::NotSent(NotSent::Unsettled(error));
+                }
+            }
+        }
         let key = job.receipt_key();
         let outcome = match self.authorization(&job).await {
             Ok(installation) => self.bridge.dispatch(&job, installation).await,

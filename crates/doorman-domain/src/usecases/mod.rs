@@ -27,7 +27,7 @@ mod replay;
 mod tests;
 
 pub use acknowledge::{Acknowledgement, Decision, Unavailability};
-pub use handle::Handled;
+pub use handle::{Handled, NotSent};
 
 use crate::model::Retention;
 

@@ -92,6 +92,7 @@ where
                     Handled::Delivered { .. } => ReplayOutcome::Handled,
                     Handled::DeliveredUnrecorded(_) => ReplayOutcome::HandledUnrecorded,
                     Handled::Failed { error, .. } => ReplayOutcome::Failed(error.to_string()),
+                    Handled::NotSent(why) => ReplayOutcome::NotSent(why.to_string()),
                 };
             }
             Admission::Admitted { .. } => "the workspace now belongs to another tenant".to_owned(),

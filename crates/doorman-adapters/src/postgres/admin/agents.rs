@@ -9,7 +9,7 @@ use doorman_domain::{AgentSecret, AgentSummary, AgentUrl, AuditEntry, StorageErr
 
 use super::audit;
 use crate::postgres::directory::AGENT_SECRET_COLUMN;
-use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, act_for};
 use crate::postgres::schema::agent_bridges;
 use crate::secrets::{Keyring, SealedIn};
@@ -30,9 +30,9 @@ impl PgAgents {
 
 impl Agents for PgAgents {
     async fn get(&self, tenant: TenantId) -> Result<Option<AgentSummary>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let found: Option<(String, bool)> = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
+        let mut unit = self.pool.unit().await?;
+        let found = unit
+            .transaction::<Option<(String, bool)>, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
                 agent_bridges::table
                     .filter(agent_bridges::tenant_id.eq(tenant.as_uuid()))
@@ -42,8 +42,9 @@ impl Agents for PgAgents {
                     .optional()
             })
             .await
-            .map_err(from_diesel)?;
-        found
+            .map_err(from_diesel);
+        unit.finish(found)
+            .await?
             .map(|(url, paused)| {
                 let url = AgentUrl::parse(&url)
                     .map_err(|e| StorageError::Unexpected(format!("the tenant's stored agent URL: {e}")))?;
@@ -64,28 +65,30 @@ impl Agents for PgAgents {
         })?;
         let sealed =
             keys.seal(secret.expose_whsec().as_bytes(), SealedIn { tenant, column: AGENT_SECRET_COLUMN });
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            act_for(conn, tenant).await?;
-            diesel::insert_into(agent_bridges::table)
-                .values((
-                    agent_bridges::tenant_id.eq(tenant.as_uuid()),
-                    agent_bridges::url.eq(url.as_str()),
-                    agent_bridges::signing_secret.eq(&sealed),
-                ))
-                .on_conflict(agent_bridges::tenant_id)
-                .do_update()
-                .set((
-                    agent_bridges::url.eq(url.as_str()),
-                    agent_bridges::signing_secret.eq(&sealed),
-                    agent_bridges::updated_at.eq(diesel::dsl::now),
-                ))
-                .execute(conn)
-                .await?;
-            audit::write(conn, audit).await
-        })
-        .await
-        .map_err(from_diesel)
+        let mut unit = self.pool.unit().await?;
+        let written = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                diesel::insert_into(agent_bridges::table)
+                    .values((
+                        agent_bridges::tenant_id.eq(tenant.as_uuid()),
+                        agent_bridges::url.eq(url.as_str()),
+                        agent_bridges::signing_secret.eq(&sealed),
+                    ))
+                    .on_conflict(agent_bridges::tenant_id)
+                    .do_update()
+                    .set((
+                        agent_bridges::url.eq(url.as_str()),
+                        agent_bridges::signing_secret.eq(&sealed),
+                        agent_bridges::updated_at.eq(diesel::dsl::now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                audit::write(conn, audit).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(written).await
     }
 
     async fn set_paused(
@@ -94,20 +97,23 @@ impl Agents for PgAgents {
         paused: bool,
         audit: &AuditEntry,
     ) -> Result<bool, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            act_for(conn, tenant).await?;
-            let updated =
-                diesel::update(agent_bridges::table.filter(agent_bridges::tenant_id.eq(tenant.as_uuid())))
-                    .set((agent_bridges::paused.eq(paused), agent_bridges::updated_at.eq(diesel::dsl::now)))
-                    .execute(conn)
-                    .await?;
-            if updated > 0 {
-                audit::write(conn, audit).await?;
-            }
-            Ok(updated > 0)
-        })
-        .await
-        .map_err(from_diesel)
+        let mut unit = self.pool.unit().await?;
+        let paused = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let updated = diesel::update(
+                    agent_bridges::table.filter(agent_bridges::tenant_id.eq(tenant.as_uuid())),
+                )
+                .set((agent_bridges::paused.eq(paused), agent_bridges::updated_at.eq(diesel::dsl::now)))
+                .execute(conn)
+                .await?;
+                if updated > 0 {
+                    audit::write(conn, audit).await?;
+                }
+                Ok(updated > 0)
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(paused).await
     }
 }

@@ -6,7 +6,7 @@ use doorman_domain::ports::AuditTrail;
 use doorman_domain::{AuditCursor, AuditEntry, AuditRecord, Page, PageRequest, StorageError, TenantId};
 use uuid::Uuid;
 
-use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, across_tenants, act_for};
 use crate::postgres::schema::admin_audit;
 
@@ -55,15 +55,17 @@ type Row = (
 
 impl AuditTrail for PgAuditTrail {
     async fn record(&self, entry: &AuditEntry) -> Result<(), StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            if let Some(tenant) = entry.tenant {
-                act_for(conn, tenant).await?;
-            }
-            write(conn, entry).await
-        })
-        .await
-        .map_err(from_diesel)
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                if let Some(tenant) = entry.tenant {
+                    act_for(conn, tenant).await?;
+                }
+                write(conn, entry).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
     }
 
     async fn list(
@@ -71,9 +73,9 @@ impl AuditTrail for PgAuditTrail {
         tenant: Option<TenantId>,
         page: &PageRequest<AuditCursor>,
     ) -> Result<Page<AuditRecord, AuditCursor>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let mut unit = self.pool.unit().await?;
         let page = page.clone();
-        let rows: Vec<Row> = conn
+        let rows: Result<Vec<Row>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let mut query = admin_audit::table.into_boxed();
                 match tenant {
@@ -108,7 +110,8 @@ impl AuditTrail for PgAuditTrail {
                     .await
             })
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        let rows = unit.finish(rows).await?;
         let records = rows
             .into_iter()
             .map(|(id, at, actor_kind, actor_id, actor_name, action, tenant, target, request_id)| {

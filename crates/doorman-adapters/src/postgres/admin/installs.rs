@@ -8,7 +8,7 @@ use doorman_domain::{AuditEntry, InstallationSummary, StorageError, TenantId, Wo
 use uuid::Uuid;
 
 use super::audit;
-use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, act_for};
 use crate::postgres::schema::{messaging_install_links, messaging_installations as installations};
 use crate::secrets::{random_token, token_hash};
@@ -79,29 +79,31 @@ impl InstallRecords for PgInstallRecords {
         audit: &AuditEntry,
     ) -> Result<String, StorageError> {
         let token = random_token();
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            act_for(conn, tenant).await?;
-            diesel::insert_into(messaging_install_links::table)
-                .values((
-                    messaging_install_links::token_hash.eq(token_hash(&token)),
-                    messaging_install_links::tenant_id.eq(tenant.as_uuid()),
-                    messaging_install_links::expires_at.eq(expires_at),
-                ))
-                .execute(conn)
-                .await?;
-            audit::write(conn, audit).await
-        })
-        .await
-        .map_err(from_diesel)?;
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                diesel::insert_into(messaging_install_links::table)
+                    .values((
+                        messaging_install_links::token_hash.eq(token_hash(&token)),
+                        messaging_install_links::tenant_id.eq(tenant.as_uuid()),
+                        messaging_install_links::expires_at.eq(expires_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                audit::write(conn, audit).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await?;
         Ok(token)
     }
 
     /// Every tenant's (`None`) reads across tenants, which only the tables' owner can: as
     /// `doorman_admin` it finds none (the admin API always names a tenant).
     async fn list(&self, tenant: Option<TenantId>) -> Result<Vec<InstallationSummary>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let rows: Vec<Row> = conn
+        let mut unit = self.pool.unit().await?;
+        let rows: Result<Vec<Row>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let mut query = installations::table.into_boxed();
                 if let Some(tenant) = tenant {
@@ -128,7 +130,8 @@ impl InstallRecords for PgInstallRecords {
                     .await
             })
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        let rows = unit.finish(rows).await?;
         rows.into_iter().map(summary).collect()
     }
 }

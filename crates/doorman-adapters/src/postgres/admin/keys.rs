@@ -14,7 +14,7 @@ use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::audit;
-use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::PgPool;
 use crate::postgres::schema::admin_keys;
 use crate::secrets::{random_token, token_hash};
@@ -55,14 +55,15 @@ impl PgAdminKeys {
     /// and whose secret matches. Anything else is `None`, alike.
     pub async fn authenticate(&self, presented: &str) -> Result<Option<ApiKey>, StorageError> {
         let Some((id, secret)) = split(presented) else { return Ok(None) };
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let found: Option<KeyRow> = admin_keys::table
+        let mut unit = self.pool.unit().await?;
+        let found = admin_keys::table
             .filter(admin_keys::id.eq(id.as_uuid()))
             .select(KeyRow::as_select())
-            .first(&mut conn)
+            .first::<KeyRow>(&mut unit)
             .await
             .optional()
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        let found = unit.finish(found).await?;
         let Some(row) = found else { return Ok(None) };
         let matches: bool = token_hash(secret).as_bytes().ct_eq(row.secret_hash.as_bytes()).into();
         if !matches || row.revoked_at.is_some() {
@@ -91,33 +92,36 @@ impl AdminKeys for PgAdminKeys {
         audit: &AuditEntry,
     ) -> Result<KeySecret, StorageError> {
         let secret = random_token();
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            diesel::insert_into(admin_keys::table)
-                .values((
-                    admin_keys::id.eq(id.as_uuid()),
-                    admin_keys::name.eq(name.as_str()),
-                    admin_keys::tenant_id.eq(scope.tenant.map(|t| *t.as_uuid())),
-                    admin_keys::read_only.eq(scope.read_only),
-                    admin_keys::secret_hash.eq(token_hash(&secret)),
-                ))
-                .execute(conn)
-                .await?;
-            audit::write(conn, audit).await
-        })
-        .await
-        .map_err(from_diesel)?;
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::insert_into(admin_keys::table)
+                    .values((
+                        admin_keys::id.eq(id.as_uuid()),
+                        admin_keys::name.eq(name.as_str()),
+                        admin_keys::tenant_id.eq(scope.tenant.map(|t| *t.as_uuid())),
+                        admin_keys::read_only.eq(scope.read_only),
+                        admin_keys::secret_hash.eq(token_hash(&secret)),
+                    ))
+                    .execute(conn)
+                    .await?;
+                audit::write(conn, audit).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await?;
         Ok(KeySecret::new(format!("{PREFIX}{}_{secret}", id.as_uuid().simple())))
     }
 
     async fn list(&self) -> Result<Vec<KeySummary>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let rows: Vec<KeyRow> = admin_keys::table
+        let mut unit = self.pool.unit().await?;
+        let rows = admin_keys::table
             .order((admin_keys::created_at.asc(), admin_keys::id.asc()))
             .select(KeyRow::as_select())
-            .load(&mut conn)
+            .load::<KeyRow>(&mut unit)
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        let rows = unit.finish(rows).await?;
         Ok(rows
             .into_iter()
             .map(|row| KeySummary {
@@ -131,23 +135,25 @@ impl AdminKeys for PgAdminKeys {
     }
 
     async fn revoke(&self, id: KeyId, audit: &AuditEntry) -> Result<bool, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            let revoked = diesel::update(
-                admin_keys::table
-                    .filter(admin_keys::id.eq(id.as_uuid()))
-                    .filter(admin_keys::revoked_at.is_null()),
-            )
-            .set(admin_keys::revoked_at.eq(diesel::dsl::now))
-            .execute(conn)
-            .await?;
-            if revoked > 0 {
-                audit::write(conn, audit).await?;
-            }
-            Ok(revoked > 0)
-        })
-        .await
-        .map_err(from_diesel)
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let revoked = diesel::update(
+                    admin_keys::table
+                        .filter(admin_keys::id.eq(id.as_uuid()))
+                        .filter(admin_keys::revoked_at.is_null()),
+                )
+                .set(admin_keys::revoked_at.eq(diesel::dsl::now))
+                .execute(conn)
+                .await?;
+                if revoked > 0 {
+                    audit::write(conn, audit).await?;
+                }
+                Ok(revoked > 0)
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
     }
 }
 

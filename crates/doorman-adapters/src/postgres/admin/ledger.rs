@@ -9,7 +9,7 @@ use doorman_domain::{
     TenantId,
 };
 
-use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, act_for};
 use crate::postgres::receipt_row::{ReceiptRow, stranded_before};
 use crate::postgres::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
@@ -39,8 +39,8 @@ macro_rules! payload_kept {
 
 impl Ledger for PgLedger {
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<ReceiptRecord>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let found: Option<(ReceiptRow, bool)> = conn
+        let mut unit = self.pool.unit().await?;
+        let found: Result<Option<(ReceiptRow, bool)>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 act_for(conn, key.tenant).await?;
                 receipts::table
@@ -53,7 +53,8 @@ impl Ledger for PgLedger {
                     .optional()
             })
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        let found = unit.finish(found).await?;
         found
             .map(|(row, payload_kept)| Ok(ReceiptRecord { receipt: row.into_receipt()?, payload_kept }))
             .transpose()
@@ -68,9 +69,9 @@ impl Ledger for PgLedger {
         filter: &EventFilter,
         page: &PageRequest<EventCursor>,
     ) -> Result<Page<ReceiptRecord, EventCursor>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let mut unit = self.pool.unit().await?;
         let (filter, page) = (*filter, page.clone());
-        let rows: Vec<(ReceiptRow, bool)> = conn
+        let rows: Result<Vec<(ReceiptRow, bool)>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let mut query = receipts::table.filter(receipts::handled_at.is_null()).into_boxed();
                 if let Some(tenant) = tenant {
@@ -114,7 +115,8 @@ impl Ledger for PgLedger {
                     .await
             })
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        let rows = unit.finish(rows).await?;
         let records = rows
             .into_iter()
             .map(|(row, payload_kept)| Ok(ReceiptRecord { receipt: row.into_receipt()?, payload_kept }))

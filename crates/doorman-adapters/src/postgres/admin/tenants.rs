@@ -11,7 +11,7 @@ use doorman_domain::{
 use uuid::Uuid;
 
 use super::{Stop, audit};
-use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, across_tenants, act_for};
 use crate::postgres::schema::{admin_idempotency, tenants};
 use crate::secrets::token_hash;
@@ -49,9 +49,9 @@ impl Tenants for PgTenants {
         idempotency: Option<Idempotency>,
         audit: &AuditEntry,
     ) -> Result<Created, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let mut unit = self.pool.unit().await?;
         let fingerprint = idempotency.as_ref().map(|i| token_hash(&i.fingerprint));
-        let created = conn
+        let created = unit
             .transaction::<_, Stop<()>, _>(async |conn| {
                 act_for(conn, tenant.id).await?;
                 let row: Row = diesel::insert_into(tenants::table)
@@ -86,32 +86,38 @@ impl Tenants for PgTenants {
                 Ok(record(row))
             })
             .await;
-        match created {
-            Ok(tenant) => Ok(Created::New(tenant)),
-            Err(stop) => {
-                stop.into_result()?;
-                let (Some(idempotency), Some(fingerprint)) = (idempotency, fingerprint) else {
-                    return Err(StorageError::Unexpected("an idempotent repeat without a key".into()));
-                };
-                first_answer(&mut conn, &idempotency, &fingerprint).await
+        let outcome = async {
+            match created {
+                Ok(tenant) => Ok(Created::New(tenant)),
+                Err(stop) => {
+                    stop.into_result()?;
+                    let (Some(idempotency), Some(fingerprint)) = (idempotency, fingerprint) else {
+                        return Err(StorageError::Unexpected("an idempotent repeat without a key".into()));
+                    };
+                    first_answer(&mut unit, &idempotency, &fingerprint).await
+                }
             }
         }
+        .await;
+        unit.finish(outcome).await
     }
 
     async fn get(&self, tenant: TenantId) -> Result<Option<TenantRecord>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            act_for(conn, tenant).await?;
-            tenants::table
-                .filter(tenants::id.eq(tenant.as_uuid()))
-                .select(COLUMNS)
-                .first::<Row>(conn)
-                .await
-                .optional()
-        })
-        .await
-        .map(|row| row.map(record))
-        .map_err(from_diesel)
+        let mut unit = self.pool.unit().await?;
+        let found = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                tenants::table
+                    .filter(tenants::id.eq(tenant.as_uuid()))
+                    .select(COLUMNS)
+                    .first::<Row>(conn)
+                    .await
+                    .optional()
+            })
+            .await
+            .map(|row| row.map(record))
+            .map_err(from_diesel);
+        unit.finish(found).await
     }
 
     async fn list(
@@ -119,9 +125,9 @@ impl Tenants for PgTenants {
         only: Option<TenantId>,
         page: &PageRequest<TenantCursor>,
     ) -> Result<Page<TenantRecord, TenantCursor>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
+        let mut unit = self.pool.unit().await?;
         let page = page.clone();
-        let rows: Vec<Row> = conn
+        let rows: Result<Vec<Row>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let mut query = tenants::table.into_boxed();
                 match only {
@@ -144,7 +150,8 @@ impl Tenants for PgTenants {
                     .await
             })
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        let rows = unit.finish(rows).await?;
         let records = rows.into_iter().map(record).collect();
         Ok(Page::from_overfetch(records, page.limit, |t: &TenantRecord| TenantCursor {
             created_at: t.created_at,
@@ -158,17 +165,19 @@ impl Tenants for PgTenants {
         on: bool,
         audit: &AuditEntry,
     ) -> Result<(), StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            act_for(conn, tenant).await?;
-            diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
-                .set(tenants::retain_payloads.eq(on))
-                .execute(conn)
-                .await?;
-            audit::write(conn, audit).await
-        })
-        .await
-        .map_err(from_diesel)
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
+                    .set(tenants::retain_payloads.eq(on))
+                    .execute(conn)
+                    .await?;
+                audit::write(conn, audit).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
     }
 }
 

@@ -10,7 +10,7 @@ use doorman_domain::{
 };
 
 use super::audit;
-use crate::postgres::errors::{from_diesel, from_pool};
+use crate::postgres::errors::from_diesel;
 use crate::postgres::installations::remove_installation;
 use crate::postgres::pool::{PgPool, act_for};
 use crate::postgres::schema::messaging_workspaces as links;
@@ -67,8 +67,8 @@ async fn find(
 
 impl Workspaces for PgWorkspaces {
     async fn list(&self, tenant: TenantId) -> Result<Vec<LinkedWorkspace>, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let rows: Vec<Row> = conn
+        let mut unit = self.pool.unit().await?;
+        let rows: Result<Vec<Row>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
                 links::table
@@ -79,7 +79,8 @@ impl Workspaces for PgWorkspaces {
                     .await
             })
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        let rows = unit.finish(rows).await?;
         rows.into_iter().map(linked).collect()
     }
 
@@ -93,8 +94,8 @@ impl Workspaces for PgWorkspaces {
         workspace: &WorkspaceRef,
         audit: &AuditEntry,
     ) -> Result<Linked, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        let outcome: Result<(bool, Option<Row>), _> = conn
+        let mut unit = self.pool.unit().await?;
+        let outcome: Result<(bool, Option<Row>), _> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
                 let inserted = diesel::insert_into(links::table)
@@ -113,7 +114,7 @@ impl Workspaces for PgWorkspaces {
                 Ok((inserted > 0, find(conn, tenant, platform, workspace).await?))
             })
             .await;
-        match outcome.map_err(from_diesel)? {
+        match unit.finish(outcome.map_err(from_diesel)).await? {
             (true, Some(row)) => Ok(Linked::New(linked(row)?)),
             (false, Some(row)) => Ok(Linked::Already(linked(row)?)),
             (false, None) => Ok(Linked::Taken),
@@ -128,16 +129,18 @@ impl Workspaces for PgWorkspaces {
         workspace: &WorkspaceRef,
         audit: &AuditEntry,
     ) -> Result<Removed, StorageError> {
-        let mut conn = self.pool.get().await.map_err(from_pool)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            act_for(conn, tenant).await?;
-            let removed = remove_installation(conn, tenant, workspace).await?;
-            if removed.link || removed.installation {
-                audit::write(conn, audit).await?;
-            }
-            Ok(removed)
-        })
-        .await
-        .map_err(from_diesel)
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let removed = remove_installation(conn, tenant, workspace).await?;
+                if removed.link || removed.installation {
+                    audit::write(conn, audit).await?;
+                }
+                Ok(removed)
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
     }
 }

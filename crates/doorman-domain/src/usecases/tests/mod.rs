@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use mockall::Sequence;
 use mockall::predicate::always;
 
-use super::{Acknowledgement, Decision, Handled, Inbound, Unavailability};
+use super::{Acknowledgement, Decision, Handled, Inbound, NotSent, Unavailability};
 use crate::errors::{DispatchError, OAuthError, RefreshError, StorageError, ValidationError};
 use crate::model::*;
 use crate::ports::{
@@ -276,6 +276,104 @@ async fn a_failed_claim_is_unavailable_and_never_dispatches() {
 
     let ack = answer(ports.build().acknowledge(numbered(0)).await);
     assert!(matches!(ack, Acknowledgement::Unavailable(Unavailability::Storage(_))), "{ack:?}");
+}
+
+// --- a claim whose commit was not confirmed -----------------------------------------------
+
+fn unconfirmed() -> StorageError {
+    StorageError::Unconfirmed("connection closed during the commit".into())
+}
+
+/// Acknowledges a numbered event whose claim comes back unconfirmed; returns the answer, the
+/// job, and the claim that was sent.
+async fn acknowledge_unconfirmed(ports: Ports) -> (Acknowledgement, Job, NewReceipt) {
+    let mut ports = ports.with_healthy_tenant();
+    let sent = Arc::new(Mutex::new(None));
+    let seen = sent.clone();
+    ports.receipts.expect_claim().times(1).returning(move |receipt| {
+        *seen.lock().unwrap() = Some(receipt.clone());
+        ready(Err(unconfirmed()))
+    });
+    let (ack, job) = ports.build().acknowledge(numbered(0)).await.into_parts();
+    let sent = sent.lock().unwrap().clone().expect("a claim was sent");
+    (ack, job.expect("an unconfirmed claim leaves a job to settle"), sent)
+}
+
+#[tokio::test]
+async fn an_unconfirmed_claim_is_answered_503_and_leaves_its_claim_to_settle() {
+    let (ack, job, sent) = acknowledge_unconfirmed(Ports::new().never_dispatches()).await;
+    assert_eq!(ack, Acknowledgement::Unavailable(Unavailability::Storage(unconfirmed())));
+    assert_eq!(job.unsettled_claim(), Some(&sent), "the very claim that was sent, its id included");
+}
+
+#[tokio::test]
+async fn each_delivery_claims_with_an_id_of_its_own() {
+    let mut ports = Ports::new().with_healthy_tenant();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let seen = ids.clone();
+    ports.receipts.expect_claim().times(2).returning(move |receipt| {
+        seen.lock().unwrap().push(receipt.claim);
+        ready(Ok(Claim::Duplicate))
+    });
+    let inbound = ports.build();
+    inbound.acknowledge(numbered(0)).await;
+    inbound.acknowledge(numbered(1)).await;
+    let ids = ids.lock().unwrap();
+    assert_ne!(ids[0], ids[1], "a retry is another delivery, with another claim");
+}
+
+/// Ports whose store settles `sent` (and nothing else) as `settled`, and never claims.
+fn settling(settled: Result<Claim, StorageError>, sent: &NewReceipt) -> Ports {
+    let mut ports = Ports::new();
+    let expected = sent.clone();
+    ports
+        .receipts
+        .expect_settle()
+        .withf(move |claim| *claim == expected)
+        .times(1)
+        .returning(move |_| ready(settled.clone()));
+    ports.receipts.expect_claim().never();
+    ports
+}
+
+#[tokio::test]
+async fn an_unconfirmed_claim_that_holds_the_event_is_dispatched_once_settled() {
+    let (_, job, sent) = acknowledge_unconfirmed(Ports::new()).await;
+    let mut ports = Ports::new();
+    let mut seq = Sequence::new();
+    ports.receipts.expect_claim().never();
+    let expected = sent.clone();
+    ports
+        .receipts
+        .expect_settle()
+        .withf(move |claim| *claim == expected)
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_| ready(Ok(Claim::Claimed)));
+    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(())));
+    ports
+        .receipts
+        .expect_complete()
+        .withf(|key, _, _, _| key.external_id.as_str() == "Ev0PV52K25")
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _, _, _| ready(Ok(Completion::default())));
+    assert_eq!(ports.build().handle(job).await, Handled::Delivered { pruned: 0 });
+}
+
+#[tokio::test]
+async fn an_unconfirmed_claim_held_by_another_delivery_sends_nothing() {
+    let (_, job, sent) = acknowledge_unconfirmed(Ports::new()).await;
+    let ports = settling(Ok(Claim::Duplicate), &sent).never_dispatches().never_writes_after_dispatch();
+    assert_eq!(ports.build().handle(job).await, Handled::NotSent(NotSent::ClaimedElsewhere));
+}
+
+#[tokio::test]
+async fn an_unconfirmed_claim_that_cannot_be_settled_sends_nothing() {
+    let (_, job, sent) = acknowledge_unconfirmed(Ports::new()).await;
+    let down = StorageError::Unavailable("no primary".into());
+    let ports = settling(Err(down.clone()), &sent).never_dispatches().never_writes_after_dispatch();
+    assert_eq!(ports.build().handle(job).await, Handled::NotSent(NotSent::Unsettled(down)));
 }
 
 #[tokio::test]
