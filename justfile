@@ -244,8 +244,10 @@ bench *ARGS: postgres
         echo "target/release/doorman contains test-kit code" >&2; exit 1; fi
     ./target/release/doorman-loadgen --server target/release/doorman {{ARGS}}
 
-# Builds REV's `doorman` (a git revision: a commit, a tag, main~3) into target/bench-base, then
-# runs it and today's alternately in one run (two rounds each unless ARGS say otherwise).
+# Builds REV's `doorman` and load generator (a git revision: a commit, a tag, main~3) into
+# target/bench-base, runs REV's binary and today's alternately in one run (two rounds each unless
+# ARGS say otherwise), then REV's floor with REV's own load generator (the floor runs the
+# adapters linked into the load generator, so an earlier revision's floor needs its own).
 # Benchmark an earlier revision against today's build, side by side.
 bench-against REV *ARGS: postgres
     #!/usr/bin/env bash
@@ -254,9 +256,12 @@ bench-against REV *ARGS: postgres
     rm -rf "$base/src" && mkdir -p "$base"
     git worktree add --detach --force "$base/src" "{{REV}}" >/dev/null
     trap 'git worktree remove --force "$base/src"' EXIT
-    cargo build --release --locked --manifest-path "$base/src/Cargo.toml" --target-dir "$base/target" -p doorman-app
+    cargo build --release --locked --manifest-path "$base/src/Cargo.toml" --target-dir "$base/target" -p doorman-app -p doorman-loadgen
     cp "$base/target/release/doorman" "$base/doorman"
+    cp "$base/target/release/doorman-loadgen" "$base/doorman-loadgen"
     just bench --compare "$base/doorman" {{ARGS}}
+    echo "== {{REV}}'s floor, measured by {{REV}}'s load generator (after one more run of its binary)"
+    "$base/doorman-loadgen" --server "$base/doorman" --rounds 1 --edge-seconds 0 {{ARGS}}
 
 # The sweep docs/benchmarks.md reports: concurrency 8/64/256 × payload 1 KiB/16 KiB.
 bench-sweep: (bench "--concurrency" "8,64,256" "--payload-bytes" "1024,16384")

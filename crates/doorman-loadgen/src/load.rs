@@ -10,6 +10,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::Semaphore;
 
 use crate::Args;
+use crate::pg_cpu;
 use crate::plan::{self, Item, Kind};
 use crate::setup::{Run, SIGNING_SECRET};
 
@@ -24,6 +25,8 @@ pub struct ServiceResult {
     pub answered_in: Duration,
     /// Until the last dispatch reached the agent.
     pub handled_in: Duration,
+    /// PostgreSQL's CPU time over the run (until the last dispatch), if readable.
+    pub pg_cpu: Option<Duration>,
     pub numbered_acked: usize,
     pub commands_acked: usize,
     pub commands_dispatched: usize,
@@ -70,6 +73,7 @@ pub async fn run(
     });
     let teams: Arc<Vec<String>> = Arc::new(run.tenants.iter().map(|(_, team)| team.clone()).collect());
 
+    let cpu_before = pg_cpu::sample();
     let started = Instant::now();
     let tasks: Vec<_> = items
         .into_iter()
@@ -98,6 +102,7 @@ pub async fn run(
         }
     }
     let handled_in = started.elapsed();
+    let pg_cpu = cpu_before.zip(pg_cpu::sample()).map(|(before, after)| after.saturating_sub(before));
 
     let mut per_event: HashMap<String, usize> = HashMap::new();
     let mut commands_dispatched = 0;
@@ -133,6 +138,7 @@ pub async fn run(
         latency,
         answered_in,
         handled_in,
+        pg_cpu,
         numbered_acked,
         commands_acked,
         commands_dispatched,

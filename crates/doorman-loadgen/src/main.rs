@@ -13,6 +13,7 @@
 mod fixed;
 mod floor;
 mod load;
+mod pg_cpu;
 mod plan;
 mod report;
 mod setup;

@@ -7,6 +7,7 @@ use crate::Args;
 use crate::fixed::FixedResult;
 use crate::floor::FloorResult;
 use crate::load::ServiceResult;
+use crate::pg_cpu;
 
 fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
@@ -33,11 +34,12 @@ impl Report {
         s.lost == 0 && s.doubled_events == 0 && s.stranded == 0 && s.commands_dispatched == s.commands_acked
     }
 
+    fn acknowledged(&self) -> u64 {
+        self.service.statuses.iter().filter(|(code, _)| (200..300).contains(*code)).map(|(_, n)| n).sum()
+    }
+
     fn acknowledged_per_s(&self) -> f64 {
-        let s = &self.service;
-        let acked: u64 =
-            s.statuses.iter().filter(|(code, _)| (200..300).contains(*code)).map(|(_, n)| n).sum();
-        acked as f64 / s.answered_in.as_secs_f64()
+        self.acknowledged() as f64 / self.service.answered_in.as_secs_f64()
     }
 
     fn numbered_per_s(&self) -> f64 {
@@ -104,6 +106,14 @@ impl Report {
             s.commands_acked,
             s.commands_dispatched
         );
+        if let Some(spent) = s.pg_cpu {
+            println!(
+                "database  PostgreSQL CPU {:.0} ms: {:.0} µs per acknowledged delivery, {:.0} µs per numbered event",
+                spent.as_secs_f64() * 1000.0,
+                pg_cpu::micros_per(spent, self.acknowledged() as usize),
+                pg_cpu::micros_per(spent, s.numbered_acked),
+            );
+        }
         match self.peak_rss_kib {
             Some(kib) => println!("          server peak RSS {:.1} MiB", kib as f64 / 1024.0),
             None => println!("          server peak RSS unknown"),
@@ -170,18 +180,20 @@ impl Comparison {
         let floor_per_s = self.floor.as_ref().map(|f| f.events as f64 / f.elapsed.as_secs_f64());
         if let Some(f) = &self.floor {
             println!(
-                "floor     resolve+claim+complete events/s {:.0} ({} events in {:.2} s); resolve+claim ms: p50 {:.2}  p99 {:.2}",
+                "floor     resolve+claim+complete events/s {:.0} ({} events in {:.2} s); resolve+claim ms: p50 {:.2}  p99 {:.2}; PostgreSQL CPU {} µs per event",
                 floor_per_s.unwrap_or(f64::NAN),
                 f.events,
                 f.elapsed.as_secs_f64(),
                 ms(f.ack_sql.value_at_quantile(0.5)),
                 ms(f.ack_sql.value_at_quantile(0.99)),
+                f.pg_cpu
+                    .map_or("-".to_owned(), |spent| format!("{:.0}", pg_cpu::micros_per(spent, f.events))),
             );
         }
         println!(
-            "| binary | round | acked deliveries/s | p50 ms | p99 ms | numbered handled/s ÷ floor | lost/doubled/stranded | peak RSS MiB | url_verification/s | unlinked/s |"
+            "| binary | round | acked deliveries/s | p50 ms | p99 ms | numbered handled/s ÷ floor | lost/doubled/stranded | peak RSS MiB | PostgreSQL CPU µs per numbered event | url_verification/s | unlinked/s |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
         for run in &self.runs {
             let r = &run.report;
             let s = &r.service;
@@ -189,7 +201,7 @@ impl Comparison {
                 f.as_ref().map_or("-".to_owned(), |f| format!("{:.0}", f.per_second()))
             };
             println!(
-                "| {} | {} | {:.0} | {:.2} | {:.2} | {} | {}/{}/{} | {} | {} | {} |",
+                "| {} | {} | {:.0} | {:.2} | {:.2} | {} | {}/{}/{} | {} | {} | {} | {} |",
                 r.label,
                 r.round,
                 run.acknowledged_per_s,
@@ -200,6 +212,10 @@ impl Comparison {
                 s.doubled_events,
                 s.stranded,
                 r.peak_rss_kib.map_or("-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0)),
+                s.pg_cpu.map_or("-".to_owned(), |spent| format!(
+                    "{:.0}",
+                    pg_cpu::micros_per(spent, s.numbered_acked)
+                )),
                 rate(&r.url_verification),
                 rate(&r.unlinked),
             );
