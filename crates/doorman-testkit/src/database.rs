@@ -146,10 +146,9 @@ pub const ADMIN_ROLE: &str = "doorman_test_admin";
 
 pub use crate::keys::{TEST_KEYS, test_keys};
 
-/// A receipt store with one pool for claims and completions alike (the server gives each
-/// its own).
+/// A receipt store on `pool`, as the server has one.
 pub fn receipt_store(pool: PgPool) -> PgReceiptStore {
-    PgReceiptStore::with_pools(pool.clone(), pool, std::sync::Arc::new(test_keys()))
+    PgReceiptStore::new(pool, std::sync::Arc::new(test_keys()))
 }
 
 /// A tenant named after `team`, with that team linked and its agent set: what every test of

@@ -17,6 +17,7 @@
 
 pub mod admin;
 pub mod claims;
+mod cycle;
 pub mod directory;
 pub mod errors;
 pub mod group_commit;
@@ -24,11 +25,13 @@ pub mod installations;
 pub mod listener;
 pub mod maintenance;
 pub mod migrations;
+mod outcomes;
 pub mod pool;
 mod receipt_row;
 pub mod receipts;
 pub mod schema;
 pub mod security;
+mod statement;
 pub mod stored_events;
 
 pub use admin::{

@@ -96,7 +96,6 @@ async fn the_same_key_twice_in_one_batch_is_claimed_once() {
     let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
     let settings = GroupSettings { max_batch: 64, in_flight: 1 };
     let store = Arc::new(PgReceiptStore::with_settings(
-        pool.clone(),
         pool,
         Arc::new(test_keys()),
         settings,
@@ -104,7 +103,8 @@ async fn the_same_key_twice_in_one_batch_is_claimed_once() {
     ));
     assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
     proxy.delay(Duration::from_millis(50));
-    proxy.watch_client(b"doorman_claim_receipts");
+    // Its binds carry the event id (the statement's text is sent once per connection).
+    proxy.watch_client(b"EvOther");
 
     let first = {
         let store = store.clone();
@@ -126,7 +126,7 @@ async fn the_same_key_twice_in_one_batch_is_claimed_once() {
 fn store_through(db: &TestDatabase, proxy: &FaultProxy, timeouts: ClaimTimeouts) -> Arc<PgReceiptStore> {
     let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());
     let settings = GroupSettings { max_batch: 64, in_flight: 1 };
-    Arc::new(PgReceiptStore::with_settings(pool.clone(), pool, Arc::new(test_keys()), settings, timeouts))
+    Arc::new(PgReceiptStore::with_settings(pool, Arc::new(test_keys()), settings, timeouts))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,7 +139,7 @@ async fn a_batch_cut_on_its_way_is_settled_on_a_fresh_connection_and_each_event_
 
     // Cut with the statement on its way: whether it committed is unknown to the store, which
     // settles the batch by its claims on a fresh connection before answering.
-    proxy.cut_when_client_sends(b"doorman_claim_receipts");
+    proxy.cut_when_client_sends(b"EvCut");
     proxy.delay(Duration::from_millis(30));
     let claims = (0..20).map(|i| {
         let store = store.clone();

@@ -48,10 +48,11 @@ async fn an_outcome_batch_that_meets_a_closed_connection_is_written_on_a_fresh_o
     store.claim(&receipt(tenant, "EvFailed", now())).await.unwrap();
 
     // The connection dies under the batch's statement, as in a cut or a database restart.
-    proxy.cut_when_client_sends(b"doorman_record_outcomes");
+    // The binds carry the event id (the statement's text is sent once per connection).
+    proxy.cut_when_client_sends(b"EvHandled");
     let handled = now();
     store.complete(&key(tenant, "EvHandled"), handled, days_ago(7), 100).await.unwrap();
-    proxy.cut_when_client_sends(b"doorman_record_outcomes");
+    proxy.cut_when_client_sends(b"EvFailed");
     let failure = Failure { reason: "agent answered HTTP 502".into(), at: now() };
     store.record_failure(&key(tenant, "EvFailed"), &failure).await.unwrap();
 

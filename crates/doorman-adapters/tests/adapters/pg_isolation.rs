@@ -123,6 +123,43 @@ async fn writing_a_receipt_for_another_tenant_is_refused_by_row_level_security()
     }
 }
 
+/// The batch functions name all their tenants at once (`app.tenant_ids`): a row of a tenant in
+/// the list is visible and writable, one of a tenant outside it is neither.
+#[tokio::test]
+async fn a_batch_sees_and_writes_only_the_tenants_it_names() {
+    let db = TestDatabase::create().await;
+    let (a, b) = two_tenants(&db).await;
+    let c = tenant_with_team(&db.operator(), "TC").await;
+    receipt_store(db.pool()).claim(&receipt(c, "EvC", now())).await.unwrap();
+    let pool = db.pool();
+    let mut conn = pool.unit().await.unwrap();
+
+    let forged = conn
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            diesel::sql_query("SELECT set_config('app.tenant_ids', $1, true)")
+                .bind::<Text, _>(format!("{{{a},{b}}}"))
+                .execute(conn)
+                .await?;
+            let visible = count(conn, "SELECT count(*) AS n FROM messaging_event_receipts").await;
+            assert_eq!(visible, 2, "A's and B's receipts, not C's");
+            let touched = diesel::sql_query(format!(
+                "UPDATE messaging_event_receipts SET event_type = event_type WHERE tenant_id = '{c}'"
+            ))
+            .execute(conn)
+            .await?;
+            assert_eq!(touched, 0, "C's receipts cannot be updated");
+            diesel::sql_query(format!(
+                "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
+                 VALUES ('{c}', 'slack', 'EvForged', 'message', 0, now())"
+            ))
+            .execute(conn)
+            .await
+        })
+        .await;
+    let error = forged.expect_err("writing a receipt for a tenant outside the list must fail");
+    assert!(error.to_string().contains("row-level security"), "{error}");
+}
+
 #[tokio::test]
 async fn the_server_cannot_write_the_directory_even_for_its_own_tenant() {
     let db = TestDatabase::create().await;

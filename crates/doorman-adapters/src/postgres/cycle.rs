@@ -1,0 +1,248 @@
+//! One statement per cycle: everything queued while the last batch was being written —
+//! claims, unnumbered requests' fingerprints, completions and failures — goes to the database
+//! in one statement (the batch functions' calls joined by `UNION ALL`), so a busy cycle pays one
+//! commit and one round trip, not one per kind.
+//!
+//! A claim waits only for the batch ahead of it, as before; an outcome rides with the next
+//! batch, or goes alone when nothing else is queued. When the connection dies under the
+//! statement, the batch is sent again on a fresh connection until the claims' time is up: its
+//! claims as a settle ([`super::claims`]), its outcomes as they are (they are idempotent). Its
+//! fingerprints are not sent again (one already recorded would read as a replay): they are
+//! answered unconfirmed.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::RunQueryDsl;
+use doorman_domain::{Claim, Fingerprint, StorageError, TenantId};
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::claims::{ClaimRows, SealedClaim, may_have_committed, unconfirmed};
+use super::errors::from_diesel;
+use super::outcomes::{OutcomeRows, PendingOutcome, pruned_per_outcome};
+use super::pool::PgPool;
+use super::statement::{Kept, bind};
+
+/// The pause between two attempts to send a batch whose connection was lost: long enough not
+/// to spin while no primary accepts connections, short against a promotion (~1 s).
+const RESEND_PAUSE: Duration = Duration::from_millis(50);
+
+/// One request to the cycle's writer.
+pub(super) enum Write {
+    Claim(SealedClaim),
+    Request(TenantId, Fingerprint),
+    Outcome(PendingOutcome),
+}
+
+/// Its answer.
+#[derive(Debug)]
+pub(super) enum Written {
+    /// A claim's or a fingerprint's.
+    Claim(Claim),
+    /// An outcome's: expired receipts its tenant pruned with it.
+    Outcome(u64),
+    /// A fingerprint sent in a batch whose connection was lost: it may have been recorded.
+    Unconfirmed(StorageError),
+}
+
+/// How the writer works.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CycleSettings {
+    /// How long a batch may take, resending included (the claims' limit).
+    pub confirm_within: Duration,
+    /// Whether completions prune their tenants' expired receipts.
+    pub prune: bool,
+}
+
+/// One row of the statement's answer: `kind` says which call it came from.
+#[derive(diesel::QueryableByName)]
+struct Row {
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+    #[diesel(sql_type = Nullable<Text>)]
+    signature: Option<String>,
+}
+
+/// The batch's fingerprints, each `(tenant, signature)` once.
+struct RequestRows<'a> {
+    tenants: Vec<Uuid>,
+    signatures: Vec<&'a str>,
+    expires_at: Vec<chrono::DateTime<chrono::Utc>>,
+}
+
+impl<'a> RequestRows<'a> {
+    fn of(requests: &[(TenantId, &'a Fingerprint)]) -> Self {
+        let mut seen = HashSet::new();
+        let unique: Vec<_> =
+            requests.iter().filter(|(tenant, f)| seen.insert((*tenant, f.signature()))).collect();
+        Self {
+            tenants: unique.iter().map(|(t, _)| *t.as_uuid()).collect(),
+            signatures: unique.iter().map(|(_, f)| f.signature()).collect(),
+            expires_at: unique.iter().map(|(_, f)| f.expires_at()).collect(),
+        }
+    }
+
+    fn call(&self) -> Kept<'_> {
+        Kept::call(
+            "SELECT 'request'::text AS kind, claimed_tenant AS id, 0::bigint AS n, claimed_signature AS signature FROM doorman_claim_requests",
+            vec![
+                bind::<diesel::sql_types::Array<SqlUuid>, _>(&self.tenants),
+                bind::<diesel::sql_types::Array<Text>, _>(&self.signatures),
+                bind::<diesel::sql_types::Array<Timestamptz>, _>(&self.expires_at),
+            ],
+        )
+    }
+}
+
+/// How one attempt at sending the batch ended.
+enum Sent {
+    Answered(Vec<Row>),
+    /// Nothing reached the database (no connection), or it refused the statement, which
+    /// rolled it back: nothing was written.
+    NotWritten(StorageError),
+    /// The statement was sent and the connection died before the answer: it may have
+    /// committed.
+    Lost(StorageError),
+}
+
+/// Writes one batch in one statement; one answer per request, in the requests' order.
+pub(super) async fn write(
+    pool: PgPool,
+    batch: Vec<Write>,
+    settings: CycleSettings,
+) -> Result<Vec<Written>, StorageError> {
+    let (mut claims, mut requests, mut outcomes) = (Vec::new(), Vec::new(), Vec::new());
+    for write in &batch {
+        match write {
+            Write::Claim(claim) => claims.push(claim),
+            Write::Request(tenant, fingerprint) => requests.push((*tenant, fingerprint)),
+            Write::Outcome(outcome) => outcomes.push(outcome),
+        }
+    }
+    let claim_rows = ClaimRows::of(&claims);
+    let request_rows = RequestRows::of(&requests);
+    let outcome_rows = OutcomeRows::of(&outcomes, settings.prune);
+
+    let deadline = Instant::now() + settings.confirm_within;
+    let mut settle = claims.iter().any(|claim| claim.settle);
+    // Once the connection was lost with them, fingerprints are not sent again.
+    let mut requests_lost: Option<StorageError> = None;
+    let rows = loop {
+        let mut parts = Vec::new();
+        if !claims.is_empty() {
+            parts.push(claim_rows.call(settle));
+        }
+        if !requests.is_empty() && requests_lost.is_none() {
+            parts.push(request_rows.call());
+        }
+        if !outcomes.is_empty() {
+            parts.push(outcome_rows.call());
+        }
+        let Some(statement) = parts.into_iter().reduce(Kept::union_all) else { break Vec::new() };
+        let lost = settle || requests_lost.is_some();
+        let error = match tokio::time::timeout_at(deadline, send(&pool, statement)).await {
+            Ok(Sent::Answered(rows)) => break rows,
+            Ok(Sent::NotWritten(error)) if !lost => return Err(error),
+            Ok(Sent::NotWritten(error)) => error,
+            Ok(Sent::Lost(error)) => {
+                if !lost {
+                    tracing::warn!(
+                        claims = claims.len(),
+                        outcomes = outcomes.len(),
+                        error = %error,
+                        "a batch lost its connection before its commit was confirmed; settling it on a fresh one"
+                    );
+                }
+                if !requests.is_empty() && requests_lost.is_none() {
+                    requests_lost =
+                        Some(StorageError::Unconfirmed(format!("the connection was lost ({error})")));
+                }
+                settle = true;
+                error
+            }
+            // Out of time, perhaps with the statement sent (a commit waiting for a standby).
+            Err(_) => {
+                settle = true;
+                StorageError::Unavailable(format!("no answer within {:?}", settings.confirm_within))
+            }
+        };
+        if Instant::now() + RESEND_PAUSE >= deadline {
+            return Err(if settle { unconfirmed(&error) } else { error });
+        }
+        tokio::time::sleep(RESEND_PAUSE).await;
+    };
+    Ok(answers(&batch, &requests, &outcomes, rows, requests_lost))
+}
+
+async fn send(pool: &PgPool, statement: Kept<'_>) -> Sent {
+    let mut unit = match pool.unit().await {
+        Ok(unit) => unit,
+        Err(error) => return Sent::NotWritten(error),
+    };
+    let answered = statement.load::<Row>(&mut unit).await;
+    match answered {
+        Ok(rows) => match unit.finish(Ok(rows)).await {
+            Ok(rows) => Sent::Answered(rows),
+            // Through a transaction pooler, the commit is its own statement.
+            Err(error) => Sent::Lost(error),
+        },
+        Err(error) if may_have_committed(&error, &mut unit) => Sent::Lost(from_diesel(error)),
+        Err(error) => {
+            unit.rollback().await;
+            Sent::NotWritten(from_diesel(error))
+        }
+    }
+}
+
+/// Reads the rows back into one answer per request. A claim holds its event when its claim id
+/// came back; a fingerprint when `(tenant, signature)` came back for its first copy in the batch.
+fn answers(
+    batch: &[Write],
+    requests: &[(TenantId, &Fingerprint)],
+    outcomes: &[&PendingOutcome],
+    rows: Vec<Row>,
+    requests_lost: Option<StorageError>,
+) -> Vec<Written> {
+    let (mut held, mut recorded, mut pruned) = (HashSet::new(), HashSet::new(), HashMap::new());
+    for row in rows {
+        match row.kind.as_str() {
+            "claim" => {
+                held.insert(row.id);
+            }
+            "request" => {
+                recorded.insert((row.id, row.signature.unwrap_or_default()));
+            }
+            _ => {
+                pruned.insert(row.id, u64::try_from(row.n).unwrap_or(0));
+            }
+        }
+    }
+    let mut outcome_answers = pruned_per_outcome(outcomes, pruned).into_iter();
+    let mut first_request = HashSet::with_capacity(requests.len());
+    batch
+        .iter()
+        .map(|write| match write {
+            Write::Claim(claim) => Written::Claim(if held.contains(claim.receipt.claim.as_uuid()) {
+                Claim::Claimed
+            } else {
+                Claim::Duplicate
+            }),
+            Write::Request(tenant, fingerprint) => match &requests_lost {
+                Some(error) => Written::Unconfirmed(error.clone()),
+                None => {
+                    let first = first_request.insert((*tenant, fingerprint.signature()));
+                    let was_recorded =
+                        recorded.contains(&(*tenant.as_uuid(), fingerprint.signature().to_owned()));
+                    Written::Claim(if first && was_recorded { Claim::Claimed } else { Claim::Duplicate })
+                }
+            },
+            Write::Outcome(_) => Written::Outcome(outcome_answers.next().unwrap_or(0)),
+        })
+        .collect()
+}

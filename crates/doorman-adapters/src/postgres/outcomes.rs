@@ -1,0 +1,113 @@
+//! Outcomes as a batch sends them: completions (with the tenant's prune) and failures.
+//!
+//! Outcomes are idempotent: a receipt is marked handled only while `handled_at` is null, and a
+//! failure is the same values written again. So one whose batch failed is simply sent again.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use doorman_domain::{ReceiptKey, TenantId};
+use uuid::Uuid;
+
+use super::statement::{Kept, bind};
+
+/// A completion or a failure, on its way to the database.
+#[derive(Debug, Clone)]
+pub(super) struct PendingOutcome {
+    pub key: ReceiptKey,
+    pub kind: PendingKind,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum PendingKind {
+    Handled { at: DateTime<Utc>, expired_before: DateTime<Utc>, prune_batch: u32 },
+    Failed { reason: String, at: DateTime<Utc> },
+}
+
+/// The batch's outcomes as `doorman_record_outcomes` takes them. Each tenant with a completion
+/// in the batch prunes once (when `prune`).
+pub(super) struct OutcomeRows<'a> {
+    tenants: Vec<Uuid>,
+    platforms: Vec<&'a str>,
+    event_ids: Vec<&'a str>,
+    handled_at: Vec<Option<DateTime<Utc>>>,
+    reasons: Vec<Option<&'a str>>,
+    failed_at: Vec<Option<DateTime<Utc>>>,
+    prune_tenants: Vec<Uuid>,
+    expired_before: Option<DateTime<Utc>>,
+    prune_batch: Option<i64>,
+}
+
+impl<'a> OutcomeRows<'a> {
+    pub(super) fn of(batch: &[&'a PendingOutcome], prune: bool) -> Self {
+        let mut rows = Self {
+            tenants: batch.iter().map(|o| *o.key.tenant.as_uuid()).collect(),
+            platforms: batch.iter().map(|o| o.key.platform.as_str()).collect(),
+            event_ids: batch.iter().map(|o| o.key.external_id.as_str()).collect(),
+            handled_at: Vec::with_capacity(batch.len()),
+            reasons: Vec::with_capacity(batch.len()),
+            failed_at: Vec::with_capacity(batch.len()),
+            prune_tenants: Vec::new(),
+            expired_before: None,
+            prune_batch: None,
+        };
+        // Every completion of a process uses the same retention: the earliest cutoff and the
+        // smallest batch of the group are the ones every request agrees to.
+        for outcome in batch {
+            match &outcome.kind {
+                PendingKind::Handled { at, expired_before: cutoff, prune_batch: limit } => {
+                    rows.handled_at.push(Some(*at));
+                    rows.reasons.push(None);
+                    rows.failed_at.push(None);
+                    rows.expired_before = Some(rows.expired_before.map_or(*cutoff, |e| e.min(*cutoff)));
+                    let limit = i64::from(*limit);
+                    rows.prune_batch = Some(rows.prune_batch.map_or(limit, |p| p.min(limit)));
+                    if prune && !rows.prune_tenants.contains(outcome.key.tenant.as_uuid()) {
+                        rows.prune_tenants.push(*outcome.key.tenant.as_uuid());
+                    }
+                }
+                PendingKind::Failed { reason, at } => {
+                    rows.handled_at.push(None);
+                    rows.reasons.push(Some(reason.as_str()));
+                    rows.failed_at.push(Some(*at));
+                }
+            }
+        }
+        rows
+    }
+
+    /// The call that records them, its rows `('outcome', tenant, pruned, NULL)` for each tenant
+    /// that pruned.
+    pub(super) fn call(&self) -> Kept<'_> {
+        Kept::call(
+            "SELECT 'outcome'::text AS kind, outcome_tenant AS id, pruned AS n, NULL::text AS signature FROM doorman_record_outcomes",
+            vec![
+                bind::<Array<SqlUuid>, _>(&self.tenants),
+                bind::<Array<Text>, _>(&self.platforms),
+                bind::<Array<Text>, _>(&self.event_ids),
+                bind::<Array<Nullable<Timestamptz>>, _>(&self.handled_at),
+                bind::<Array<Nullable<Text>>, _>(&self.reasons),
+                bind::<Array<Nullable<Timestamptz>>, _>(&self.failed_at),
+                bind::<Array<SqlUuid>, _>(&self.prune_tenants),
+                // Both are null when the batch holds only failures: nothing is pruned then.
+                bind::<Nullable<Timestamptz>, _>(&self.expired_before),
+                bind::<Nullable<BigInt>, _>(&self.prune_batch),
+            ],
+        )
+    }
+}
+
+/// What each outcome reports: a tenant's prune count on its first completion of the batch, 0
+/// everywhere else.
+pub(super) fn pruned_per_outcome(batch: &[&PendingOutcome], pruned: HashMap<Uuid, u64>) -> Vec<u64> {
+    let mut pruned: HashMap<TenantId, u64> =
+        pruned.into_iter().map(|(tenant, n)| (TenantId::from_uuid(tenant), n)).collect();
+    batch
+        .iter()
+        .map(|o| match o.kind {
+            PendingKind::Handled { .. } => pruned.remove(&o.key.tenant).unwrap_or(0),
+            PendingKind::Failed { .. } => 0,
+        })
+        .collect()
+}
