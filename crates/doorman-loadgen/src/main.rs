@@ -66,7 +66,7 @@ pub struct Args {
     /// Tenants (each with one workspace) the events are spread over.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
     pub tenants: u16,
-    /// The server's acknowledgement pool; the floor gets this plus the background pool.
+    /// The server's acknowledgement pool (which holds its receipt writer); the floor gets the same.
     #[arg(long, default_value_t = 8)]
     pub pool_size: u32,
     /// The server's background (completion) pool.

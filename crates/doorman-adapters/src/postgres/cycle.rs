@@ -1,10 +1,11 @@
-//! One statement per cycle: everything queued while the last batch was being written —
-//! claims, unnumbered requests' fingerprints, completions and failures — goes to the database
-//! in one statement (the batch functions' calls joined by `UNION ALL`), so a busy cycle pays one
-//! commit and one round trip, not one per kind.
+//! One statement per cycle: everything queued while a writer's last batch was being written
+//! goes to the database in one statement (the batch functions' calls that have rows, joined by
+//! `UNION ALL`), so a busy cycle pays one commit and one round trip, not one per kind. The
+//! receipt store runs two such writers: claims with unnumbered requests' fingerprints, and
+//! completions with failures (one shared queue for all of them measured slower, ADR 17); any
+//! mix is written the same way.
 //!
-//! A claim waits only for the batch ahead of it, as before; an outcome rides with the next
-//! batch, or goes alone when nothing else is queued. When the connection dies under the
+//! A claim waits only for the batch ahead of it, as before. When the connection dies under the
 //! statement, the batch is sent again on a fresh connection until the claims' time is up: its
 //! claims as a settle ([`super::claims`]), its outcomes as they are (they are idempotent). Its
 //! fingerprints are not sent again (one already recorded would read as a replay): they are
