@@ -8,7 +8,7 @@ use diesel_async::RunQueryDsl;
 use doorman_testkit::database::{TestDatabase, tenant_with_agent};
 use doorman_testkit::{FakeAgent, ServeProcess};
 
-use crate::helpers::{AGENT_SECRET, WAIT, http_client, post_event, spawn_serve};
+use crate::helpers::{AGENT_SECRET, WAIT, http_client, metric_value, post_event, spawn_serve};
 
 /// The bound the issue sets for a change to apply in every process.
 const WITHIN: Duration = Duration::from_millis(200);
@@ -57,25 +57,14 @@ impl Two {
 
     /// Resolves `process` made in the database since it started (`doorman_directory_lookups_total`).
     async fn lookups(&self, process: &ServeProcess) -> u64 {
-        let metrics = self.metrics(process).await;
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix("doorman_directory_lookups_total "))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("the doorman_directory_lookups_total counter")
+        metric_value(&self.http, process.base(), "doorman_directory_lookups_total").await
     }
 
     /// Change notices each process has applied (`doorman_directory_notices_total`).
     async fn notices(&self) -> [u64; 2] {
         let mut seen = [0; 2];
         for (i, process) in self.processes.iter().enumerate() {
-            seen[i] = self
-                .metrics(process)
-                .await
-                .lines()
-                .find_map(|l| l.strip_prefix("doorman_directory_notices_total "))
-                .and_then(|v| v.trim().parse().ok())
-                .expect("the doorman_directory_notices_total counter");
+            seen[i] = metric_value(&self.http, process.base(), "doorman_directory_notices_total").await;
         }
         seen
     }

@@ -277,6 +277,22 @@ impl TestApp {
     pub async fn metrics(&self) -> String {
         self.http.get(format!("{}/metrics", self.base)).send().await.unwrap().text().await.unwrap()
     }
+
+    /// Directory change notices the server has applied (`doorman_directory_notices_total`).
+    pub async fn directory_notices(&self) -> u64 {
+        metric_value(&self.http, &self.base, "doorman_directory_notices_total").await
+    }
+
+    /// Waits until the server has applied a directory notice since `before`: what its
+    /// directory remembers from then on was read after the change that sent it. A change is
+    /// heard within milliseconds, so the delivery right after one may still see the old answer.
+    pub async fn wait_for_directory_notice_since(&self, before: u64) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while self.directory_notices().await <= before {
+            assert!(tokio::time::Instant::now() < deadline, "no directory notice after {WAIT:?}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 }
 
 /// Every receipt in `db`, by tenant and event id (read as the owner).
@@ -380,12 +396,18 @@ pub async fn quiesce(http: &reqwest::Client, base: &str) {
 }
 
 pub async fn dispatches_in_flight(http: &reqwest::Client, base: &str) -> u64 {
+    metric_value(http, base, "doorman_dispatches_in_flight").await
+}
+
+/// The value of `name`'s unlabelled sample in the `/metrics` of the server at `base`.
+pub async fn metric_value(http: &reqwest::Client, base: &str, name: &str) -> u64 {
     let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let sample = format!("{name} ");
     metrics
         .lines()
-        .find_map(|l| l.strip_prefix("doorman_dispatches_in_flight "))
+        .find_map(|l| l.strip_prefix(sample.as_str()))
         .and_then(|v| v.trim().parse().ok())
-        .expect("the doorman_dispatches_in_flight gauge")
+        .unwrap_or_else(|| panic!("no {name} sample in /metrics"))
 }
 
 /// Sends raw bytes over TCP and returns what came back within `timeout` (for requests no

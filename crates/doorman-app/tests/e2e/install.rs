@@ -119,10 +119,13 @@ async fn an_install_links_the_workspace_and_its_events_carry_the_bot_token() {
                            "team_id": "T9TK3CUKW", "enterprise_id": null, "scopes": ["commands", "chat:write"]})
     );
 
-    // Installing again into the same tenant updates the installation: a new token.
+    // Installing again into the same tenant updates the installation: a new token, in the
+    // directory's memory once the change's notice is heard.
+    let before = app.directory_notices().await;
     let (status, page) = install(&app, &link).await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("updated"), "{page}");
+    app.wait_for_directory_notice_since(before).await;
     assert_eq!(app.event("T9TK3CUKW", "EvAgain", None).await.status(), 200);
     app.quiesce().await;
     assert_eq!(app.agent.received()[1].document["authorization"]["bot_token"], slack.current_bot_token());
