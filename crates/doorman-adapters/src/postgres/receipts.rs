@@ -121,22 +121,44 @@ impl PgReceiptStore {
 
     /// Sends `outcome` until it is written, for at most [`OUTCOME_PATIENCE`]: it is idempotent.
     async fn outcome(&self, outcome: PendingOutcome) -> Result<u64, StorageError> {
-        let give_up = Instant::now() + OUTCOME_PATIENCE;
-        let mut pause = Duration::from_millis(50);
+        let mut backoff = Backoff::new(OUTCOME_PATIENCE, Duration::from_millis(50), Duration::from_secs(2));
         loop {
             match self.outcomes.submit(Write::Outcome(outcome.clone())).await {
                 Ok(Written::Outcome(pruned)) => return Ok(pruned),
                 Ok(_) => {
                     return Err(StorageError::Unexpected("the writer answered an outcome as a claim".into()));
                 }
-                Err(error) if Instant::now() + pause >= give_up => return Err(error),
+                Err(error) if backoff.exhausted() => return Err(error),
                 Err(error) => {
                     tracing::warn!(event.id = %outcome.key.external_id, error = %error, "an outcome could not be written; sending it again");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(2));
+                    backoff.wait().await;
                 }
             }
         }
+    }
+}
+
+/// Pauses between tries of something idempotent: doubling up to a cap, while a try after the
+/// next pause would still come before the deadline.
+struct Backoff {
+    give_up: Instant,
+    pause: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    fn new(patience: Duration, first: Duration, max: Duration) -> Self {
+        Self { give_up: Instant::now() + patience, pause: first, max }
+    }
+
+    /// Whether the next try would come too late: the caller gives up with its last error.
+    fn exhausted(&self) -> bool {
+        Instant::now() + self.pause >= self.give_up
+    }
+
+    async fn wait(&mut self) {
+        tokio::time::sleep(self.pause).await;
+        self.pause = (self.pause * 2).min(self.max);
     }
 }
 
@@ -151,16 +173,15 @@ impl ReceiptStore for PgReceiptStore {
     /// Sends the claim again as a settle until the database answers, pausing longer each
     /// time (up to 5 s), for at most [`ClaimTimeouts::settle_for`].
     async fn settle(&self, receipt: &NewReceipt) -> Result<Claim, StorageError> {
-        let give_up = Instant::now() + self.timeouts.settle_for;
-        let mut pause = Duration::from_millis(100);
+        let mut backoff =
+            Backoff::new(self.timeouts.settle_for, Duration::from_millis(100), Duration::from_secs(5));
         loop {
             match self.claim_within(self.sealed(receipt, true)).await {
                 Ok(claim) => return Ok(claim),
-                Err(error) if Instant::now() + pause >= give_up => return Err(error),
+                Err(error) if backoff.exhausted() => return Err(error),
                 Err(error) => {
                     tracing::debug!(event.id = %receipt.key.external_id, error = %error, "settling a claim: the store cannot answer yet");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(5));
+                    backoff.wait().await;
                 }
             }
         }
