@@ -324,13 +324,13 @@ pub struct ServeArgs {
     #[arg(long, env = "DOORMAN_DRAIN_TIMEOUT", default_value = "30s")]
     pub drain_timeout: humantime::Duration,
 
-    /// Most database connections for acknowledging deliveries (resolves) and for the receipt
-    /// writers (claims and fingerprints; completions and failures).
+    /// Most database connections for acknowledging deliveries (resolves, and the claims
+    /// writer: claims and fingerprints).
     #[arg(long, env = "DOORMAN_DB_POOL_SIZE", default_value_t = 8)]
     pub db_pool_size: u32,
 
-    /// Most database connections for work after the answer that is not a receipt (token
-    /// refreshes, uninstalls, the gauges' counts).
+    /// Most database connections for work after the answer (the outcomes writer: completions
+    /// and failures; token refreshes, uninstalls, the gauges' counts).
     #[arg(long, env = "DOORMAN_DB_BACKGROUND_POOL_SIZE", default_value_t = 4)]
     pub db_background_pool_size: u32,
 

@@ -113,7 +113,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let doorman = Inbound::new(
         directory,
         bridge,
-        PgReceiptStore::new(pool.clone(), config.keys.clone()),
+        PgReceiptStore::with_pools(pool.clone(), background_pool.clone(), config.keys.clone()),
         PgInstallations::new(background_pool.clone(), config.keys.clone(), oauth),
         SystemClock,
         config.retention,

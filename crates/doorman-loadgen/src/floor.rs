@@ -40,13 +40,14 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
         ..Default::default()
     };
     let acks = pool::connect(&run.database_url, &sized(args.pool_size));
+    let background = pool::connect(&run.database_url, &sized(args.background_pool_size));
     let directory = NotifiedDirectory::new(PgTenantDirectory::new(acks.clone(), Arc::new(test_keys())));
     let listener = listener::spawn(&run.database_url, directory.notices());
     while !directory.status().is_listening() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let directory = Arc::new(directory);
-    let receipts = Arc::new(PgReceiptStore::new(acks, Arc::new(test_keys())));
+    let receipts = Arc::new(PgReceiptStore::with_pools(acks, background, Arc::new(test_keys())));
     let ack_sql = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?));
     let teams: Arc<Vec<WorkspaceRef>> = Arc::new(
         run.tenants.iter().map(|(_, team)| WorkspaceRef::team(WorkspaceId::new(team).unwrap())).collect(),

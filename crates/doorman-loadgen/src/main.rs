@@ -66,10 +66,10 @@ pub struct Args {
     /// Tenants (each with one workspace) the events are spread over.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
     pub tenants: u16,
-    /// The server's acknowledgement pool (which holds its receipt writer); the floor gets the same.
+    /// The server's acknowledgement pool; the floor gets this plus the background pool.
     #[arg(long, default_value_t = 8)]
     pub pool_size: u32,
-    /// The server's background (completion) pool.
+    /// The server's background pool (completions and failures).
     #[arg(long, default_value_t = 4)]
     pub background_pool_size: u32,
     /// Extra environment for the server, `KEY=VALUE` (repeatable), e.g. `TOKIO_WORKER_THREADS=1`.

@@ -39,9 +39,9 @@ const MAX_FAILURE_REASON: usize = 500;
 /// stranded.
 const OUTCOME_PATIENCE: Duration = Duration::from_secs(30);
 
-/// Everything is written on one pool by two writers, each one statement per cycle: claims
-/// and fingerprints (what an answer waits for) in one queue, completions and failures in
-/// another. The two cycles overlap: an outcome never makes a claim's statement longer, and on
+/// Two writers, each one statement per cycle: claims and fingerprints (what an answer waits
+/// for) in one queue, completions and failures in another, each on its own pool in the
+/// server. The two cycles overlap: an outcome never makes a claim's statement longer, and on
 /// the floor two queues measured 1.1–1.3× one shared queue (ADR 17).
 #[derive(Clone)]
 pub struct PgReceiptStore {
@@ -58,17 +58,25 @@ impl std::fmt::Debug for PgReceiptStore {
 }
 
 impl PgReceiptStore {
-    /// Writes on `pool`. Starts the writer on the current runtime. `keys` seal the payloads
+    /// Writes on `pool`. Starts the writers on the current runtime. `keys` seal the payloads
     /// retaining tenants keep with their claims.
     pub fn new(pool: PgPool, keys: Arc<Keyring>) -> Self {
         Self::with_settings(pool, keys, GroupSettings::default(), ClaimTimeouts::default())
+    }
+
+    /// As the server has it: claims on the acknowledgement pool, completions and failures on
+    /// `outcomes` (the background pool). Through a transaction pooler, the two writers sharing
+    /// one pool let completions fall behind under load until tenants reached their bound of
+    /// work in flight (503 busy, `pooler` e2e test); on pools of their own they keep up.
+    pub fn with_pools(claims: PgPool, outcomes: PgPool, keys: Arc<Keyring>) -> Self {
+        Self::build(claims, outcomes, keys, GroupSettings::default(), ClaimTimeouts::default(), true)
     }
 
     /// For replays outside the server (as `doorman_admin`): completions record their outcome
     /// and never prune. Pruning is the server's (opportunistic, decision 8) and `receipts
     /// prune`'s, and the admin role may not delete receipts.
     pub fn for_replays(pool: PgPool, keys: Arc<Keyring>) -> Self {
-        Self::build(pool, keys, GroupSettings::default(), ClaimTimeouts::default(), false)
+        Self::build(pool.clone(), pool, keys, GroupSettings::default(), ClaimTimeouts::default(), false)
     }
 
     pub fn with_settings(
@@ -77,22 +85,24 @@ impl PgReceiptStore {
         settings: GroupSettings,
         timeouts: ClaimTimeouts,
     ) -> Self {
-        Self::build(pool, keys, settings, timeouts, true)
+        Self::build(pool.clone(), pool, keys, settings, timeouts, true)
     }
 
     fn build(
-        pool: PgPool,
+        claims: PgPool,
+        outcomes: PgPool,
         keys: Arc<Keyring>,
         settings: GroupSettings,
         timeouts: ClaimTimeouts,
         prune: bool,
     ) -> Self {
         let cycle = CycleSettings { confirm_within: timeouts.confirm_within, prune };
-        let writer: Writer<Write, Written> =
-            Arc::new(move |batch| Box::pin(cycle::write(pool.clone(), batch, cycle)));
+        let writer_on = |pool: PgPool| -> Writer<Write, Written> {
+            Arc::new(move |batch| Box::pin(cycle::write(pool.clone(), batch, cycle)))
+        };
         Self {
-            claims: GroupCommit::start("claim", settings, writer.clone()),
-            outcomes: GroupCommit::start("outcome", settings, writer),
+            claims: GroupCommit::start("claim", settings, writer_on(claims)),
+            outcomes: GroupCommit::start("outcome", settings, writer_on(outcomes)),
             keys,
             timeouts,
         }
