@@ -398,7 +398,8 @@ async fn keys_are_not_in_the_database_in_clear_in_any_column_nor_in_a_dump() {
     let db = TestDatabase::create().await;
     let admin = Admin::start(&db, &[]).await;
     let key = key(&db, None, false).await;
-    let secret = key.rsplit('_').next().unwrap().to_owned();
+    // `dmk_<key id>_<secret>`: the secret is base64url, which may itself hold `_`.
+    let secret = key.splitn(3, '_').nth(2).unwrap().to_owned();
     assert_eq!(admin.get("/admin/v1/tenants", &key).await.status, 200, "the key works");
 
     #[derive(diesel::QueryableByName)]
@@ -588,7 +589,8 @@ async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
 
     let logs = process.logs();
     assert!(logs.contains("admin request") && logs.contains("401"), "the process did log: {logs}");
-    let key_secret = root.rsplit('_').next().unwrap();
+    // `dmk_<key id>_<secret>`: the secret is base64url, which may itself hold `_`.
+    let key_secret = root.splitn(3, '_').nth(2).unwrap();
     let encryption_key = TEST_KEYS.trim_start_matches("test:");
     let agent_key = AGENT_SECRET.trim_start_matches("whsec_");
     for secret in [key_secret, &root, &wrong, AGENT_SECRET, agent_key, encryption_key, "url-secret-t0k"] {
