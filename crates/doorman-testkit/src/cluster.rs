@@ -51,9 +51,10 @@ impl Cluster {
         let root = std::env::temp_dir().join(format!("doorman-cluster-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&root).expect("create the cluster's directory");
         as_postgres::hand_over(&root);
-        let cluster = Self {
-            primary: Node { port: free_port(), data: root.join("primary") },
-            standby: Node { port: free_port(), data: root.join("standby") },
+        // Each node's port is chosen when it starts (`start_on_a_free_port`).
+        let mut cluster = Self {
+            primary: Node { port: 0, data: root.join("primary") },
+            standby: Node { port: 0, data: root.join("standby") },
             root,
             bin,
             held_sender: std::sync::Mutex::default(),
@@ -81,16 +82,15 @@ impl Cluster {
         append(
             &cluster.primary.data.join("postgresql.conf"),
             &format!(
-                "port = {}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n\
+                "listen_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n\
                  wal_level = replica\nmax_wal_senders = 4\nmax_connections = 80\nshared_buffers = 32MB\n\
                  synchronous_standby_names = '{standby_names}'\nsynchronous_commit = on\n\
                  # A test machine, not a durable one: a server crash (not the OS) loses nothing.\n\
                  fsync = off\nlog_min_messages = warning\n",
-                cluster.primary.port,
                 cluster.root.display(),
             ),
         );
-        cluster.start_node(&cluster.primary);
+        cluster.primary.port = cluster.start_on_a_free_port(&cluster.primary.data);
 
         let port = cluster.primary.port.to_string();
         cluster.run_as_postgres(
@@ -117,12 +117,9 @@ impl Cluster {
         append(
             &cluster.standby.data.join("postgresql.conf"),
             // And it notices a lost primary (and a promotion) within 200 ms, not the default 5 s.
-            &format!(
-                "port = {}\nsynchronous_standby_names = ''\nwal_retrieve_retry_interval = 200ms\n",
-                cluster.standby.port
-            ),
+            "synchronous_standby_names = ''\nwal_retrieve_retry_interval = 200ms\n",
         );
-        cluster.start_node(&cluster.standby);
+        cluster.standby.port = cluster.start_on_a_free_port(&cluster.standby.data);
 
         let wanted = match replication {
             Replication::Synchronous => "sync",
@@ -235,12 +232,32 @@ impl Cluster {
         signal(&pid, name);
     }
 
-    fn start_node(&self, node: &Node) {
-        let log = node.data.with_extension("log");
-        self.run_as_postgres(
-            "pg_ctl",
-            &["-D", path(&node.data), "-l", path(&log), "-w", "-t", "30", "start"],
-        );
+    /// Starts the server in `data` on a port free at that moment, and answers it. A port
+    /// chosen earlier may be taken meanwhile (tests bind ports all the time; a standby starts
+    /// seconds after the cluster was planned), so one that turns out taken is replaced.
+    fn start_on_a_free_port(&self, data: &Path) -> u16 {
+        let log = data.with_extension("log");
+        for attempt in 1..=3 {
+            let port = free_port();
+            // The last `port` line of postgresql.conf wins.
+            append(&data.join("postgresql.conf"), &format!("port = {port}\n"));
+            let output = as_postgres::command(self.bin.join("pg_ctl"))
+                .args(["-D", path(data), "-l", path(&log), "-w", "-t", "30", "start"])
+                .output()
+                .unwrap_or_else(|error| panic!("run pg_ctl: {error}"));
+            if output.status.success() {
+                return port;
+            }
+            let logged = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(
+                attempt < 3 && logged.contains("already in use"),
+                "pg_ctl start in {} failed: {}{}\n{logged}",
+                data.display(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        unreachable!("the third failed start panics above")
     }
 
     fn psql(&self, port: u16, database: &str, sql: &str) -> Option<String> {
