@@ -20,7 +20,7 @@ use doorman_testkit::database::test_keys;
 use hdrhistogram::Histogram;
 
 use crate::Args;
-use crate::pg_cpu;
+use crate::cpu;
 use crate::setup::Run;
 
 #[derive(Debug)]
@@ -56,7 +56,7 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
     let events = args.events;
     let run_id = run.run_id.clone();
 
-    let cpu_before = pg_cpu::sample();
+    let cpu_before = cpu::postgres();
     let started = Instant::now();
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
@@ -108,7 +108,7 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
         worker??;
     }
     let elapsed = started.elapsed();
-    let pg_cpu = cpu_before.zip(pg_cpu::sample()).map(|(before, after)| after.saturating_sub(before));
+    let pg_cpu = cpu_before.zip(cpu::postgres()).map(|(before, after)| after.saturating_sub(before));
     listener.abort();
     let ack_sql = ack_sql.lock().unwrap().clone();
     Ok(FloorResult { events, elapsed, ack_sql, pg_cpu })

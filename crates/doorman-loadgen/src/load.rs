@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::Semaphore;
 
 use crate::Args;
-use crate::pg_cpu;
+use crate::cpu;
 use crate::plan::{self, Item, Kind};
 use crate::setup::{Run, SIGNING_SECRET};
 
@@ -73,7 +73,7 @@ pub async fn run(
     });
     let teams: Arc<Vec<String>> = Arc::new(run.tenants.iter().map(|(_, team)| team.clone()).collect());
 
-    let cpu_before = pg_cpu::sample();
+    let cpu_before = cpu::postgres();
     let started = Instant::now();
     let tasks: Vec<_> = items
         .into_iter()
@@ -102,7 +102,7 @@ pub async fn run(
         }
     }
     let handled_in = started.elapsed();
-    let pg_cpu = cpu_before.zip(pg_cpu::sample()).map(|(before, after)| after.saturating_sub(before));
+    let pg_cpu = cpu_before.zip(cpu::postgres()).map(|(before, after)| after.saturating_sub(before));
 
     let mut per_event: HashMap<String, usize> = HashMap::new();
     let mut commands_dispatched = 0;
@@ -223,7 +223,7 @@ impl Sender {
 }
 
 /// An `app_mention` envelope padded with message text to about `size` bytes.
-fn event_body(team: &str, event_id: &str, size: usize) -> String {
+pub(crate) fn event_body(team: &str, event_id: &str, size: usize) -> String {
     let mut body = serde_json::json!({
         "token": "XXYYZZ", "team_id": team, "api_app_id": "A0MDYCDME",
         "event": {"type": "app_mention", "user": "U061F7AUR", "text": "", "ts": "1515449522.000016",
@@ -239,7 +239,7 @@ fn event_body(team: &str, event_id: &str, size: usize) -> String {
 
 /// Receipts never handled: without a failure (stranded) and with one (failed). Plain SQL on
 /// columns every schema version has, so an earlier revision's database (`--compare`) reads too.
-async fn unfinished(database_url: &str) -> anyhow::Result<(usize, usize)> {
+pub(crate) async fn unfinished(database_url: &str) -> anyhow::Result<(usize, usize)> {
     use diesel_async::{AsyncConnection, RunQueryDsl};
     #[derive(diesel::QueryableByName)]
     struct Counts {

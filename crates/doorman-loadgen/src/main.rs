@@ -2,7 +2,11 @@
 //! against the PostgreSQL floor, in one run. `just bench` runs it; `docs/benchmarks.md`
 //! explains the method and records the figures.
 //!
-//! For each configuration (concurrency × payload size) it: starts a fresh `doorman serve`
+//! Shapes (`--shape`): `mixed` (below), `busy` (connections sending unique events back to back
+//! with an agent that answers at once, [`busy`]) and `overload` (the same with an agent that
+//! holds every dispatch, so nearly every answer is a 503 "busy").
+//!
+//! For each configuration of the mixed shape (concurrency × payload size) it: starts a fresh `doorman serve`
 //! (release build) on loopback against a fresh database with tenants whose agent is this
 //! process's fake agent; sends signed Events API deliveries, a share re-delivered 1–3 times
 //! (some concurrently with the original, some after its answer) and a share of slash
@@ -10,10 +14,11 @@
 //! server's peak RSS; then drives the same SQL a numbered event costs (resolve, claim,
 //! complete) straight at the database at the same concurrency: the floor.
 
+mod busy;
+mod cpu;
 mod fixed;
 mod floor;
 mod load;
-mod pg_cpu;
 mod plan;
 mod report;
 mod setup;
@@ -23,7 +28,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::report::{Comparison, Report, RunFigures};
+use crate::report::{BusyComparison, Comparison, Report, RunFigures};
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -78,6 +83,28 @@ pub struct Args {
     /// Seed for the delivery plan, so runs are comparable.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
+    /// Which loads to run, in order: `mixed`, `busy`, `overload` (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "mixed,busy")]
+    pub shape: Vec<Shape>,
+    /// The busy and overload shapes: connections, each sending as soon as it is answered.
+    #[arg(long, default_value_t = 64)]
+    pub busy_connections: usize,
+    /// The busy and overload shapes: unique pre-signed events available to send.
+    #[arg(long, default_value_t = 60_000)]
+    pub busy_events: usize,
+    /// The busy and overload shapes: seconds the connections send.
+    #[arg(long, default_value_t = 8)]
+    pub busy_seconds: u64,
+    /// The busy and overload shapes: tenants (the events go to the first).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub busy_tenants: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shape {
+    Mixed,
+    Busy,
+    Overload,
 }
 
 #[tokio::main]
@@ -90,27 +117,69 @@ async fn main() -> anyhow::Result<()> {
     }
     let rounds = args.rounds.unwrap_or(if args.compare.is_some() { 2 } else { 1 }).max(1);
     let mut failed_targets = false;
-    for &concurrency in &args.concurrency {
-        for &payload_bytes in &args.payload_bytes {
-            let mut comparison = Comparison::new(concurrency, payload_bytes);
-            for round in 1..=rounds {
-                for (label, binary) in &binaries {
-                    let figures = measure(&args, binary, label, round, concurrency, payload_bytes).await?;
-                    failed_targets |= !figures.report.correct();
-                    comparison.runs.push(figures);
-                }
-            }
-            let mut run = setup::Run::prepare(&args, None).await?;
-            comparison.floor = Some(floor::run(&args, &run, concurrency).await?);
-            run.server.take();
-            run.finish().await?;
-            comparison.print(&args);
-        }
+    for shape in args.shape.clone() {
+        failed_targets |= match shape {
+            Shape::Mixed => !mixed(&args, &binaries, rounds).await?,
+            Shape::Busy => !busy(&args, &binaries, rounds, false).await?,
+            Shape::Overload => !busy(&args, &binaries, rounds, true).await?,
+        };
     }
     if failed_targets {
         anyhow::bail!("a run lost or doubled events (see above)");
     }
     Ok(())
+}
+
+/// The busy or overload shape, each binary in turn, `rounds` times. True when nothing was
+/// lost or doubled.
+async fn busy(
+    args: &Args,
+    binaries: &[(&'static str, PathBuf)],
+    rounds: usize,
+    overload: bool,
+) -> anyhow::Result<bool> {
+    let mut comparison = BusyComparison { overload, runs: Vec::new() };
+    let mut env = busy::SERVER_ENV.to_vec();
+    // As an operator runs it: the default log level, so what overload logs is counted.
+    env.push(("RUST_LOG", "info"));
+    for round in 1..=rounds {
+        for (label, binary) in binaries {
+            let mut run = setup::Run::prepare_with(args, Some(binary), args.busy_tenants, &env).await?;
+            let window = Duration::from_secs(args.busy_seconds);
+            let result = busy::run(&run, args.busy_connections, args.busy_events, window, overload).await?;
+            if let Some(server) = run.server.take() {
+                server.stop().await;
+            }
+            run.finish().await?;
+            BusyComparison::print_run(label, round, &result);
+            comparison.runs.push((label, round, result));
+        }
+    }
+    comparison.print();
+    Ok(comparison.runs.iter().all(|(_, _, r)| r.correct()))
+}
+
+/// The mixed shape over every configuration. True when nothing was lost or doubled.
+async fn mixed(args: &Args, binaries: &[(&'static str, PathBuf)], rounds: usize) -> anyhow::Result<bool> {
+    let mut failed_targets = false;
+    for &concurrency in &args.concurrency {
+        for &payload_bytes in &args.payload_bytes {
+            let mut comparison = Comparison::new(concurrency, payload_bytes);
+            for round in 1..=rounds {
+                for (label, binary) in binaries {
+                    let figures = measure(args, binary, label, round, concurrency, payload_bytes).await?;
+                    failed_targets |= !figures.report.correct();
+                    comparison.runs.push(figures);
+                }
+            }
+            let mut run = setup::Run::prepare(args, None).await?;
+            comparison.floor = Some(floor::run(args, &run, concurrency).await?);
+            run.server.take();
+            run.finish().await?;
+            comparison.print(args);
+        }
+    }
+    Ok(!failed_targets)
 }
 
 /// One run: a fresh database and server, the load, then the edge paths.

@@ -4,10 +4,11 @@
 #![allow(clippy::print_stdout)]
 
 use crate::Args;
+use crate::busy::BusyResult;
+use crate::cpu;
 use crate::fixed::FixedResult;
 use crate::floor::FloorResult;
 use crate::load::ServiceResult;
-use crate::pg_cpu;
 
 fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
@@ -110,8 +111,8 @@ impl Report {
             println!(
                 "database  PostgreSQL CPU {:.0} ms: {:.0} µs per acknowledged delivery, {:.0} µs per numbered event",
                 spent.as_secs_f64() * 1000.0,
-                pg_cpu::micros_per(spent, self.acknowledged() as usize),
-                pg_cpu::micros_per(spent, s.numbered_acked),
+                cpu::micros_per(spent, self.acknowledged() as usize),
+                cpu::micros_per(spent, s.numbered_acked),
             );
         }
         match self.peak_rss_kib {
@@ -186,8 +187,7 @@ impl Comparison {
                 f.elapsed.as_secs_f64(),
                 ms(f.ack_sql.value_at_quantile(0.5)),
                 ms(f.ack_sql.value_at_quantile(0.99)),
-                f.pg_cpu
-                    .map_or("-".to_owned(), |spent| format!("{:.0}", pg_cpu::micros_per(spent, f.events))),
+                f.pg_cpu.map_or("-".to_owned(), |spent| format!("{:.0}", cpu::micros_per(spent, f.events))),
             );
         }
         println!(
@@ -214,7 +214,7 @@ impl Comparison {
                 r.peak_rss_kib.map_or("-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0)),
                 s.pg_cpu.map_or("-".to_owned(), |spent| format!(
                     "{:.0}",
-                    pg_cpu::micros_per(spent, s.numbered_acked)
+                    cpu::micros_per(spent, s.numbered_acked)
                 )),
                 rate(&r.url_verification),
                 rate(&r.unlinked),
@@ -227,6 +227,133 @@ impl Comparison {
         };
         if let (Some(old), Some(new)) = (mean("old"), mean("new")) {
             println!("new ÷ old acknowledged deliveries/s (means of the rounds) = {:.2}", new / old);
+        }
+        println!();
+    }
+}
+
+/// The busy shape's runs side by side ([`crate::busy`]).
+pub struct BusyComparison {
+    pub overload: bool,
+    pub runs: Vec<(&'static str, usize, BusyResult)>,
+}
+
+impl BusyComparison {
+    pub fn print_run(label: &str, round: usize, r: &BusyResult) {
+        let per = |spent: Option<std::time::Duration>, n: usize| {
+            spent.map_or("-".to_owned(), |s| format!("{:.0}", cpu::micros_per(s, n)))
+        };
+        println!(
+            "== {label} (round {round}) · {} shape · {} connections back to back · {:.1} s",
+            if r.overload { "overload (agent holds every dispatch)" } else { "busy" },
+            r.connections,
+            r.window.as_secs_f64()
+        );
+        let statuses: Vec<String> = r.statuses.iter().map(|(code, n)| format!("{code}: {n}")).collect();
+        let reasons: Vec<String> = r.unavailable.iter().map(|(why, n)| format!("{why}: {n}")).collect();
+        println!(
+            "answers   {} [{}]  503 by reason [{}]",
+            r.answered(),
+            statuses.join(", "),
+            if reasons.is_empty() { "none".into() } else { reasons.join(", ") }
+        );
+        println!(
+            "          2xx/s {:.0}  503 busy/s {:.0}  latency ms: p50 {:.2}  p99 {:.2}  max {:.2}",
+            r.ok_per_s(),
+            r.busy_per_s(),
+            ms(r.latency.value_at_quantile(0.5)),
+            ms(r.latency.value_at_quantile(0.99)),
+            ms(r.latency.max())
+        );
+        println!(
+            "          acknowledged {}  handled {}  lost {}  doubled {}  stranded {}  server log lines {}",
+            r.acknowledged, r.handled, r.lost, r.doubled, r.stranded, r.log_lines
+        );
+        let s = &r.spent;
+        println!(
+            "cpu       µs per handled event: server {}  PostgreSQL {}  agent {}  load generator {}",
+            per(s.server, r.handled),
+            per(s.postgres, r.handled),
+            per(s.agent, r.handled),
+            per(s.loadgen, r.handled)
+        );
+        println!(
+            "          µs per answer: server {}  PostgreSQL {}",
+            per(s.server, r.answered() as usize),
+            per(s.postgres, r.answered() as usize)
+        );
+        println!(
+            "          server peak RSS {}",
+            r.peak_rss_kib.map_or("unknown".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+        );
+        println!(
+            "verdict   {}",
+            if r.correct() { "nothing lost, nothing doubled" } else { "LOST OR DOUBLED EVENTS" }
+        );
+        println!();
+    }
+
+    pub fn print(&self) {
+        let per = |spent: Option<std::time::Duration>, n: usize| {
+            spent.map_or("-".to_owned(), |s| format!("{:.0}", cpu::micros_per(s, n)))
+        };
+        if self.overload {
+            println!("== side by side · overload (the agent holds every dispatch)");
+            println!(
+                "| binary | round | answers/s | 503 busy/s | p99 ms | server CPU µs per answer | PostgreSQL CPU µs per answer | server log lines |"
+            );
+            println!("|---|---|---|---|---|---|---|---|");
+            for (label, round, r) in &self.runs {
+                println!(
+                    "| {label} | {round} | {:.0} | {:.0} | {:.2} | {} | {} | {} |",
+                    r.answered() as f64 / r.window.as_secs_f64(),
+                    r.busy_per_s(),
+                    ms(r.latency.value_at_quantile(0.99)),
+                    per(r.spent.server, r.answered() as usize),
+                    per(r.spent.postgres, r.answered() as usize),
+                    r.log_lines
+                );
+            }
+        } else {
+            println!("== side by side · busy (connections back to back, the agent answers at once)");
+            println!(
+                "| binary | round | 2xx/s | p50 ms | p99 ms | 503 by reason | handled | lost/doubled/stranded | peak RSS MiB | CPU µs per handled event: server / PostgreSQL / agent / load generator | server log lines |"
+            );
+            println!("|---|---|---|---|---|---|---|---|---|---|---|");
+            for (label, round, r) in &self.runs {
+                let reasons: Vec<String> =
+                    r.unavailable.iter().map(|(why, n)| format!("{why} {n}")).collect();
+                println!(
+                    "| {label} | {round} | {:.0} | {:.2} | {:.2} | {} | {} | {}/{}/{} | {} | {} / {} / {} / {} | {} |",
+                    r.ok_per_s(),
+                    ms(r.latency.value_at_quantile(0.5)),
+                    ms(r.latency.value_at_quantile(0.99)),
+                    if reasons.is_empty() { "0".into() } else { reasons.join(", ") },
+                    r.handled,
+                    r.lost,
+                    r.doubled,
+                    r.stranded,
+                    r.peak_rss_kib.map_or("-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0)),
+                    per(r.spent.server, r.handled),
+                    per(r.spent.postgres, r.handled),
+                    per(r.spent.agent, r.handled),
+                    per(r.spent.loadgen, r.handled),
+                    r.log_lines
+                );
+            }
+        }
+        let mean = |label: &str| {
+            let rates: Vec<f64> = self
+                .runs
+                .iter()
+                .filter(|(l, _, _)| *l == label)
+                .map(|(_, _, r)| if self.overload { r.busy_per_s() } else { r.ok_per_s() })
+                .collect();
+            (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64)
+        };
+        if let (Some(old), Some(new)) = (mean("old"), mean("new")) {
+            let what = if self.overload { "503 busy/s" } else { "2xx/s" };
+            println!("new ÷ old {what} (means of the rounds) = {:.2}", new / old);
         }
         println!();
     }

@@ -32,6 +32,16 @@ impl Run {
     /// A fresh database with the tenants and the fake agent, and `server` (a `doorman`
     /// binary) serving it; without a server, for the floor.
     pub async fn prepare(args: &Args, server: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        Self::prepare_with(args, server, args.tenants, &[]).await
+    }
+
+    /// The same with `tenants` tenants, and `env` on top of the server's usual environment.
+    pub async fn prepare_with(
+        args: &Args,
+        server: Option<&std::path::Path>,
+        tenants: u16,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let admin_url = args.database_server.clone();
         recreate_database(&admin_url).await?;
         let database_url = with_database(&admin_url, DATABASE);
@@ -44,13 +54,14 @@ impl Run {
 
         let agent = FakeAgent::start_counting(AGENT_SECRET);
         let mut conn = AsyncPgConnection::establish(&database_url).await?;
+        let count = tenants;
         let mut tenants = Vec::new();
-        for i in 0..args.tenants {
+        for i in 0..count {
             let team = format!("TBENCH{i:04}");
             let tenant = tenant_with_agent(&mut conn, &team, agent.url()).await?;
             tenants.push((tenant, team));
         }
-        let server = server.map(|binary| Server::start(binary, &database_url, args)).transpose()?;
+        let server = server.map(|binary| Server::start(binary, &database_url, args, env)).transpose()?;
         let run_id = format!("{:x}", chrono::Utc::now().timestamp_millis() % 0xfffff);
         Ok(Self { database_url, agent, server, tenants, run_id, admin_url })
     }
@@ -129,7 +140,12 @@ pub struct Server {
 }
 
 impl Server {
-    fn start(binary: &std::path::Path, database_url: &str, args: &Args) -> anyhow::Result<Self> {
+    fn start(
+        binary: &std::path::Path,
+        database_url: &str,
+        args: &Args,
+        extra: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let (pool_size, background) = (args.pool_size.to_string(), args.background_pool_size.to_string());
         let mut env = vec![
             ("DATABASE_URL", database_url),
@@ -141,6 +157,8 @@ impl Server {
             // The fake agent listens on http://127.0.0.1.
             ("DOORMAN_AGENT_ALLOW_PRIVATE", "true"),
         ];
+        // Later entries win: the shape's settings, then the command line's.
+        env.extend(extra.iter().copied());
         env.extend(args.server_env.iter().filter_map(|pair| pair.split_once('=')));
         let process = ServeProcess::spawn(binary, &env, &[]).with_context(|| {
             format!("starting {} (build it with cargo build --release)", binary.display())
@@ -179,6 +197,15 @@ impl Server {
                 })
                 .collect(),
         )
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// Lines the server has logged so far.
+    pub fn log_lines(&self) -> usize {
+        self.process.logs().lines().count()
     }
 
     pub fn peak_rss_kib(&self) -> Option<u64> {
