@@ -6,7 +6,8 @@
 //!   responses, and hold no business rule.
 //! - [`runner`]: runs the use cases on the main runtime and tracks background dispatches
 //!   so shutdown can drain them.
-//! - [`metrics`], [`telemetry`]: Prometheus metrics and logs.
+//! - [`metrics`], [`telemetry`], [`log_summary`]: Prometheus metrics and logs (repeated lines
+//!   summarised once a second).
 //! - [`watch`]: the once-a-minute count of stranded and failed receipts behind the gauges.
 //! - [`commands`]: one module per subcommand; operator commands are the command line's face of
 //!   the operator use cases.
@@ -20,6 +21,7 @@ pub mod commands;
 pub mod config;
 pub mod documents;
 pub mod http;
+pub mod log_summary;
 pub mod metrics;
 pub mod replays;
 pub mod runner;

@@ -16,6 +16,7 @@ use doorman_domain::usecases::install::Installs;
 
 use crate::config::{ServeConfig, SlackInstall};
 use crate::http::{self, AppState, InstallFlow};
+use crate::log_summary::LogSummary;
 use crate::metrics::Metrics;
 use crate::runner::DeliveryRunner;
 
@@ -31,6 +32,7 @@ pub struct RunningServer {
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     directory_listener: tokio::task::JoinHandle<()>,
     watch: tokio::task::JoinHandle<()>,
+    refusal_flush: tokio::task::JoinHandle<()>,
     runner: DeliveryRunner,
     drain_timeout: Duration,
 }
@@ -60,6 +62,7 @@ impl RunningServer {
         let unfinished = self.runner.drain(self.drain_timeout).await;
         self.directory_listener.abort();
         self.watch.abort();
+        self.refusal_flush.abort();
         if unfinished == 0 {
             tracing::info!("all dispatches finished; exiting");
         } else {
@@ -121,6 +124,8 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let metrics = Arc::new(Metrics::new());
     let watch = crate::watch::spawn(background_pool.clone(), metrics.clone());
     let runner = DeliveryRunner::new(doorman, metrics.clone());
+    let refusals = Arc::new(http::slack::refusal_summary());
+    let refusal_flush = spawn_refusal_flush(refusals.clone());
     let state = web::Data::new(AppState {
         runner: runner.clone(),
         verifier: Arc::new(config.verifier.clone()),
@@ -130,6 +135,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         max_body_bytes: config.max_body_bytes,
         body_read_timeout: config.body_read_timeout,
         installs,
+        refusals,
     });
 
     let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
@@ -163,8 +169,24 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         task,
         directory_listener,
         watch,
+        refusal_flush,
         runner,
         drain_timeout: config.drain_timeout,
+    })
+}
+
+/// Every second, the summaries of 503 answers that no answer has logged yet: a burst that
+/// stops is still reported in full.
+fn spawn_refusal_flush(refusals: Arc<LogSummary>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(crate::log_summary::EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            for summary in refusals.flush_due(std::time::Instant::now()) {
+                http::slack::log_refusals(summary, None);
+            }
+        }
     })
 }
 

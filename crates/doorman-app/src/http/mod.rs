@@ -5,7 +5,7 @@ mod body;
 mod install;
 pub mod ops;
 pub mod responses;
-mod slack;
+pub mod slack;
 
 use std::sync::Arc;
 
@@ -19,6 +19,7 @@ use doorman_domain::usecases::install::Installs;
 use crate::config::SlackInstall;
 use doorman_adapters::slack::Verifier;
 
+use crate::log_summary::LogSummary;
 use crate::metrics::Metrics;
 use crate::runner::DeliveryRunner;
 
@@ -35,6 +36,8 @@ pub struct AppState {
     pub body_read_timeout: std::time::Duration,
     /// `None`: installs are off and their routes answer 404.
     pub installs: Option<Arc<InstallFlow>>,
+    /// 503 answers, logged as once-a-second summaries ([`slack::REFUSALS`]).
+    pub refusals: Arc<LogSummary>,
 }
 
 /// The install use cases over their concrete adapters, and the settings the pages need.

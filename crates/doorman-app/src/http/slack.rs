@@ -4,12 +4,24 @@ use std::time::Instant;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use doorman_adapters::slack::{self, Parsed, Rejection, SignatureHeaders, delivery_from_headers};
-use doorman_domain::{Acknowledgement, Delivery, StorageError, Unavailability};
+use doorman_domain::{Acknowledgement, Delivery, StorageError, TenantId, Unavailability};
 use tracing::{Instrument, field};
 
 use super::AppState;
 use super::body::read_limited;
 use super::responses;
+use crate::log_summary::{LogSummary, Summary};
+
+/// The reasons a delivery is answered 503 ([`Unavailability::as_str`]), each logged as a
+/// summary at most once a second ([`crate::log_summary`]) rather than once per answer: under
+/// overload they come thousands a second. The metrics count each answer.
+pub const REFUSALS: [&str; 7] =
+    ["no_agent", "misconfigured", "paused", "circuit_open", "busy", "storage", "internal"];
+
+/// The summaries of 503 answers.
+pub fn refusal_summary() -> LogSummary {
+    LogSummary::new(&REFUSALS)
+}
 
 #[derive(Debug, Clone, Copy)]
 enum Route {
@@ -124,7 +136,7 @@ async fn answer(route: Route, request: &HttpRequest, body: web::Payload, state: 
     let workspace = event.workspace.clone();
     let ack = state.runner.acknowledge(event).await;
     state.metrics.acknowledged(&ack);
-    log_acknowledgement(&ack, &workspace);
+    log_acknowledgement(&ack, &workspace, &state.refusals);
     responses::acknowledged(&ack)
 }
 
@@ -134,7 +146,11 @@ fn reject(state: &AppState, rejection: &Rejection) -> HttpResponse {
     responses::rejected(rejection)
 }
 
-fn log_acknowledgement(ack: &Acknowledgement, workspace: &doorman_domain::WorkspaceRef) {
+fn log_acknowledgement(
+    ack: &Acknowledgement,
+    workspace: &doorman_domain::WorkspaceRef,
+    refusals: &LogSummary,
+) {
     let span = tracing::Span::current();
     match ack {
         Acknowledgement::Accepted { tenant, .. } => {
@@ -155,19 +171,66 @@ fn log_acknowledgement(ack: &Acknowledgement, workspace: &doorman_domain::Worksp
         Acknowledgement::Unavailable(Unavailability::Storage(error @ StorageError::Unconfirmed(_))) => {
             tracing::warn!(error = %error, "claim not confirmed; answered 503, and it is settled after the answer");
         }
-        Acknowledgement::Unavailable(Unavailability::Storage(error)) => {
-            tracing::error!(error = %error, "database unavailable; answered 503 with nothing written");
-        }
-        Acknowledgement::Unavailable(why @ Unavailability::Busy { tenant, limit }) => {
-            span.record("tenant.id", field::display(tenant));
-            tracing::warn!(
-                reason = why.as_str(),
-                limit = limit.as_str(),
-                "work in flight at its bound; answered 503 with nothing written"
-            );
-        }
         Acknowledgement::Unavailable(why) => {
-            tracing::warn!(reason = why.as_str(), "agent unavailable; answered 503 with nothing written");
+            let tenant = refused_tenant(why);
+            if let Some(tenant) = tenant {
+                span.record("tenant.id", field::display(tenant));
+            }
+            if let Some(summary) = refusals.record(why.as_str(), Instant::now()) {
+                let error = match why {
+                    Unavailability::Storage(error) => Some(error),
+                    _ => None,
+                };
+                log_refusals(summary, error);
+            }
         }
+    }
+}
+
+/// The tenant a 503 was answered for, when one was resolved.
+fn refused_tenant(why: &Unavailability) -> Option<TenantId> {
+    match why {
+        Unavailability::NoAgent { tenant }
+        | Unavailability::Misconfigured { tenant }
+        | Unavailability::Paused { tenant }
+        | Unavailability::CircuitOpen { tenant }
+        | Unavailability::Busy { tenant, .. } => Some(*tenant),
+        Unavailability::Storage(_) | Unavailability::Internal => None,
+    }
+}
+
+/// One summary line: how many deliveries were answered 503 for one reason since the last line
+/// for it. Logged by an answer, the line is in that request's span (its tenant) and, for
+/// storage, carries its error; logged by the once-a-second flush, it has neither.
+pub fn log_refusals(summary: Summary, error: Option<&StorageError>) {
+    let answers = summary.count;
+    let over_ms = u64::try_from(summary.over.as_millis()).unwrap_or(u64::MAX);
+    let reason = summary.key;
+    match summary.key {
+        "storage" => tracing::error!(
+            reason,
+            answers,
+            over_ms,
+            error = error.map(field::display),
+            "database unavailable: deliveries answered 503 with nothing written"
+        ),
+        "busy" => tracing::warn!(
+            reason,
+            answers,
+            over_ms,
+            "work in flight at its bound: deliveries answered 503 with nothing written"
+        ),
+        "internal" => tracing::error!(
+            reason,
+            answers,
+            over_ms,
+            "deciding failed (a bug): deliveries answered 503 with nothing written"
+        ),
+        _ => tracing::warn!(
+            reason,
+            answers,
+            over_ms,
+            "agent unavailable: deliveries answered 503 with nothing written"
+        ),
     }
 }

@@ -111,6 +111,93 @@ async fn receipts_of(db: &TestDatabase, prefix: &str) -> i64 {
     .n
 }
 
+/// Overload is quiet: a busy 503 is counted every time and logged as a summary at most once
+/// a second per reason, with how many since the last line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_busy_answers_are_each_counted_and_logged_in_a_few_summary_lines() {
+    let db = TestDatabase::create().await;
+    let slow = FakeAgent::start_counting(AGENT_SECRET);
+    tenant_with_agent(&db.operator(), "TBUSY", slow.url(), AGENT_SECRET).await;
+    let server = spawn_serve(&db, "info", &["--max-in-flight-per-tenant", "4", "--dispatch-timeout", "60s"]);
+    let (http, base) = (http_client(), server.base().to_owned());
+    slow.close_gate();
+    for i in 0..4 {
+        assert_eq!(post_event(&http, &base, "TBUSY", &format!("EvHeld{i}")).await, 200);
+    }
+    slow.wait_until("the bound held", WAIT, |a| a.in_flight() == 4).await;
+
+    let started = Instant::now();
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let senders: Vec<_> = (0..32)
+        .map(|_| {
+            let (http, base, next) = (http.clone(), base.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut busy = 0;
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if i >= 1_000 {
+                        return busy;
+                    }
+                    if post_event(&http, &base, "TBUSY", &format!("EvBusy{i}")).await == 503 {
+                        busy += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut busy = 0;
+    for sender in futures_util::future::join_all(senders).await {
+        busy += sender.unwrap();
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    assert_eq!(busy, 1_000, "every one past the bound was answered 503");
+    let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains(r#"doorman_unavailable_total{reason="busy"} 1000"#), "{metrics}");
+
+    // The once-a-second flush reports what no answer did, within two seconds.
+    let summaries = || {
+        let logs = strip_ansi(&server.logs());
+        let lines: Vec<String> =
+            logs.lines().filter(|l| l.contains("work in flight at its bound")).map(str::to_owned).collect();
+        let counted: u64 = lines
+            .iter()
+            .filter_map(|l| l.split("answers=").nth(1)?.split_whitespace().next()?.parse::<u64>().ok())
+            .sum();
+        (lines, counted)
+    };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while summaries().1 < 1_000 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (lines, counted) = summaries();
+    assert_eq!(counted, 1_000, "the summaries add up to every answer: {lines:#?}");
+    assert!(
+        lines.len() as f64 <= 2.0 + seconds.ceil(),
+        "{} lines for 1,000 answers in {seconds:.2} s: {lines:#?}",
+        lines.len()
+    );
+    slow.open_gate();
+    quiesce(&http, &base).await;
+}
+
+/// A log line without its terminal colours.
+fn strip_ansi(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
 // --- 2. secrets at rest ----------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
