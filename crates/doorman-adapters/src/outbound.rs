@@ -1,5 +1,5 @@
 //! Outbound HTTP clients (to agents, to Slack), built one way: ring's crypto provider, no
-//! redirects followed, Doorman's user agent. A client that cannot be built is an
+//! redirects followed, no proxy, Doorman's user agent. A client that cannot be built is an
 //! [`HttpClientError`]: reqwest's types stay inside the adapters.
 
 use thiserror::Error;
@@ -9,6 +9,12 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("building an outbound HTTP client: {0}")]
 pub struct HttpClientError(String);
+
+impl HttpClientError {
+    pub(crate) fn new(reason: impl std::fmt::Display) -> Self {
+        Self(reason.to_string())
+    }
+}
 
 /// reqwest is built without a bundled crypto provider (the default one, aws-lc, needs a C
 /// toolchain of its own); Doorman uses ring's, like its signature checks. Installing twice is
@@ -25,6 +31,10 @@ pub(crate) fn client(
     let builder = reqwest::Client::builder()
         // A redirect would send a signed body, or a code, somewhere nobody configured.
         .redirect(reqwest::redirect::Policy::none())
+        // `HTTP(S)_PROXY` in the environment would send dispatches to an address nobody
+        // checked (the proxy resolves the agent's host, so the public-address rule would not
+        // apply), and cost a proxy match per request.
+        .no_proxy()
         .user_agent(concat!("doorman/", env!("CARGO_PKG_VERSION")));
     configure(builder).build().map_err(|e| HttpClientError(e.to_string()))
 }

@@ -1,15 +1,14 @@
 //! Where dispatches may go: no server-side request forgery through an agent URL.
 //!
 //! By default an agent must be reached over `https` at a public address. The check runs on the
-//! addresses actually connected to, after DNS (the bridge's resolver drops every address that
-//! is not public), so a name that resolves to a private address is refused as surely as a
-//! private address written in the URL. `DOORMAN_AGENT_ALLOW_PRIVATE=true` lifts both rules for
-//! local development and tests. Redirects are never followed (see `http`).
+//! addresses actually connected to, after DNS (the dispatch client connects only to public
+//! ones, [`super::client`]), so a name that resolves to a private address is refused as surely
+//! as a private address written in the URL. `DOORMAN_AGENT_ALLOW_PRIVATE=true` lifts both rules
+//! for local development and tests. Redirects are never followed, and no proxy is used.
 
 use std::error::Error;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
 
 use doorman_domain::AgentUrl;
 
@@ -81,33 +80,6 @@ impl DestinationPolicy {
 impl doorman_domain::ports::Destinations for DestinationPolicy {
     async fn check(&self, url: &AgentUrl) -> Result<(), String> {
         self.check_resolved(url).await.map_err(|refused| refused.to_string())
-    }
-}
-
-/// A resolver for reqwest that keeps only public addresses: connecting to whatever a name
-/// resolves to, not what it said it was, is where the check must be.
-#[derive(Debug, Clone, Copy)]
-pub struct PublicOnlyResolver;
-
-impl reqwest::dns::Resolve for PublicOnlyResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let public: Vec<SocketAddr> = found.into_iter().filter(|a| is_public(a.ip())).collect();
-            if public.is_empty() {
-                return Err(Box::new(NotAllowed(
-                    "the agent's host resolves only to addresses that are not public",
-                )) as Box<dyn Error + Send + Sync>);
-            }
-            Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs)
-        })
-    }
-}
-
-impl PublicOnlyResolver {
-    pub fn shared() -> Arc<Self> {
-        Arc::new(Self)
     }
 }
 

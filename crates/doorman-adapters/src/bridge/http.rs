@@ -1,13 +1,13 @@
-//! The `AgentBridge` port over HTTP.
+//! The `AgentBridge` port over HTTP ([`super::client`]).
 
-use std::error::Error as _;
 use std::time::{Duration, Instant};
 
 use doorman_domain::ports::{AgentBridge, Unready};
 use doorman_domain::{DispatchError, Installation, Job, Permit, TenantId};
 
 use super::circuit::{CircuitBreaker, CircuitSettings};
-use super::destination::{DestinationPolicy, NotAllowed, PublicOnlyResolver};
+use super::client::{DispatchClient, Post, SendError};
+use super::destination::{DestinationPolicy, NotAllowed};
 use super::document;
 use super::limits::{InFlightLimits, LimitSettings};
 use super::signing::WebhookKey;
@@ -27,6 +27,9 @@ pub struct BridgeSettings {
     pub circuit: CircuitSettings,
     pub limits: LimitSettings,
     pub destinations: DestinationPolicy,
+    /// Certificates (DER) trusted for agents besides the platform's: a private CA, or a
+    /// test's own.
+    pub extra_roots: Vec<Vec<u8>>,
 }
 
 impl Default for BridgeSettings {
@@ -39,6 +42,7 @@ impl Default for BridgeSettings {
             circuit: CircuitSettings::default(),
             limits: LimitSettings::default(),
             destinations: DestinationPolicy::default(),
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -49,7 +53,7 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 #[derive(Debug)]
 pub struct HttpAgentBridge {
-    client: reqwest::Client,
+    client: DispatchClient,
     settings: BridgeSettings,
     circuit: CircuitBreaker,
     limits: InFlightLimits,
@@ -57,18 +61,15 @@ pub struct HttpAgentBridge {
 
 impl HttpAgentBridge {
     pub fn new(settings: BridgeSettings) -> Result<Self, HttpClientError> {
-        let client = crate::outbound::client(|builder| {
-            let builder = builder
-                .connect_timeout(settings.connect_timeout)
-                // At most this many dispatches of one tenant run at once, so no more
-                // connections to its agent are ever needed (nor kept).
-                .pool_max_idle_per_host(settings.limits.per_tenant.get());
-            if settings.destinations.allow_private {
-                builder
-            } else {
-                builder.dns_resolver(PublicOnlyResolver::shared())
-            }
-        })?;
+        // At most this many dispatches of one tenant run at once, so no more connections to
+        // its agent are ever needed (nor kept).
+        let client = DispatchClient::new(
+            settings.destinations,
+            settings.connect_timeout,
+            settings.limits.per_tenant.get(),
+            &settings.extra_roots,
+        )
+        .map_err(HttpClientError::new)?;
         Ok(Self {
             client,
             circuit: CircuitBreaker::new(settings.circuit),
@@ -91,11 +92,9 @@ impl HttpAgentBridge {
         // Both were checked when the directory read them: nothing to re-parse here.
         let key = WebhookKey::new(&job.agent().secret);
         self.settings.destinations.check_url(&job.agent().url).map_err(not_allowed)?;
-        let url = job.agent().url.as_url().clone();
-        let body = bytes::Bytes::from(
-            document::render(job, installation)
-                .map_err(|e| DispatchError::Internal(format!("payload: {e}")))?,
-        );
+        let url = job.agent().url.as_url();
+        let body = document::render(job, installation)
+            .map_err(|e| DispatchError::Internal(format!("payload: {e}")))?;
         let id = message_id(job);
 
         let started = Instant::now();
@@ -107,54 +106,37 @@ impl HttpAgentBridge {
             }
             // Signed afresh each attempt: the timestamp is part of what is signed.
             let timestamp = chrono::Utc::now().timestamp();
-            let request = self
-                .client
-                .post(url.clone())
-                .timeout(remaining)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .header("webhook-id", &id)
-                .header("webhook-timestamp", timestamp)
-                .header("webhook-signature", key.sign(&id, timestamp, &body))
-                .body(body.clone());
-            match request.send().await {
-                Ok(mut answer) => {
-                    let status = answer.status();
-                    let mut read = 0;
-                    while let Ok(Some(chunk)) = answer.chunk().await {
-                        read += chunk.len();
-                        if read > MAX_ANSWER_BYTES {
-                            break;
-                        }
-                    }
-                    return if status.is_success() {
-                        Ok(())
-                    } else {
-                        Err(DispatchError::Rejected(status.as_u16()))
-                    };
-                }
+            let (timestamp_text, signature) = (timestamp.to_string(), key.sign(&id, timestamp, &body));
+            let headers = [
+                ("webhook-id", id.as_str()),
+                ("webhook-timestamp", timestamp_text.as_str()),
+                ("webhook-signature", signature.as_str()),
+            ];
+            let post = Post { url, headers: &headers, body: &body };
+            let sent = tokio::time::timeout(remaining, self.client.post(&post, MAX_ANSWER_BYTES)).await;
+            match sent {
+                Ok(Ok(status)) if (200..300).contains(&status.0) => return Ok(()),
+                Ok(Ok(status)) => return Err(DispatchError::Rejected(status.0)),
                 // The resolver found only addresses that are not public: nothing was sent.
-                Err(error) if refused_destination(&error).is_some() => {
-                    return Err(not_allowed(
-                        refused_destination(&error).cloned().unwrap_or(NotAllowed("refused")),
-                    ));
+                Ok(Err(SendError::NotAllowed(reason))) => return Err(not_allowed(reason)),
+                Ok(Err(SendError::InvalidHeader(name))) => {
+                    return Err(DispatchError::Internal(format!("the {name} header would not be one line")));
                 }
                 // Connecting failed: nothing was sent, so trying again cannot deliver twice.
-                Err(error) if error.is_connect() => {
+                Ok(Err(SendError::Connect(reason))) => {
                     let retry_in = Duration::from_millis(100 * 2u64.pow(attempt - 1));
                     let within_budget = started.elapsed() + retry_in < self.settings.connect_retry_budget;
                     if attempt < self.settings.connect_attempts && within_budget {
-                        tracing::debug!(tenant.id = %job.tenant(), attempt, error = %describe(&error), "agent unreachable; retrying");
+                        tracing::debug!(tenant.id = %job.tenant(), attempt, error = %reason, "agent unreachable; retrying");
                         tokio::time::sleep(retry_in).await;
                         attempt += 1;
                         continue;
                     }
-                    return Err(DispatchError::Unreachable(describe(&error)));
-                }
-                Err(error) if error.is_timeout() => {
-                    return Err(DispatchError::TimedOut(self.settings.dispatch_timeout.as_secs()));
+                    return Err(DispatchError::Unreachable(reason));
                 }
                 // The request may have reached the agent: never send it again.
-                Err(error) => return Err(DispatchError::Interrupted(describe(&error))),
+                Ok(Err(SendError::Interrupted(reason))) => return Err(DispatchError::Interrupted(reason)),
+                Err(_) => return Err(DispatchError::TimedOut(self.settings.dispatch_timeout.as_secs())),
             }
         }
     }
@@ -200,30 +182,4 @@ fn message_id(job: &Job) -> String {
 
 fn not_allowed(reason: NotAllowed) -> DispatchError {
     DispatchError::DestinationNotAllowed(reason.0.to_owned())
-}
-
-/// The destination check of the resolver, if that is what failed.
-fn refused_destination(error: &reqwest::Error) -> Option<&NotAllowed> {
-    let mut current: Option<&(dyn std::error::Error + 'static)> = error.source();
-    while let Some(cause) = current {
-        if let Some(refused) = cause.downcast_ref::<NotAllowed>() {
-            return Some(refused);
-        }
-        current = cause.source();
-    }
-    None
-}
-
-/// The error and its causes, without the URL (which may carry credentials or tokens).
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = String::new();
-    let mut current: Option<&(dyn std::error::Error + 'static)> = error.source();
-    while let Some(cause) = current {
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&cause.to_string());
-        current = cause.source();
-    }
-    if text.is_empty() { "request failed".to_owned() } else { text }
 }

@@ -7,10 +7,12 @@
 //!   Slack's own retries arrive once the agent is back.
 //! - [`limits`]: bounded work in flight, per tenant and per process.
 //! - [`destination`]: where dispatches may go (https, public addresses, after DNS).
-//! - [`http`]: the `AgentBridge` port over reqwest, with the only retries allowed: those of a
+//! - [`http`]: the `AgentBridge` port over HTTP, with the only retries allowed: those of a
 //!   request that provably never reached the agent.
+//! - [`client`]: the HTTP/1.1 client dispatches are sent with.
 
 pub mod circuit;
+pub mod client;
 pub mod destination;
 pub mod document;
 pub mod http;

@@ -1,5 +1,6 @@
 //! Adapter tests against real systems: a fresh PostgreSQL database per test.
 
+mod bridge_client;
 mod bridge_http;
 mod fixtures;
 mod pg_admin;
