@@ -4,17 +4,26 @@
 CREATE FUNCTION public.doorman_claim_receipts(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_claim_ids uuid[], p_event_types text[], p_attempts integer[], p_claimed_at timestamp with time zone[], p_payloads text[]) RETURNS TABLE(held_by uuid)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
     v_caller text := current_setting('app.tenant_ids', true);
+    v_ignored text;
 BEGIN
     PERFORM set_config('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text, true);
-    IF NOT EXISTS (SELECT FROM unnest(p_payloads) AS p WHERE p IS NOT NULL) THEN
+    -- A receipt claimed more than half a minute ago (a settle) may be behind the sweep's
+    -- watermark: it is marked as the sweep would have. The watermark is read only then.
+    IF cardinality(array_remove(p_payloads, NULL)) = 0 THEN
         RETURN QUERY
             WITH inserted AS (
                 INSERT INTO public.messaging_event_receipts AS r
-                    (tenant_id, platform, external_event_id, claim_id, event_type, delivery_attempt, claimed_at)
-                SELECT u.tenant, u.platform, u.event_id, u.claim_id, u.event_type, u.attempt, u.claimed_at
+                    (tenant_id, platform, external_event_id, claim_id, event_type, delivery_attempt, claimed_at, swept_at)
+                SELECT u.tenant, u.platform, u.event_id, u.claim_id, u.event_type, u.attempt, u.claimed_at,
+                       CASE WHEN u.claimed_at < now() - interval '30 seconds'
+                             AND u.claimed_at <= (SELECT public.doorman_sweep_watermark()) THEN now() END
                   FROM unnest(p_tenants, p_platforms, p_event_ids, p_claim_ids, p_event_types, p_attempts, p_claimed_at)
                        AS u(tenant, platform, event_id, claim_id, event_type, attempt, claimed_at)
                  ORDER BY u.tenant, u.platform, u.event_id
@@ -26,8 +35,10 @@ BEGIN
         RETURN QUERY
             WITH inserted AS (
                 INSERT INTO public.messaging_event_receipts AS r
-                    (tenant_id, platform, external_event_id, claim_id, event_type, delivery_attempt, claimed_at)
-                SELECT u.tenant, u.platform, u.event_id, u.claim_id, u.event_type, u.attempt, u.claimed_at
+                    (tenant_id, platform, external_event_id, claim_id, event_type, delivery_attempt, claimed_at, swept_at)
+                SELECT u.tenant, u.platform, u.event_id, u.claim_id, u.event_type, u.attempt, u.claimed_at,
+                       CASE WHEN u.claimed_at < now() - interval '30 seconds'
+                             AND u.claimed_at <= (SELECT public.doorman_sweep_watermark()) THEN now() END
                   FROM unnest(p_tenants, p_platforms, p_event_ids, p_claim_ids, p_event_types, p_attempts, p_claimed_at)
                        AS u(tenant, platform, event_id, claim_id, event_type, attempt, claimed_at)
                  ORDER BY u.tenant, u.platform, u.event_id
@@ -45,16 +56,22 @@ BEGIN
             )
             SELECT i.claim_id FROM inserted AS i;
     END IF;
-    PERFORM set_config('app.tenant_ids', coalesce(v_caller, ''), true);
+    v_ignored := set_config('app.tenant_ids', coalesce(v_caller, ''), true);
 END
 $$;
 
 CREATE FUNCTION public.doorman_claim_requests(p_tenants uuid[], p_signatures text[], p_expires_at timestamp with time zone[]) RETURNS TABLE(claimed_tenant uuid, claimed_signature text)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 DECLARE
     v_caller text := current_setting('app.tenant_ids', true);
+    v_ignored text;
 BEGIN
     PERFORM set_config('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text, true);
     DELETE FROM public.messaging_request_replays AS r
@@ -70,7 +87,7 @@ BEGIN
             RETURNING r.tenant_id, r.signature
         )
         SELECT * FROM inserted;
-    PERFORM set_config('app.tenant_ids', coalesce(v_caller, ''), true);
+    v_ignored := set_config('app.tenant_ids', coalesce(v_caller, ''), true);
 END
 $$;
 
@@ -160,13 +177,18 @@ END
 $$;
 
 CREATE FUNCTION public.doorman_receipt_counts(p_stranded_before timestamp with time zone, p_failed_since timestamp with time zone) RETURNS TABLE(stranded bigint, failed_recent bigint)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT count(*) FILTER (WHERE public.doorman_is_stranded(r.handled_at, r.failure_reason, r.claimed_at, p_stranded_before)),
-           count(*) FILTER (WHERE r.failed_at >= p_failed_since)
-      FROM public.messaging_event_receipts AS r
-     WHERE r.handled_at IS NULL
+BEGIN
+    PERFORM public.doorman_sweep_receipts(p_stranded_before);
+    RETURN QUERY SELECT
+        (SELECT count(*) FROM public.messaging_event_receipts AS r
+          WHERE r.swept_at IS NOT NULL
+            AND public.doorman_is_stranded(r.handled_at, r.failure_reason, r.claimed_at, p_stranded_before)),
+        (SELECT count(*) FROM public.messaging_event_receipts AS r
+          WHERE r.failure_reason IS NOT NULL AND r.handled_at IS NULL AND r.failed_at >= p_failed_since);
+END
 $$;
 
 CREATE FUNCTION public.doorman_record_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_is_enterprise_install boolean, p_app_id text, p_bot_user_id text, p_bot_token text, p_scopes text, p_refresh_token text, p_token_expires_at timestamp with time zone) RETURNS text
@@ -216,40 +238,48 @@ $$;
 CREATE FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) RETURNS TABLE(outcome_tenant uuid, pruned bigint)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
     v_tenant uuid;
     v_caller text := current_setting('app.tenant_id', true);
     v_callers text := current_setting('app.tenant_ids', true);
+    v_ignored text;
 BEGIN
     PERFORM set_config('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text, true);
-    UPDATE public.messaging_event_receipts AS r
-       SET handled_at = u.handled_at,
-           failure_reason = CASE WHEN u.handled_at IS NULL THEN u.reason ELSE r.failure_reason END,
-           failed_at = CASE WHEN u.handled_at IS NULL THEN u.failed_at ELSE r.failed_at END
-      FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at)
-           AS u(tenant, platform, event_id, handled_at, reason, failed_at)
-     WHERE r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
-       AND r.handled_at IS NULL;
-    IF EXISTS (SELECT FROM public.messaging_event_payloads AS p WHERE p.tenant_id = ANY (p_tenants)) THEN
+    WITH recorded AS (
+        UPDATE public.messaging_event_receipts AS r
+           SET handled_at = coalesce(r.handled_at, u.handled_at),
+               failure_reason = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.reason ELSE r.failure_reason END,
+               failed_at = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.failed_at ELSE r.failed_at END
+          FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at)
+               AS u(tenant, platform, event_id, handled_at, reason, failed_at)
+         WHERE r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
+        RETURNING r.tenant_id, r.platform, r.external_event_id, u.handled_at IS NOT NULL AS completed
+    ), released AS (
         DELETE FROM public.messaging_event_payloads AS p
-         USING unnest(p_tenants, p_platforms, p_event_ids, p_handled_at) AS u(tenant, platform, event_id, handled_at)
-         WHERE u.handled_at IS NOT NULL
-           AND p.tenant_id = u.tenant AND p.platform = u.platform AND p.external_event_id = u.event_id;
-        UPDATE public.messaging_event_payloads AS p
-           SET leased_until = NULL
-          FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at) AS u(tenant, platform, event_id, handled_at)
-         WHERE u.handled_at IS NULL AND p.leased_until IS NOT NULL
-           AND p.tenant_id = u.tenant AND p.platform = u.platform AND p.external_event_id = u.event_id;
+         USING recorded AS d
+         WHERE d.completed
+           AND p.tenant_id = d.tenant_id AND p.platform = d.platform AND p.external_event_id = d.external_event_id
+    )
+    UPDATE public.messaging_event_payloads AS p
+       SET leased_until = NULL
+      FROM recorded AS d
+     WHERE NOT d.completed AND p.leased_until IS NOT NULL
+       AND p.tenant_id = d.tenant_id AND p.platform = d.platform AND p.external_event_id = d.external_event_id;
+    v_ignored := set_config('app.tenant_ids', coalesce(v_callers, ''), true);
+    IF cardinality(p_prune_tenants) > 0 THEN
+        FOR v_tenant IN SELECT DISTINCT t FROM unnest(p_prune_tenants) AS t ORDER BY t LOOP
+            v_ignored := set_config('app.tenant_id', v_tenant::text, true);
+            outcome_tenant := v_tenant;
+            pruned := public.doorman_prune_expired_receipts(v_tenant, p_expired_before, p_prune_batch);
+            RETURN NEXT;
+        END LOOP;
+        v_ignored := set_config('app.tenant_id', coalesce(v_caller, ''), true);
     END IF;
-    PERFORM set_config('app.tenant_ids', coalesce(v_callers, ''), true);
-    FOR v_tenant IN SELECT DISTINCT t FROM unnest(p_prune_tenants) AS t ORDER BY t LOOP
-        PERFORM set_config('app.tenant_id', v_tenant::text, true);
-        outcome_tenant := v_tenant;
-        pruned := public.doorman_prune_expired_receipts(v_tenant, p_expired_before, p_prune_batch);
-        RETURN NEXT;
-    END LOOP;
-    PERFORM set_config('app.tenant_id', coalesce(v_caller, ''), true);
 END
 $$;
 
@@ -338,9 +368,14 @@ $$;
 CREATE FUNCTION public.doorman_settle_receipts(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_claim_ids uuid[], p_event_types text[], p_attempts integer[], p_claimed_at timestamp with time zone[], p_payloads text[]) RETURNS TABLE(held_by uuid)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
     v_caller text := current_setting('app.tenant_ids', true);
+    v_ignored text;
 BEGIN
     PERFORM * FROM public.doorman_claim_receipts(
         p_tenants, p_platforms, p_event_ids, p_claim_ids, p_event_types, p_attempts, p_claimed_at, p_payloads);
@@ -351,9 +386,43 @@ BEGIN
           JOIN public.messaging_event_receipts AS r
             ON r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
          WHERE r.claim_id = u.claim_id;
-    PERFORM set_config('app.tenant_ids', coalesce(v_caller, ''), true);
+    v_ignored := set_config('app.tenant_ids', coalesce(v_caller, ''), true);
 END
 $$;
+
+CREATE FUNCTION public.doorman_sweep_receipts(p_before timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+DECLARE
+    v_from timestamptz;
+    v_upto timestamptz := least(p_before, now());
+    v_swept bigint;
+BEGIN
+    SELECT s.swept_before INTO v_from FROM public.messaging_receipt_sweep AS s FOR UPDATE;
+    IF v_upto <= v_from THEN
+        RETURN 0;
+    END IF;
+    UPDATE public.messaging_event_receipts AS r
+       SET swept_at = now()
+      FROM public.tenants AS t
+     WHERE r.tenant_id = t.id AND r.claimed_at > v_from AND r.claimed_at <= v_upto
+       AND r.handled_at IS NULL AND r.swept_at IS NULL;
+    GET DIAGNOSTICS v_swept = ROW_COUNT;
+    UPDATE public.messaging_receipt_sweep
+       SET swept_before = greatest(v_from, least(v_upto, now() - interval '1 minute'));
+    RETURN v_swept;
+END
+$$;
+
+CREATE FUNCTION public.doorman_sweep_watermark() RETURNS timestamp with time zone
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT s.swept_before FROM public.messaging_receipt_sweep AS s FOR SHARE $$;
 
 CREATE FUNCTION public.doorman_take_install_state(p_state_hash text, p_browser_hash text) RETURNS TABLE(outcome text, tenant_id uuid, tenant_name text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -452,11 +521,13 @@ CREATE TABLE public.messaging_event_receipts (
     failed_at timestamp with time zone,
     replays integer DEFAULT 0 NOT NULL,
     claim_id uuid,
+    swept_at timestamp with time zone,
     CONSTRAINT failure_is_whole CHECK (((failure_reason IS NULL) = (failed_at IS NULL))),
     CONSTRAINT messaging_event_receipts_delivery_attempt_check CHECK ((delivery_attempt >= 0)),
     CONSTRAINT messaging_event_receipts_external_event_id_check CHECK (((length(external_event_id) >= 1) AND (length(external_event_id) <= 255))),
     CONSTRAINT messaging_event_receipts_replays_check CHECK ((replays >= 0))
-);
+)
+WITH (fillfactor='70');
 
 CREATE TABLE public.messaging_install_links (
     token_hash text NOT NULL,
@@ -499,6 +570,12 @@ ALTER TABLE public.messaging_installations ALTER COLUMN id ADD GENERATED ALWAYS 
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+CREATE TABLE public.messaging_receipt_sweep (
+    only_row boolean DEFAULT true NOT NULL,
+    swept_before timestamp with time zone NOT NULL,
+    CONSTRAINT messaging_receipt_sweep_only_row_check CHECK (only_row)
 );
 
 CREATE TABLE public.messaging_request_replays (
@@ -562,6 +639,9 @@ ALTER TABLE ONLY public.messaging_install_states
 ALTER TABLE ONLY public.messaging_installations
     ADD CONSTRAINT messaging_installations_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.messaging_receipt_sweep
+    ADD CONSTRAINT messaging_receipt_sweep_pkey PRIMARY KEY (only_row);
+
 ALTER TABLE ONLY public.messaging_request_replays
     ADD CONSTRAINT messaging_request_replays_pkey PRIMARY KEY (tenant_id, signature);
 
@@ -575,11 +655,13 @@ CREATE INDEX admin_audit_newest ON public.admin_audit USING btree (at DESC, id D
 
 CREATE INDEX admin_audit_tenant_newest ON public.admin_audit USING btree (tenant_id, at DESC, id DESC);
 
-CREATE INDEX messaging_event_payloads_expiry ON public.messaging_event_payloads USING btree (tenant_id, claimed_at);
+CREATE INDEX messaging_event_payloads_expiry ON public.messaging_event_payloads USING btree (tenant_id, claimed_at) WHERE (claimed_at IS NOT NULL);
 
-CREATE INDEX messaging_event_receipts_expiry ON public.messaging_event_receipts USING btree (tenant_id, claimed_at);
+CREATE INDEX messaging_event_receipts_expiry ON public.messaging_event_receipts USING btree (tenant_id, claimed_at) WHERE (claimed_at IS NOT NULL);
 
-CREATE INDEX messaging_event_receipts_unhandled ON public.messaging_event_receipts USING btree (claimed_at) WHERE (handled_at IS NULL);
+CREATE INDEX messaging_event_receipts_failed ON public.messaging_event_receipts USING btree (tenant_id, failed_at) WHERE (failure_reason IS NOT NULL);
+
+CREATE INDEX messaging_event_receipts_swept ON public.messaging_event_receipts USING btree (tenant_id, claimed_at) WHERE (swept_at IS NOT NULL);
 
 CREATE INDEX messaging_install_links_tenant ON public.messaging_install_links USING btree (tenant_id);
 
@@ -618,12 +700,6 @@ ALTER TABLE ONLY public.admin_keys
 ALTER TABLE ONLY public.agent_bridges
     ADD CONSTRAINT agent_bridges_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
-ALTER TABLE ONLY public.messaging_event_payloads
-    ADD CONSTRAINT messaging_event_payloads_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
-
-ALTER TABLE ONLY public.messaging_event_receipts
-    ADD CONSTRAINT messaging_event_receipts_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
-
 ALTER TABLE ONLY public.messaging_install_links
     ADD CONSTRAINT messaging_install_links_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
@@ -632,9 +708,6 @@ ALTER TABLE ONLY public.messaging_install_states
 
 ALTER TABLE ONLY public.messaging_installations
     ADD CONSTRAINT messaging_installations_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
-
-ALTER TABLE ONLY public.messaging_request_replays
-    ADD CONSTRAINT messaging_request_replays_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.messaging_workspaces
     ADD CONSTRAINT messaging_workspaces_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
@@ -729,6 +802,13 @@ GRANT ALL ON FUNCTION public.doorman_secret_key_ids() TO doorman_admin;
 
 REVOKE ALL ON FUNCTION public.doorman_settle_receipts(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_claim_ids uuid[], p_event_types text[], p_attempts integer[], p_claimed_at timestamp with time zone[], p_payloads text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_settle_receipts(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_claim_ids uuid[], p_event_types text[], p_attempts integer[], p_claimed_at timestamp with time zone[], p_payloads text[]) TO doorman_app;
+
+REVOKE ALL ON FUNCTION public.doorman_sweep_receipts(p_before timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_sweep_receipts(p_before timestamp with time zone) TO doorman_app;
+GRANT ALL ON FUNCTION public.doorman_sweep_receipts(p_before timestamp with time zone) TO doorman_admin;
+
+REVOKE ALL ON FUNCTION public.doorman_sweep_watermark() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_sweep_watermark() TO doorman_app;
 
 REVOKE ALL ON FUNCTION public.doorman_take_install_state(p_state_hash text, p_browser_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_take_install_state(p_state_hash text, p_browser_hash text) TO doorman_app;

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use super::claims::{ClaimRows, SealedClaim, may_have_committed, unconfirmed};
 use super::errors::from_diesel;
-use super::outcomes::{OutcomeRows, PendingOutcome, pruned_per_outcome};
+use super::outcomes::{OutcomeRows, PendingOutcome, PruneSchedule, pruned_per_outcome};
 use super::pool::PgPool;
 use super::statement::{Kept, bind};
 
@@ -49,12 +49,12 @@ pub(super) enum Written {
 }
 
 /// How the writer works.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct CycleSettings {
     /// How long a batch may take, resending included (the claims' limit).
     pub confirm_within: Duration,
-    /// Whether completions prune their tenants' expired receipts.
-    pub prune: bool,
+    /// When completions prune their tenants' expired receipts (`None`: never).
+    pub prune: Option<std::sync::Arc<PruneSchedule>>,
 }
 
 /// One row of the statement's answer: `kind` says which call it came from.
@@ -128,7 +128,7 @@ pub(super) async fn write(
     }
     let claim_rows = ClaimRows::of(&claims);
     let request_rows = RequestRows::of(&requests);
-    let outcome_rows = OutcomeRows::of(&outcomes, settings.prune);
+    let outcome_rows = OutcomeRows::of(&outcomes, settings.prune.as_deref());
 
     let deadline = Instant::now() + settings.confirm_within;
     let mut settle = claims.iter().any(|claim| claim.settle);

@@ -4,6 +4,8 @@
 //! failure is the same values written again. So one whose batch failed is simply sent again.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
@@ -25,8 +27,48 @@ pub(super) enum PendingKind {
     Failed { reason: String, at: DateTime<Utc> },
 }
 
+/// How often the server's completions prune a tenant's expired receipts.
+pub const PRUNE_EVERY: Duration = Duration::from_secs(1);
+
+/// Which tenants a batch's completions prune (decision 8: in a completion's transaction, off
+/// the claim's path): each at most once per `every` in this process. A busy tenant completes
+/// many batches a second and its receipts expire at the rate they arrive, so a prune of up to
+/// the prune batch a second keeps up with up to that many events a second per process, and
+/// the other batches skip the prune's statements.
+#[derive(Debug)]
+pub(super) struct PruneSchedule {
+    every: Duration,
+    last: Mutex<HashMap<TenantId, Instant>>,
+}
+
+impl PruneSchedule {
+    /// The most tenants remembered; past it the memory starts over (a tenant then prunes once
+    /// more than it needed to).
+    const MAX_TENANTS: usize = 100_000;
+
+    pub(super) fn new(every: Duration) -> Self {
+        Self { every, last: Mutex::default() }
+    }
+
+    /// Whether `tenant` prunes at `now`; if so, this is its prune.
+    fn take(&self, tenant: TenantId, now: Instant) -> bool {
+        if self.every.is_zero() {
+            return true;
+        }
+        let mut last = self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if last.get(&tenant).is_some_and(|at| now.saturating_duration_since(*at) < self.every) {
+            return false;
+        }
+        if last.len() >= Self::MAX_TENANTS {
+            last.clear();
+        }
+        last.insert(tenant, now);
+        true
+    }
+}
+
 /// The batch's outcomes as `doorman_record_outcomes` takes them. Each tenant with a completion
-/// in the batch prunes once (when `prune`).
+/// in the batch prunes once, when `prune` says it is its turn.
 pub(super) struct OutcomeRows<'a> {
     tenants: Vec<Uuid>,
     platforms: Vec<&'a str>,
@@ -40,7 +82,8 @@ pub(super) struct OutcomeRows<'a> {
 }
 
 impl<'a> OutcomeRows<'a> {
-    pub(super) fn of(batch: &[&'a PendingOutcome], prune: bool) -> Self {
+    pub(super) fn of(batch: &[&'a PendingOutcome], prune: Option<&PruneSchedule>) -> Self {
+        let now = Instant::now();
         let mut rows = Self {
             tenants: batch.iter().map(|o| *o.key.tenant.as_uuid()).collect(),
             platforms: batch.iter().map(|o| o.key.platform.as_str()).collect(),
@@ -63,8 +106,12 @@ impl<'a> OutcomeRows<'a> {
                     rows.expired_before = Some(rows.expired_before.map_or(*cutoff, |e| e.min(*cutoff)));
                     let limit = i64::from(*limit);
                     rows.prune_batch = Some(rows.prune_batch.map_or(limit, |p| p.min(limit)));
-                    if prune && !rows.prune_tenants.contains(outcome.key.tenant.as_uuid()) {
-                        rows.prune_tenants.push(*outcome.key.tenant.as_uuid());
+                    let tenant = outcome.key.tenant;
+                    if let Some(schedule) = prune
+                        && !rows.prune_tenants.contains(tenant.as_uuid())
+                        && schedule.take(tenant, now)
+                    {
+                        rows.prune_tenants.push(*tenant.as_uuid());
                     }
                 }
                 PendingKind::Failed { reason, at } => {
@@ -110,4 +157,22 @@ pub(super) fn pruned_per_outcome(batch: &[&PendingOutcome], pruned: HashMap<Uuid
             PendingKind::Failed { .. } => 0,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_prunes_at_most_once_per_period_and_every_time_with_no_period() {
+        let schedule = PruneSchedule::new(Duration::from_secs(1));
+        let (a, b) = (TenantId::generate(), TenantId::generate());
+        let t0 = Instant::now();
+        assert!(schedule.take(a, t0));
+        assert!(!schedule.take(a, t0 + Duration::from_millis(999)));
+        assert!(schedule.take(b, t0 + Duration::from_millis(10)), "tenants are apart");
+        assert!(schedule.take(a, t0 + Duration::from_secs(1)));
+        let always = PruneSchedule::new(Duration::ZERO);
+        assert!(always.take(a, t0) && always.take(a, t0));
+    }
 }

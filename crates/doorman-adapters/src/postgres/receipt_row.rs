@@ -21,16 +21,42 @@ diesel::define_sql_function! {
     ) -> diesel::sql_types::Bool;
 }
 
-/// [`doorman_is_stranded`] on a receipts query's row.
+diesel::define_sql_function! {
+    /// Marks the receipts claimed since the last sweep, up to `before`, that have no outcome
+    /// (migration `claims_and_outcomes_at_full_speed`): the stranded among them are then read
+    /// through the index of marked receipts. Returns how many it marked.
+    fn doorman_sweep_receipts(before: diesel::sql_types::Timestamptz) -> diesel::sql_types::BigInt;
+}
+
+/// [`doorman_is_stranded`] on a receipts query's row, for the receipts a sweep marked (every
+/// stranded one is, once [`sweep`] has run up to `before`).
+#[allow(clippy::type_complexity)]
 pub(crate) fn stranded_before(
     before: DateTime<Utc>,
-) -> doorman_is_stranded<
-    receipts::handled_at,
-    receipts::failure_reason,
-    receipts::claimed_at,
-    diesel::dsl::AsExprOf<DateTime<Utc>, diesel::sql_types::Timestamptz>,
+) -> diesel::dsl::And<
+    diesel::dsl::IsNotNull<receipts::swept_at>,
+    doorman_is_stranded<
+        receipts::handled_at,
+        receipts::failure_reason,
+        receipts::claimed_at,
+        diesel::dsl::AsExprOf<DateTime<Utc>, diesel::sql_types::Timestamptz>,
+    >,
 > {
-    doorman_is_stranded(receipts::handled_at, receipts::failure_reason, receipts::claimed_at, before)
+    receipts::swept_at.is_not_null().and(doorman_is_stranded(
+        receipts::handled_at,
+        receipts::failure_reason,
+        receipts::claimed_at,
+        before,
+    ))
+}
+
+/// Sweeps up to `before`: what every reader of stranded receipts does first, so the marked
+/// ones are all of them.
+pub(crate) async fn sweep(
+    conn: &mut diesel_async::AsyncPgConnection,
+    before: DateTime<Utc>,
+) -> Result<(), diesel::result::Error> {
+    diesel_async::RunQueryDsl::execute(diesel::select(doorman_sweep_receipts(before)), conn).await.map(drop)
 }
 
 #[derive(Queryable, Selectable)]

@@ -28,7 +28,7 @@ use super::cycle::{self, CycleSettings, Write, Written};
 use super::directory::PAYLOAD_COLUMN;
 use super::errors::from_diesel;
 use super::group_commit::{GroupCommit, GroupSettings, Writer};
-use super::outcomes::{PendingKind, PendingOutcome};
+use super::outcomes::{PRUNE_EVERY, PendingKind, PendingOutcome, PruneSchedule};
 use super::pool::PgPool;
 
 /// The longest failure reason stored; the rest is cut (the reason is for an operator's eye).
@@ -59,7 +59,8 @@ impl std::fmt::Debug for PgReceiptStore {
 
 impl PgReceiptStore {
     /// Writes on `pool`. Starts the writers on the current runtime. `keys` seal the payloads
-    /// retaining tenants keep with their claims.
+    /// retaining tenants keep with their claims. Every completion prunes its tenant (the
+    /// server's prune at most once a second: [`PgReceiptStore::with_pools`]).
     pub fn new(pool: PgPool, keys: Arc<Keyring>) -> Self {
         Self::with_settings(pool, keys, GroupSettings::default(), ClaimTimeouts::default())
     }
@@ -67,16 +68,18 @@ impl PgReceiptStore {
     /// As the server has it: claims on the acknowledgement pool, completions and failures on
     /// `outcomes` (the background pool). Through a transaction pooler, the two writers sharing
     /// one pool let completions fall behind under load until tenants reached their bound of
-    /// work in flight (503 busy, `pooler` e2e test); on pools of their own they keep up.
+    /// work in flight (503 busy, `pooler` e2e test); on pools of their own they keep up. A
+    /// tenant's completions prune at most once per [`PRUNE_EVERY`].
     pub fn with_pools(claims: PgPool, outcomes: PgPool, keys: Arc<Keyring>) -> Self {
-        Self::build(claims, outcomes, keys, GroupSettings::default(), ClaimTimeouts::default(), true)
+        let prune = Some(Arc::new(PruneSchedule::new(PRUNE_EVERY)));
+        Self::build(claims, outcomes, keys, GroupSettings::default(), ClaimTimeouts::default(), prune)
     }
 
     /// For replays outside the server (as `doorman_admin`): completions record their outcome
     /// and never prune. Pruning is the server's (opportunistic, decision 8) and `receipts
     /// prune`'s, and the admin role may not delete receipts.
     pub fn for_replays(pool: PgPool, keys: Arc<Keyring>) -> Self {
-        Self::build(pool.clone(), pool, keys, GroupSettings::default(), ClaimTimeouts::default(), false)
+        Self::build(pool.clone(), pool, keys, GroupSettings::default(), ClaimTimeouts::default(), None)
     }
 
     pub fn with_settings(
@@ -85,7 +88,8 @@ impl PgReceiptStore {
         settings: GroupSettings,
         timeouts: ClaimTimeouts,
     ) -> Self {
-        Self::build(pool.clone(), pool, keys, settings, timeouts, true)
+        let prune = Some(Arc::new(PruneSchedule::new(Duration::ZERO)));
+        Self::build(pool.clone(), pool, keys, settings, timeouts, prune)
     }
 
     fn build(
@@ -94,11 +98,12 @@ impl PgReceiptStore {
         keys: Arc<Keyring>,
         settings: GroupSettings,
         timeouts: ClaimTimeouts,
-        prune: bool,
+        prune: Option<Arc<PruneSchedule>>,
     ) -> Self {
         let cycle = CycleSettings { confirm_within: timeouts.confirm_within, prune };
         let writer_on = |pool: PgPool| -> Writer<Write, Written> {
-            Arc::new(move |batch| Box::pin(cycle::write(pool.clone(), batch, cycle)))
+            let cycle = cycle.clone();
+            Arc::new(move |batch| Box::pin(cycle::write(pool.clone(), batch, cycle.clone())))
         };
         Self {
             claims: GroupCommit::start("claim", settings, writer_on(claims)),

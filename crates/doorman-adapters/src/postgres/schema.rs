@@ -70,6 +70,7 @@ diesel::table! {
         failed_at -> Nullable<Timestamptz>,
         replays -> Int4,
         claim_id -> Nullable<Uuid>,
+        swept_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -113,6 +114,13 @@ diesel::table! {
 }
 
 diesel::table! {
+    messaging_receipt_sweep (only_row) {
+        only_row -> Bool,
+        swept_before -> Timestamptz,
+    }
+}
+
+diesel::table! {
     messaging_request_replays (tenant_id, signature) {
         tenant_id -> Uuid,
         signature -> Text,
@@ -143,12 +151,9 @@ diesel::table! {
 diesel::joinable!(admin_idempotency -> tenants (tenant_id));
 diesel::joinable!(admin_keys -> tenants (tenant_id));
 diesel::joinable!(agent_bridges -> tenants (tenant_id));
-diesel::joinable!(messaging_event_payloads -> tenants (tenant_id));
-diesel::joinable!(messaging_event_receipts -> tenants (tenant_id));
 diesel::joinable!(messaging_install_links -> tenants (tenant_id));
 diesel::joinable!(messaging_install_states -> tenants (tenant_id));
 diesel::joinable!(messaging_installations -> tenants (tenant_id));
-diesel::joinable!(messaging_request_replays -> tenants (tenant_id));
 diesel::joinable!(messaging_workspaces -> tenants (tenant_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
@@ -161,6 +166,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     messaging_install_links,
     messaging_install_states,
     messaging_installations,
+    messaging_receipt_sweep,
     messaging_request_replays,
     messaging_workspaces,
     tenants,

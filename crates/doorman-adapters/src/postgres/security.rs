@@ -15,6 +15,10 @@
 ///   link and unlink a workspace (it cannot write the directory itself), each for one tenant.
 /// - `doorman_receipt_counts`: every tenant's stranded and recently failed receipts, as two
 ///   numbers, for the server's gauges.
+/// - `doorman_sweep_receipts`: marks, across tenants, the receipts that had no outcome when it
+///   looked, so the stranded are found through an index (decision 18); it returns a count.
+/// - `doorman_sweep_watermark`: how far the sweep has looked (a timestamp), for a claim
+///   inserted behind it.
 pub const SECURITY_DEFINER_ALLOWLIST: &[&str] = &[
     "doorman_install_link",
     "doorman_receipt_counts",
@@ -22,5 +26,7 @@ pub const SECURITY_DEFINER_ALLOWLIST: &[&str] = &[
     "doorman_remove_installation",
     "doorman_resolve_workspace",
     "doorman_secret_key_ids",
+    "doorman_sweep_receipts",
+    "doorman_sweep_watermark",
     "doorman_take_install_state",
 ];

@@ -18,7 +18,7 @@ use doorman_domain::{
 use super::directory::PAYLOAD_COLUMN;
 use super::errors::from_diesel;
 use super::pool::{PgPool, act_for};
-use super::receipt_row::{ReceiptRow, stranded_before};
+use super::receipt_row::{ReceiptRow, stranded_before, sweep};
 use super::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
 use crate::secrets::{Keyring, SealedIn};
 use crate::slack::{Parsed, parse_events};
@@ -83,15 +83,19 @@ impl StoredEvents for PgStoredEvents {
         let selected = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
+                if let ReplaySelection::StrandedBefore(before) = &selection {
+                    sweep(conn, *before).await?;
+                }
                 let mut query =
                     receipts::table.filter(receipts::tenant_id.eq(*tenant.as_uuid())).into_boxed();
                 query = match &selection {
                     ReplaySelection::Event(id) => {
                         query.filter(receipts::external_event_id.eq(id.as_str().to_owned()))
                     }
-                    ReplaySelection::FailedSince(since) => {
-                        query.filter(receipts::handled_at.is_null()).filter(receipts::failed_at.ge(*since))
-                    }
+                    ReplaySelection::FailedSince(since) => query
+                        .filter(receipts::handled_at.is_null())
+                        .filter(receipts::failure_reason.is_not_null())
+                        .filter(receipts::failed_at.ge(*since)),
                     ReplaySelection::StrandedBefore(before) => {
                         query.filter(receipts::handled_at.is_null()).filter(stranded_before(*before))
                     }

@@ -164,15 +164,23 @@ async fn a_starting_server_counts_stranded_and_recently_failed_receipts_into_its
     app.agent.answer_with(500);
     assert_eq!(app.event("T1", "EvFailed", None).await.status(), 200);
     app.quiesce().await;
-    // An event acknowledged an hour ago whose dispatch never finished (a crash, say).
-    diesel::sql_query(
-        "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
-         VALUES ($1, 'slack', 'EvLost', 'app_mention', 0, now() - interval '1 hour')",
-    )
-    .bind::<diesel::sql_types::Uuid, _>(*tenant.as_uuid())
-    .execute(&mut app.db.owner().await)
-    .await
-    .unwrap();
+    // An event acknowledged an hour ago whose dispatch never finished (a crash, say),
+    // claimed as a claim arriving that late is (the first server's sweep has passed it).
+    let lost = doorman_domain::NewReceipt {
+        key: doorman_domain::ReceiptKey {
+            tenant,
+            platform: doorman_domain::Platform::Slack,
+            external_id: doorman_domain::ExternalEventId::new("EvLost").unwrap(),
+        },
+        claim: doorman_domain::ClaimId::generate(),
+        event_type: doorman_domain::Label::new("event type", "app_mention").unwrap(),
+        attempt: 0,
+        claimed_at: chrono::Utc::now() - chrono::Duration::hours(1),
+        retained: None,
+    };
+    let store = doorman_testkit::database::receipt_store(app.db.pool());
+    use doorman_domain::ports::ReceiptStore;
+    assert_eq!(store.claim(&lost).await.unwrap(), doorman_domain::Claim::Claimed);
 
     // The watch counts when a server starts, then once a minute.
     let fresh = doorman_app::server::start(serve_config(&app.db.server_url(), &[])).await.unwrap();

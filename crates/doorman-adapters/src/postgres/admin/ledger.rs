@@ -11,7 +11,7 @@ use doorman_domain::{
 
 use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, act_for};
-use crate::postgres::receipt_row::{ReceiptRow, stranded_before};
+use crate::postgres::receipt_row::{ReceiptRow, stranded_before, sweep};
 use crate::postgres::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
 
 #[derive(Debug, Clone)]
@@ -60,8 +60,8 @@ impl Ledger for PgLedger {
             .transpose()
     }
 
-    /// Failed: newest failure first; stranded: oldest claim first. Both read the partial index
-    /// of unhandled receipts. Every tenant's (`None`) needs the tables' owner: as
+    /// Failed: newest failure first, through the index of failed receipts; stranded: oldest
+    /// claim first, after a sweep, through the index of swept ones. Every tenant's (`None`) needs the tables' owner: as
     /// `doorman_admin` it finds none (the admin API always names a tenant).
     async fn list(
         &self,
@@ -73,6 +73,9 @@ impl Ledger for PgLedger {
         let (filter, page) = (*filter, page.clone());
         let rows: Result<Vec<(ReceiptRow, bool)>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                if filter.state == EventState::Stranded {
+                    sweep(conn, filter.stranded_before).await?;
+                }
                 let mut query = receipts::table.filter(receipts::handled_at.is_null()).into_boxed();
                 if let Some(tenant) = tenant {
                     act_for(conn, tenant).await?;
