@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use doorman_domain::ports::TenantDirectory;
 use doorman_domain::{Platform, StorageError, Tenant, TenantId, WorkspaceId, WorkspaceRef};
@@ -35,20 +35,30 @@ pub enum Notice {
     Everything,
 }
 
-type Key = (Platform, WorkspaceRef);
-
 #[derive(Debug, Default)]
 struct State {
     /// Whether a listener is subscribed; until then nothing is remembered or served.
     listening: bool,
     /// Bumped by every notice and every change of `listening`.
     generation: u64,
-    entries: HashMap<Key, Option<Tenant>>,
+    /// By platform, then workspace: a look-up borrows the workspace it is asked about.
+    entries: HashMap<Platform, HashMap<WorkspaceRef, Option<Tenant>>>,
+}
+
+impl State {
+    fn len(&self) -> usize {
+        self.entries.values().map(HashMap::len).sum()
+    }
+
+    fn get(&self, platform: Platform, workspace: &WorkspaceRef) -> Option<&Option<Tenant>> {
+        self.entries.get(&platform)?.get(workspace)
+    }
 }
 
 #[derive(Debug, Default)]
 struct Shared {
-    state: Mutex<State>,
+    /// Read by every delivery, written by notices and misses: a read lock is all a hit takes.
+    state: RwLock<State>,
     /// Resolves that reached the database (not served from memory), since start.
     lookups: AtomicU64,
     /// Notices applied, since start.
@@ -56,9 +66,13 @@ struct Shared {
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Every update below leaves the state consistent; a poisoned lock is still usable.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    // Every update below leaves the state consistent; a poisoned lock is still usable.
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -94,12 +108,12 @@ pub struct DirectoryStatus(Arc<Shared>);
 impl DirectoryStatus {
     /// Whether answers are being remembered and served (a listener is subscribed).
     pub fn is_listening(&self) -> bool {
-        self.0.lock().listening
+        self.0.read().listening
     }
 
     /// How many workspaces are remembered.
     pub fn remembered(&self) -> usize {
-        self.0.lock().entries.len()
+        self.0.read().len()
     }
 
     /// How many resolves went to the database (memory did not have them), since start.
@@ -121,7 +135,7 @@ impl Notices {
     /// The listener is subscribed: from now on every change will be announced. Anything
     /// could have changed while it was not, so memory starts empty.
     pub fn subscribed(&self) {
-        let mut state = self.0.lock();
+        let mut state = self.0.write();
         state.entries.clear();
         state.generation += 1;
         state.listening = true;
@@ -130,7 +144,7 @@ impl Notices {
     /// The listener lost its subscription: changes may go unannounced, so forget everything
     /// and resolve from the database until it is back.
     pub fn lost(&self) {
-        let mut state = self.0.lock();
+        let mut state = self.0.write();
         state.listening = false;
         state.entries.clear();
         state.generation += 1;
@@ -138,22 +152,25 @@ impl Notices {
 
     /// Forgets what `notice` names.
     pub fn apply(&self, notice: &Notice) {
-        let mut state = self.0.lock();
+        let mut state = self.0.write();
         state.generation += 1;
         self.0.notices.fetch_add(1, Ordering::Relaxed);
         match notice {
             Notice::Everything => state.entries.clear(),
             Notice::Tenant(tenant) => {
-                state.entries.retain(|_, found| found.as_ref().is_none_or(|t| t.id != *tenant));
+                for workspaces in state.entries.values_mut() {
+                    workspaces.retain(|_, found| found.as_ref().is_none_or(|t| t.id != *tenant));
+                }
             }
             Notice::Workspace { platform, team_id, enterprise_id } => {
-                state.entries.retain(|(p, workspace), _| {
-                    let names_it = p == platform
-                        && ((team_id.is_some() && workspace.team_id() == team_id.as_ref())
+                if let Some(workspaces) = state.entries.get_mut(platform) {
+                    workspaces.retain(|workspace, _| {
+                        let names_it = (team_id.is_some() && workspace.team_id() == team_id.as_ref())
                             || (enterprise_id.is_some()
-                                && workspace.enterprise_id() == enterprise_id.as_ref()));
-                    !names_it
-                });
+                                && workspace.enterprise_id() == enterprise_id.as_ref());
+                        !names_it
+                    });
+                }
             }
         }
     }
@@ -165,12 +182,11 @@ impl<D: TenantDirectory> TenantDirectory for NotifiedDirectory<D> {
         platform: Platform,
         workspace: &WorkspaceRef,
     ) -> Result<Option<Tenant>, StorageError> {
-        let key = (platform, workspace.clone());
         let generation = {
-            let state = self.shared.lock();
+            let state = self.shared.read();
             if !state.listening {
                 None
-            } else if let Some(found) = state.entries.get(&key) {
+            } else if let Some(found) = state.get(platform, workspace) {
                 return Ok(found.clone());
             } else {
                 Some(state.generation)
@@ -179,13 +195,13 @@ impl<D: TenantDirectory> TenantDirectory for NotifiedDirectory<D> {
         self.shared.lookups.fetch_add(1, Ordering::Relaxed);
         let found = self.inner.resolve(platform, workspace).await?;
         if let Some(generation) = generation {
-            let mut state = self.shared.lock();
+            let mut state = self.shared.write();
             // Remember only if nothing was announced meanwhile: else this answer may predate it.
             if state.listening && state.generation == generation {
-                if state.entries.len() >= MAX_ENTRIES {
+                if state.len() >= MAX_ENTRIES {
                     state.entries.clear();
                 }
-                state.entries.insert(key, found.clone());
+                state.entries.entry(platform).or_default().insert(workspace.clone(), found.clone());
             }
         }
         Ok(found)

@@ -74,7 +74,9 @@ impl DeliveryRunner {
     }
 
     fn spawn_dispatch(&self, job: Job) {
-        let span = tracing::info_span!(
+        // At debug level: every line logged in a dispatch names its tenant and event itself, and
+        // an info-level span (its fields formatted at creation) cost ~2% of the CPU per event.
+        let span = tracing::debug_span!(
             "dispatch",
             tenant.id = %job.tenant(),
             event.id = job.event().external_id.as_ref().map(|id| id.as_str()),

@@ -145,7 +145,7 @@ impl PgReceiptStore {
                 }
                 Err(error) if backoff.exhausted() => return Err(error),
                 Err(error) => {
-                    tracing::warn!(event.id = %outcome.key.external_id, error = %error, "an outcome could not be written; sending it again");
+                    tracing::warn!(tenant.id = %outcome.key.tenant, event.id = %outcome.key.external_id, error = %error, "an outcome could not be written; sending it again");
                     backoff.wait().await;
                 }
             }
