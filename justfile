@@ -234,8 +234,10 @@ schema: postgres
     DOORMAN_WRITE_SCHEMA=1 cargo test --locked -p doorman-adapters --test adapters -- pg_schema::schema_rs_matches_the_migrated_database pg_schema::schema_sql_is_what_the_migrations_build
 
 # For each configuration: a fresh database, a fresh release `doorman serve`, the load
-# generator (20,000 events, 30% re-delivered, 5% commands) and the SQL floor, in one run.
-# Arguments pass through, e.g. `just bench --concurrency 8,64,256 --events 5000`.
+# generator (20,000 events, 30% re-delivered, 5% commands) and the SQL floor, in one run; then
+# the busy shape (64 connections back to back for 8 s, one tenant, an agent that answers at
+# once: only 2xx counts). Arguments pass through, e.g. `just bench --concurrency 8,64,256
+# --events 5000`, `--shape busy,overload`.
 # Benchmark the acknowledgement path against the PostgreSQL floor.
 bench *ARGS: postgres
     cargo build --release --locked -p doorman-app -p doorman-loadgen
