@@ -212,6 +212,7 @@ impl<D: TenantDirectory> TenantDirectory for NotifiedDirectory<D> {
 mod tests {
     use std::future::Future;
     use std::pin::Pin;
+    use std::sync::Mutex;
 
     use doorman_domain::ports::MockTenantDirectory;
     use doorman_domain::{Agent, TenantId, WorkspaceId};
