@@ -103,6 +103,32 @@ CREATE FUNCTION public.doorman_is_stranded(p_handled_at timestamp with time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT p_handled_at IS NULL AND p_failure_reason IS NULL AND p_claimed_at < p_before $$;
 
+CREATE FUNCTION public.doorman_link_named(p_row_team text, p_row_enterprise text, p_team_id text, p_enterprise_id text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN p_team_id IS NOT NULL THEN p_row_team = p_team_id
+                ELSE p_row_team IS NULL AND p_row_enterprise = p_enterprise_id END
+$$;
+
+CREATE FUNCTION public.doorman_link_taken(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext(format('link:%s:%s', p_platform, coalesce(p_enterprise_id, p_team_id))));
+    RETURN EXISTS (
+        SELECT FROM public.messaging_workspaces AS w
+         WHERE w.platform = p_platform AND w.tenant_id <> p_tenant
+           AND (-- the same team, or the same enterprise org-wide
+                public.doorman_link_named(w.team_id, w.enterprise_id, p_team_id, p_enterprise_id)
+                -- an org-wide link: a team another tenant links as inside the enterprise
+             OR (p_team_id IS NULL AND w.team_id IS NOT NULL AND w.enterprise_id = p_enterprise_id)
+                -- a team inside an enterprise: the enterprise held org-wide by another tenant
+             OR (p_team_id IS NOT NULL AND p_enterprise_id IS NOT NULL
+                 AND w.team_id IS NULL AND w.enterprise_id = p_enterprise_id)));
+END
+$$;
+
 CREATE FUNCTION public.doorman_notify_tenant_change() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -197,27 +223,22 @@ CREATE FUNCTION public.doorman_record_installation(p_tenant uuid, p_platform tex
     AS $$
 DECLARE
     v_team text := CASE WHEN p_is_enterprise_install THEN NULL ELSE p_team_id END;
-    v_owner uuid;
     v_existing bigint;
 BEGIN
     IF v_team IS NULL AND p_enterprise_id IS NULL THEN
         RAISE EXCEPTION 'an installation needs a team or an enterprise';
     END IF;
-    -- One install of one workspace at a time, whichever process takes it.
-    PERFORM pg_advisory_xact_lock(hashtext(format('install:%s:%s:%s', p_platform, coalesce(v_team, ''), coalesce(p_enterprise_id, ''))));
-    SELECT w.tenant_id INTO v_owner FROM public.messaging_workspaces AS w
-     WHERE w.platform = p_platform
-       AND ((v_team IS NOT NULL AND w.team_id = v_team) OR (v_team IS NULL AND w.team_id IS NULL AND w.enterprise_id = p_enterprise_id));
-    IF v_owner IS NOT NULL AND v_owner <> p_tenant THEN
+    IF public.doorman_link_taken(p_tenant, p_platform, v_team, p_enterprise_id) THEN
         RETURN 'taken';
     END IF;
-    IF v_owner IS NULL THEN
+    IF NOT EXISTS (SELECT FROM public.messaging_workspaces AS w
+                    WHERE w.platform = p_platform
+                      AND public.doorman_link_named(w.team_id, w.enterprise_id, v_team, p_enterprise_id)) THEN
         INSERT INTO public.messaging_workspaces (tenant_id, platform, team_id, enterprise_id)
         VALUES (p_tenant, p_platform, v_team, p_enterprise_id);
     END IF;
     SELECT i.id INTO v_existing FROM public.messaging_installations AS i
-     WHERE i.platform = p_platform
-       AND ((v_team IS NOT NULL AND i.team_id = v_team) OR (v_team IS NULL AND i.team_id IS NULL AND i.enterprise_id = p_enterprise_id));
+     WHERE i.platform = p_platform AND public.doorman_link_named(i.team_id, i.enterprise_id, v_team, p_enterprise_id);
     IF v_existing IS NULL THEN
         INSERT INTO public.messaging_installations
             (tenant_id, platform, team_id, enterprise_id, is_enterprise_install, app_id, bot_user_id,
@@ -288,16 +309,17 @@ CREATE FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform tex
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+    v_team text := CASE WHEN p_org_wide THEN NULL ELSE p_team_id END;
     v_installations integer;
     v_links integer;
 BEGIN
     DELETE FROM public.messaging_installations AS i
      WHERE i.tenant_id = p_tenant AND i.platform = p_platform
-       AND ((NOT p_org_wide AND i.team_id = p_team_id) OR (p_org_wide AND i.team_id IS NULL AND i.enterprise_id = p_enterprise_id));
+       AND public.doorman_link_named(i.team_id, i.enterprise_id, v_team, p_enterprise_id);
     GET DIAGNOSTICS v_installations = ROW_COUNT;
     DELETE FROM public.messaging_workspaces AS w
      WHERE w.tenant_id = p_tenant AND w.platform = p_platform
-       AND ((NOT p_org_wide AND w.team_id = p_team_id) OR (p_org_wide AND w.team_id IS NULL AND w.enterprise_id = p_enterprise_id));
+       AND public.doorman_link_named(w.team_id, w.enterprise_id, v_team, p_enterprise_id);
     GET DIAGNOSTICS v_links = ROW_COUNT;
     RETURN QUERY SELECT v_links > 0, v_installations > 0;
 END
@@ -307,8 +329,18 @@ CREATE FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p_enterp
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+BEGIN
+    RETURN QUERY SELECT * FROM public.doorman_resolve(p_platform, p_team_id, p_enterprise_id,
+        CASE WHEN p_team_id IS NULL THEN 'org_wide' ELSE 'unstated' END);
+END
+$$;
+
+CREATE FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p_enterprise_id text, p_scope text) RETURNS TABLE(tenant_id uuid, agent_url text, agent_secret text, agent_paused boolean, install_team_id text, install_enterprise_id text, install_bot_user_id text, install_bot_token text, install_scopes text, install_expires_at timestamp with time zone, install_refreshable boolean, retain_payloads boolean)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 DECLARE
-    v_tenant uuid := public.doorman_resolve_workspace(p_platform, p_team_id, p_enterprise_id);
+    v_tenant uuid := public.doorman_resolve_workspace(p_platform, p_team_id, p_enterprise_id, p_scope);
     v_caller text := current_setting('app.tenant_id', true);
 BEGIN
     IF v_tenant IS NULL THEN
@@ -338,12 +370,24 @@ CREATE FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+    SELECT public.doorman_resolve_workspace(p_platform, p_team_id, p_enterprise_id,
+        CASE WHEN p_team_id IS NULL THEN 'org_wide' ELSE 'unstated' END)
+$$;
+
+CREATE FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text, p_scope text) RETURNS uuid
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
     SELECT tenant_id FROM (
-        SELECT w.tenant_id, 1 AS rank FROM public.messaging_workspaces w
-         WHERE w.platform = p_platform AND w.team_id = p_team_id
+        SELECT w.tenant_id, CASE WHEN p_scope = 'team' THEN 2 ELSE 1 END AS rank
+          FROM public.messaging_workspaces w
+         WHERE p_enterprise_id IS NOT NULL
+           AND w.platform = p_platform AND w.team_id IS NULL AND w.enterprise_id = p_enterprise_id
         UNION ALL
-        SELECT w.tenant_id, 2 AS rank FROM public.messaging_workspaces w
-         WHERE w.platform = p_platform AND w.team_id IS NULL AND w.enterprise_id = p_enterprise_id
+        SELECT w.tenant_id, CASE WHEN p_scope = 'team' THEN 1 ELSE 2 END AS rank
+          FROM public.messaging_workspaces w
+         WHERE p_scope <> 'org_wide' AND p_team_id IS NOT NULL
+           AND w.platform = p_platform AND w.team_id = p_team_id
     ) found
     ORDER BY rank
     LIMIT 1
@@ -768,6 +812,12 @@ GRANT ALL ON FUNCTION public.doorman_install_link(p_token_hash text) TO doorman_
 GRANT ALL ON FUNCTION public.doorman_is_stranded(p_handled_at timestamp with time zone, p_failure_reason text, p_claimed_at timestamp with time zone, p_before timestamp with time zone) TO doorman_app;
 GRANT ALL ON FUNCTION public.doorman_is_stranded(p_handled_at timestamp with time zone, p_failure_reason text, p_claimed_at timestamp with time zone, p_before timestamp with time zone) TO doorman_admin;
 
+GRANT ALL ON FUNCTION public.doorman_link_named(p_row_team text, p_row_enterprise text, p_team_id text, p_enterprise_id text) TO doorman_app;
+GRANT ALL ON FUNCTION public.doorman_link_named(p_row_team text, p_row_enterprise text, p_team_id text, p_enterprise_id text) TO doorman_admin;
+
+REVOKE ALL ON FUNCTION public.doorman_link_taken(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_link_taken(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text) TO doorman_admin;
+
 REVOKE ALL ON FUNCTION public.doorman_prune_expired_receipts(p_tenant uuid, p_expired_before timestamp with time zone, p_limit bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_prune_expired_receipts(p_tenant uuid, p_expired_before timestamp with time zone, p_limit bigint) TO doorman_app;
 
@@ -789,9 +839,17 @@ REVOKE ALL ON FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p
 GRANT ALL ON FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p_enterprise_id text) TO doorman_app;
 GRANT ALL ON FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p_enterprise_id text) TO doorman_admin;
 
+REVOKE ALL ON FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p_enterprise_id text, p_scope text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p_enterprise_id text, p_scope text) TO doorman_app;
+GRANT ALL ON FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p_enterprise_id text, p_scope text) TO doorman_admin;
+
 REVOKE ALL ON FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text) TO doorman_app;
 GRANT ALL ON FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text) TO doorman_admin;
+
+REVOKE ALL ON FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text, p_scope text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text, p_scope text) TO doorman_app;
+GRANT ALL ON FUNCTION public.doorman_resolve_workspace(p_platform text, p_team_id text, p_enterprise_id text, p_scope text) TO doorman_admin;
 
 GRANT ALL ON FUNCTION public.doorman_sealed_key_id(p_value text) TO doorman_app;
 GRANT ALL ON FUNCTION public.doorman_sealed_key_id(p_value text) TO doorman_admin;

@@ -72,7 +72,9 @@ pub enum OperatorError {
     Forbidden(&'static str),
     #[error("tenant {0} has no agent configured")]
     NoAgent(crate::model::TenantId),
-    #[error("that workspace is already linked to another tenant")]
+    /// The workspace is linked to another tenant, or linking it would take deliveries another
+    /// tenant's link receives (decision 20).
+    #[error("that workspace is already linked to another tenant, or its enterprise (or a team inside it) is")]
     WorkspaceTaken,
     /// The idempotency key was used before for a different request.
     #[error("this Idempotency-Key was used for a different request")]

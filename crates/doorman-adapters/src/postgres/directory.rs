@@ -173,10 +173,13 @@ impl TenantDirectory for PgTenantDirectory {
         workspace: &WorkspaceRef,
     ) -> Result<Option<Tenant>, StorageError> {
         let mut unit = self.pool.unit().await?;
-        let found = diesel::sql_query("SELECT * FROM doorman_resolve($1, $2, $3)")
+        // Which link the delivery goes to is `doorman_resolve_workspace`'s rule (decision 20),
+        // given what the delivery says of its installation.
+        let found = diesel::sql_query("SELECT * FROM doorman_resolve($1, $2, $3, $4)")
             .bind::<Text, _>(platform.as_str())
             .bind::<Nullable<Text>, _>(workspace.team_id().map(|id| id.as_str()))
             .bind::<Nullable<Text>, _>(workspace.enterprise_id().map(|id| id.as_str()))
+            .bind::<Text, _>(workspace.scope().as_str())
             .get_results::<Resolved>(&mut unit)
             .await
             .map_err(from_diesel);

@@ -199,9 +199,10 @@ struct Tokens {
     token_expires_at: Option<DateTime<Utc>>,
 }
 
-/// The WHERE clause naming an installation by its workspace key ($2 team, $3 enterprise).
-const BY_KEY: &str = "tenant_id = $1 AND platform = 'slack' \
-     AND (($2::text IS NOT NULL AND team_id = $2) OR ($2::text IS NULL AND team_id IS NULL AND enterprise_id = $3))";
+/// The WHERE clause naming an installation by its workspace key ($2 team, $3 enterprise), as
+/// `doorman_link_named` says a key names one.
+const BY_KEY: &str =
+    "tenant_id = $1 AND platform = 'slack' AND doorman_link_named(team_id, enterprise_id, $2, $3)";
 
 /// What stops a refresh inside its transaction: the database, a stored token that does not
 /// open, or Slack.

@@ -6,7 +6,10 @@
 //! migration without adding it here (and arguing for it in review) fails the test.
 
 /// Sorted by name, as the test lists them.
-/// - `doorman_resolve_workspace`: workspace → tenant, before any tenant is known.
+/// - `doorman_resolve_workspace`: workspace → tenant, before any tenant is known (with what
+///   the delivery says of its installation: decision 20).
+/// - `doorman_link_taken`: whether a new link would take deliveries another tenant's link
+///   receives (decision 20); it answers yes or no.
 /// - `doorman_secret_key_ids`: which encryption keys stored secrets use (ids and counts, never
 ///   a secret), so a starting server can refuse to run without one.
 /// - `doorman_install_link`: an install link's tenant, for the one token the caller holds.
@@ -21,9 +24,11 @@
 ///   inserted behind it.
 pub const SECURITY_DEFINER_ALLOWLIST: &[&str] = &[
     "doorman_install_link",
+    "doorman_link_taken",
     "doorman_receipt_counts",
     "doorman_record_installation",
     "doorman_remove_installation",
+    "doorman_resolve_workspace",
     "doorman_resolve_workspace",
     "doorman_secret_key_ids",
     "doorman_sweep_receipts",

@@ -64,8 +64,8 @@ struct RevokedTokens {
 struct Authorization {
     team_id: Option<String>,
     enterprise_id: Option<String>,
-    #[serde(default)]
-    is_enterprise_install: bool,
+    /// Absent means the delivery does not say (decision 20), not `false`.
+    is_enterprise_install: Option<bool>,
 }
 
 /// Parses an Events API body (`application/json`).
@@ -141,11 +141,7 @@ fn installing_workspace(envelope: &Envelope) -> Result<WorkspaceRef, Rejection> 
             auth.enterprise_id.as_deref().or(envelope.enterprise_id.as_deref()),
             auth.is_enterprise_install,
         ),
-        None => (
-            envelope.team_id.as_deref(),
-            envelope.enterprise_id.as_deref(),
-            envelope.is_enterprise_install.unwrap_or(false),
-        ),
+        None => (envelope.team_id.as_deref(), envelope.enterprise_id.as_deref(), envelope.is_enterprise_install),
     };
     workspace(team, enterprise, org_wide)
 }
@@ -172,8 +168,14 @@ pub fn parse_command(
     }
     let command = field("command").ok_or(Rejection::Malformed("slash command without a command"))?;
     let command = Label::new("command", command).map_err(|_| Rejection::Malformed("command is not valid"))?;
-    let workspace =
-        workspace(field("team_id"), field("enterprise_id"), field("is_enterprise_install") == Some("true"))?;
+    // `is_enterprise_install` is the string `true` or `false`; absent (or anything else), the
+    // command does not say.
+    let org_wide = match field("is_enterprise_install") {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        _ => None,
+    };
+    let workspace = workspace(field("team_id"), field("enterprise_id"), org_wide)?;
     let payload = Payload::from_json_text(serde_json::Value::Object(fields.clone()).to_string());
     Ok(slack_event(workspace, EventKind::Command { command }, None, delivery, payload))
 }
@@ -188,8 +190,7 @@ struct Interaction {
     enterprise: Option<IdHolder>,
     user: Option<User>,
     view: Option<View>,
-    #[serde(default)]
-    is_enterprise_install: bool,
+    is_enterprise_install: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -263,11 +264,12 @@ fn slack_event(
     })
 }
 
-/// Builds the workspace reference ([`WorkspaceRef::new`] holds the org-wide rule).
+/// Builds the workspace reference ([`WorkspaceRef::delivered`] holds the org-wide rule);
+/// `org_wide` is what the delivery says, `None` when it does not.
 fn workspace(
     team: Option<&str>,
     enterprise: Option<&str>,
-    org_wide: bool,
+    org_wide: Option<bool>,
 ) -> Result<WorkspaceRef, Rejection> {
     let id = |raw: Option<&str>| -> Result<Option<WorkspaceId>, Rejection> {
         raw.filter(|s| !s.is_empty())
@@ -275,7 +277,7 @@ fn workspace(
             .transpose()
             .map_err(|_| Rejection::Malformed("workspace id is not valid"))
     };
-    WorkspaceRef::new(id(team)?, id(enterprise)?, org_wide)
+    WorkspaceRef::delivered(id(team)?, id(enterprise)?, org_wide)
         .map_err(|_| Rejection::Malformed("no team or enterprise id"))
 }
 
@@ -335,15 +337,46 @@ mod tests {
         assert_eq!(command("true").team_id(), None);
         assert!(!command("false").is_enterprise_install());
         assert_eq!(command("false").team_id().map(|t| t.as_str()), Some("T1"));
+        assert_eq!(command("false").scope(), doorman_domain::Scope::Team);
+        assert_eq!(command("").scope(), doorman_domain::Scope::Unstated, "absent: the command does not say");
+        assert_eq!(command("yes").scope(), doorman_domain::Scope::Unstated);
+    }
+
+    #[test]
+    fn an_event_or_interaction_without_the_flag_does_not_say_which_install_it_is_for() {
+        let event = r#"{"type":"event_callback","team_id":"T1","enterprise_id":"E1","event_id":"Ev1",
+            "event":{"type":"app_mention","event_ts":"1"}}"#;
+        let Ok(Parsed::Event(event)) = parse_events(Some("application/json"), event.as_bytes(), Delivery::default())
+        else {
+            panic!("an event")
+        };
+        assert_eq!(event.workspace.scope(), doorman_domain::Scope::Unstated);
+        let authorized = r#"{"type":"event_callback","team_id":"T1","event_id":"Ev1",
+            "authorizations":[{"team_id":"T1","enterprise_id":"E1","is_enterprise_install":false}],
+            "event":{"type":"app_mention","event_ts":"1"}}"#;
+        let Ok(Parsed::Event(event)) =
+            parse_events(Some("application/json"), authorized.as_bytes(), Delivery::default())
+        else {
+            panic!("an event")
+        };
+        assert_eq!(event.workspace.scope(), doorman_domain::Scope::Team);
+        let payload = r#"{"type":"block_actions","team":{"id":"T1"},"enterprise":{"id":"E1"}}"#;
+        let body = form_urlencoded::Serializer::new(String::new()).append_pair("payload", payload).finish();
+        let Ok(Parsed::Event(interaction)) =
+            parse_interaction(Some("application/x-www-form-urlencoded"), body.as_bytes(), Delivery::default())
+        else {
+            panic!("an interaction")
+        };
+        assert_eq!(interaction.workspace.scope(), doorman_domain::Scope::Unstated);
     }
 
     #[test]
     fn an_org_wide_install_drops_the_team() {
-        let ws = workspace(Some("T1"), Some("E1"), true).unwrap();
+        let ws = workspace(Some("T1"), Some("E1"), Some(true)).unwrap();
         assert_eq!(ws.team_id(), None);
         assert!(ws.is_enterprise_install());
         // Claimed org-wide without an enterprise: read as a plain team.
-        let ws = workspace(Some("T1"), None, true).unwrap();
+        let ws = workspace(Some("T1"), None, Some(true)).unwrap();
         assert_eq!(ws.team_id().unwrap().as_str(), "T1");
     }
 }

@@ -37,7 +37,7 @@ async fn an_unknown_workspace_resolves_to_nothing() {
 }
 
 #[tokio::test]
-async fn an_org_wide_install_resolves_by_enterprise_and_a_team_link_wins() {
+async fn an_org_wide_install_resolves_by_enterprise_and_a_team_link_wins_only_what_says_it_is_a_teams() {
     let db = TestDatabase::create().await;
     let op = db.operator();
     let org = op.create_tenant("org").await;
@@ -55,6 +55,15 @@ async fn an_org_wide_install_resolves_by_enterprise_and_a_team_link_wins() {
 
     let linked_team_in_org = WorkspaceRef::new(Some(ws("T9")), Some(ws("E1")), false).unwrap();
     assert_eq!(directory.resolve(Platform::Slack, &linked_team_in_org).await.unwrap().unwrap().id, team);
+
+    // A delivery that does not say which install it is for goes to the enterprise's org-wide
+    // link before a team link (decision 20), and one that says org-wide never to a team link.
+    let unstated = WorkspaceRef::delivered(Some(ws("T9")), Some(ws("E1")), None).unwrap();
+    assert_eq!(directory.resolve(Platform::Slack, &unstated).await.unwrap().unwrap().id, org);
+    let org_wide_from_t9 = WorkspaceRef::delivered(Some(ws("T9")), Some(ws("E1")), Some(true)).unwrap();
+    assert_eq!(directory.resolve(Platform::Slack, &org_wide_from_t9).await.unwrap().unwrap().id, org);
+    let unstated_alone = WorkspaceRef::delivered(Some(ws("T9")), None, None).unwrap();
+    assert_eq!(directory.resolve(Platform::Slack, &unstated_alone).await.unwrap().unwrap().id, team);
 }
 
 #[tokio::test]

@@ -173,7 +173,7 @@ impl ApiError {
             OperatorError::WorkspaceTaken => Self::new(
                 StatusCode::CONFLICT,
                 "workspace-taken",
-                "that workspace is linked to another tenant (a workspace belongs to one tenant)",
+                "that workspace is linked to another tenant, or would take deliveries another tenant's link receives (its enterprise, or a team inside it)",
             ),
             OperatorError::IdempotencyKeyReused => Self::invalid(
                 "Idempotency-Key",

@@ -601,3 +601,19 @@ async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
         );
     }
 }
+
+/// Decision 20 through the API: a link never takes deliveries another tenant's link receives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_cannot_link_a_team_inside_an_enterprise_another_tenant_holds_org_wide_nor_the_reverse() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let (org, team) = (admin.tenant(&root, "Org").await, admin.tenant(&root, "Team").await);
+    let links = |tenant: &str| format!("/admin/v1/tenants/{tenant}/workspaces");
+    assert_eq!(admin.post(&links(&org), &root, json!({"enterprise_id": "E1"})).await.status, 201);
+    problem(&admin.post(&links(&team), &root, json!({"team_id": "T5", "enterprise_id": "E1"})).await, 409, None);
+    assert_eq!(admin.post(&links(&team), &root, json!({"team_id": "T6", "enterprise_id": "E2"})).await.status, 201);
+    problem(&admin.post(&links(&org), &root, json!({"enterprise_id": "E2"})).await, 409, None);
+    let org_links = admin.get(&links(&org), &root).await;
+    assert_eq!(org_links.body["items"].as_array().map(Vec::len), Some(1), "{org_links:?}");
+}

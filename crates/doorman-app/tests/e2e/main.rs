@@ -12,6 +12,7 @@ mod faults;
 mod hardening;
 mod helpers;
 mod install;
+mod org_wide;
 mod pooler;
 mod processes;
 mod protocol;

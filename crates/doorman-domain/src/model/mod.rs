@@ -43,4 +43,4 @@ pub use receipt::{
 pub use replay::{ReplayOutcome, ReplaySelection, ReplayTake, Replayed};
 pub use tenant::{Agent, AgentEndpoint, AgentSecret, AgentUrl, Tenant, TenantId, TenantName};
 pub use validation::ValidationError;
-pub use workspace::{WorkspaceId, WorkspaceRef};
+pub use workspace::{Scope, WorkspaceId, WorkspaceRef};

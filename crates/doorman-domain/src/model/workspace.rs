@@ -27,24 +27,53 @@ impl fmt::Display for WorkspaceId {
     }
 }
 
-/// The installation a delivery is for: a team (workspace), an enterprise (an org-wide
-/// install has no team), or both (a team inside an enterprise grid).
+/// What a delivery says of the installation it is for, and what a link is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The app installed on the enterprise (an org-wide install): named by the enterprise alone.
+    OrgWide,
+    /// The app installed on one team (perhaps a team inside an enterprise).
+    Team,
+    /// A delivery that does not say which (`is_enterprise_install` absent): it names a team,
+    /// and perhaps the enterprise the team is in. Only deliveries are unstated; a link never is.
+    Unstated,
+}
+
+impl Scope {
+    /// The word the SQL functions take (`doorman_resolve_workspace`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scope::OrgWide => "org_wide",
+            Scope::Team => "team",
+            Scope::Unstated => "unstated",
+        }
+    }
+}
+
+/// The installation a delivery is for, or the workspace a link names: a team, an enterprise
+/// (an org-wide install has no team), or both (a team inside an enterprise grid).
 ///
-/// [`WorkspaceRef::new`] is the one constructor, and it holds the *org-wide rule*: an org-wide
-/// install is named by its enterprise alone, so the team id a platform sends with it (where
-/// something happened, not who installed the app) is dropped. Slack parsing, the OAuth grant,
-/// storage and both operator faces all build references through it. At least one id is always
-/// present.
+/// The constructors hold the *org-wide rule*: an org-wide install is named by its enterprise
+/// alone, so the team id a platform sends with it (where something happened, not who installed
+/// the app) is dropped. Slack parsing, the OAuth grant, storage and both operator faces all
+/// build references through them. At least one id is always present.
+///
+/// Which link a delivery goes to (decision 20; `doorman_resolve_workspace` is the one place it
+/// is applied): one that says it is for an org-wide install, to the enterprise's org-wide link
+/// only; one that says it is for a team's install, to the team's link, else to the org-wide
+/// link of its enterprise; an unstated one, to the org-wide link of the enterprise it names
+/// first, then to the team's link. And a link is refused when it would take deliveries another
+/// tenant's link receives (`doorman_link_taken`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WorkspaceRef {
     team_id: Option<WorkspaceId>,
     enterprise_id: Option<WorkspaceId>,
-    enterprise_install: bool,
+    scope: Scope,
 }
 
 impl WorkspaceRef {
-    /// `org_wide` claimed without an enterprise id is read as a plain team install: there is
-    /// no enterprise to name it by.
+    /// A link or an installation: org-wide or a team's. `org_wide` claimed without an
+    /// enterprise id is read as a plain team install: there is no enterprise to name it by.
     pub fn new(
         team_id: Option<WorkspaceId>,
         enterprise_id: Option<WorkspaceId>,
@@ -55,7 +84,22 @@ impl WorkspaceRef {
         if team_id.is_none() && enterprise_id.is_none() {
             return Err(ValidationError::new("workspace", "has neither a team nor an enterprise id"));
         }
-        Ok(Self { team_id, enterprise_id, enterprise_install: org_wide })
+        let scope = if org_wide || team_id.is_none() { Scope::OrgWide } else { Scope::Team };
+        Ok(Self { team_id, enterprise_id, scope })
+    }
+
+    /// As a delivery names its installation: `org_wide` is what it says, or `None` when it does
+    /// not say. A delivery naming only an enterprise can only be an org-wide install's.
+    pub fn delivered(
+        team_id: Option<WorkspaceId>,
+        enterprise_id: Option<WorkspaceId>,
+        org_wide: Option<bool>,
+    ) -> Result<Self, ValidationError> {
+        match org_wide {
+            Some(org_wide) => Self::new(team_id, enterprise_id, org_wide),
+            None if team_id.is_none() => Self::new(team_id, enterprise_id, true),
+            None => Ok(Self { team_id, enterprise_id, scope: Scope::Unstated }),
+        }
     }
 
     /// As an operator names a workspace: a team (optionally inside an enterprise), or an
@@ -79,7 +123,7 @@ impl WorkspaceRef {
 
     /// A single workspace (team) install.
     pub fn team(team_id: WorkspaceId) -> Self {
-        Self { team_id: Some(team_id), enterprise_id: None, enterprise_install: false }
+        Self { team_id: Some(team_id), enterprise_id: None, scope: Scope::Team }
     }
 
     pub fn team_id(&self) -> Option<&WorkspaceId> {
@@ -90,22 +134,38 @@ impl WorkspaceRef {
         self.enterprise_id.as_ref()
     }
 
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
     /// True for an org-wide install: the app was installed on the enterprise, and the
     /// enterprise id (not a team id) is what names the installation.
     pub fn is_enterprise_install(&self) -> bool {
-        self.enterprise_install
+        self.scope == Scope::OrgWide
+    }
+
+    /// The same workspace as a link names it: an unstated delivery's team (and enterprise).
+    pub fn as_link(&self) -> Self {
+        Self {
+            scope: if self.scope == Scope::Unstated { Scope::Team } else { self.scope },
+            ..self.clone()
+        }
     }
 }
 
 impl fmt::Display for WorkspaceRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.team_id, &self.enterprise_id) {
-            (Some(t), Some(e)) => write!(f, "{t}@{e}"),
-            (Some(t), None) => write!(f, "{t}"),
-            (None, Some(e)) => write!(f, "{e} (org-wide)"),
-            // The constructor refuses this; printing something beats panicking in a log line.
-            (None, None) => f.write_str("(no workspace)"),
+            (Some(t), Some(e)) => write!(f, "{t}@{e}")?,
+            (Some(t), None) => write!(f, "{t}")?,
+            (None, Some(e)) => write!(f, "{e} (org-wide)")?,
+            // The constructors refuse this; printing something beats panicking in a log line.
+            (None, None) => f.write_str("(no workspace)")?,
         }
+        if self.scope == Scope::Unstated {
+            f.write_str(" (install not stated)")?;
+        }
+        Ok(())
     }
 }
 
@@ -154,6 +214,22 @@ mod tests {
         assert!(!in_grid.is_enterprise_install());
         assert!(in_grid.is_named_by(&id("T1")) && !in_grid.is_named_by(&id("E1")));
         assert!(WorkspaceRef::operator(None, None).is_err());
+    }
+
+    #[test]
+    fn a_delivery_that_does_not_say_which_install_it_is_for_is_unstated() {
+        let unstated = WorkspaceRef::delivered(Some(id("T1")), Some(id("E1")), None).unwrap();
+        assert_eq!(unstated.scope(), Scope::Unstated);
+        assert_eq!((unstated.team_id(), unstated.enterprise_id()), (Some(&id("T1")), Some(&id("E1"))));
+        assert!(!unstated.is_enterprise_install());
+        assert_eq!(unstated.to_string(), "T1@E1 (install not stated)");
+        assert_eq!(unstated.as_link(), WorkspaceRef::new(Some(id("T1")), Some(id("E1")), false).unwrap());
+        let said = |flag| WorkspaceRef::delivered(Some(id("T1")), Some(id("E1")), Some(flag)).unwrap().scope();
+        assert_eq!((said(true), said(false)), (Scope::OrgWide, Scope::Team));
+        let enterprise_only = WorkspaceRef::delivered(None, Some(id("E1")), None).unwrap();
+        assert_eq!(enterprise_only.scope(), Scope::OrgWide, "only an org-wide install is named by its enterprise alone");
+        assert!(WorkspaceRef::delivered(None, None, None).is_err());
+        assert_eq!(Scope::Unstated.as_str(), "unstated");
     }
 
     #[test]

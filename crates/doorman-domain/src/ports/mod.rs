@@ -32,8 +32,9 @@ pub trait TenantDirectory: Send + Sync {
     ///
     /// - MUST return `Ok(None)` for a workspace no tenant has linked: that is a normal
     ///   answer (an app installed somewhere it was not set up), not an error.
-    /// - MUST try the team first and fall back to the enterprise, so a team inside an
-    ///   enterprise grid resolves either way; an org-wide install resolves by enterprise.
+    /// - MUST apply decision 20's rule, as [`crate::WorkspaceRef`] states it: what the
+    ///   delivery says of its installation decides whether the enterprise's org-wide link or
+    ///   the team's link is tried first (an org-wide one tries no team link).
     /// - MUST return `Err(StorageError::Unavailable)` when the store cannot be reached, so
     ///   the caller answers 503 and nothing is written.
     fn resolve(

@@ -40,25 +40,47 @@ fn linked((platform, team, enterprise, linked_at): Row) -> Result<LinkedWorkspac
     })
 }
 
-/// The tenant's link of `workspace` (by its team, or an org-wide install by its enterprise),
-/// as this transaction's tenant sees it.
+diesel::define_sql_function! {
+    /// Whether a stored link (or installation) is the one a workspace key names
+    /// (migration `one_rule_for_org_wide_links`: the one place that says it).
+    fn doorman_link_named(
+        row_team: diesel::sql_types::Nullable<diesel::sql_types::Text>,
+        row_enterprise: diesel::sql_types::Nullable<diesel::sql_types::Text>,
+        team: diesel::sql_types::Nullable<diesel::sql_types::Text>,
+        enterprise: diesel::sql_types::Nullable<diesel::sql_types::Text>,
+    ) -> diesel::sql_types::Nullable<diesel::sql_types::Bool>;
+}
+
+diesel::define_sql_function! {
+    /// Whether a link would take deliveries another tenant's link receives (decision 20);
+    /// holds the enterprise's (or team's) link lock until the transaction ends.
+    fn doorman_link_taken(
+        tenant: diesel::sql_types::Uuid,
+        platform: diesel::sql_types::Text,
+        team: diesel::sql_types::Nullable<diesel::sql_types::Text>,
+        enterprise: diesel::sql_types::Nullable<diesel::sql_types::Text>,
+    ) -> diesel::sql_types::Bool;
+}
+
+/// The tenant's link of `workspace`, as this transaction's tenant sees it.
 async fn find(
     conn: &mut AsyncPgConnection,
     tenant: TenantId,
     platform: Platform,
     workspace: &WorkspaceRef,
 ) -> Result<Option<Row>, diesel::result::Error> {
-    let mut query = links::table
+    links::table
         .filter(links::tenant_id.eq(*tenant.as_uuid()))
         .filter(links::platform.eq(platform.as_str()))
-        .into_boxed();
-    query = match (workspace.team_id(), workspace.enterprise_id()) {
-        (Some(team), _) => query.filter(links::team_id.eq(team.as_str().to_owned())),
-        (None, enterprise) => query
-            .filter(links::team_id.is_null())
-            .filter(links::enterprise_id.eq(enterprise.map(|e| e.as_str().to_owned()).unwrap_or_default())),
-    };
-    query
+        .filter(
+            doorman_link_named(
+                links::team_id,
+                links::enterprise_id,
+                workspace.team_id().map(|t| t.as_str().to_owned()),
+                workspace.enterprise_id().map(|e| e.as_str().to_owned()),
+            )
+            .assume_not_null(),
+        )
         .select((links::platform, links::team_id, links::enterprise_id, links::created_at))
         .first(conn)
         .await
@@ -84,9 +106,9 @@ impl Workspaces for PgWorkspaces {
         rows.into_iter().map(linked).collect()
     }
 
-    /// `ON CONFLICT DO NOTHING` against the two unique indexes (team; org-wide enterprise):
-    /// whoever has the workspace, this transaction never waits long nor fails on it. A link
-    /// the tenant cannot see afterwards is another tenant's.
+    /// First `doorman_link_taken` (decision 20: a link never takes deliveries another tenant's
+    /// link receives), then `ON CONFLICT DO NOTHING` against the two unique indexes (team;
+    /// org-wide enterprise). A link the tenant cannot see afterwards is another tenant's.
     async fn link(
         &self,
         tenant: TenantId,
@@ -98,6 +120,17 @@ impl Workspaces for PgWorkspaces {
         let outcome: Result<(bool, Option<Row>), _> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
+                let taken = diesel::select(doorman_link_taken(
+                    tenant.as_uuid(),
+                    platform.as_str(),
+                    workspace.team_id().map(WorkspaceId::as_str),
+                    workspace.enterprise_id().map(WorkspaceId::as_str),
+                ))
+                .get_result::<bool>(conn)
+                .await?;
+                if taken {
+                    return Ok((false, None));
+                }
                 let inserted = diesel::insert_into(links::table)
                     .values((
                         links::tenant_id.eq(tenant.as_uuid()),
