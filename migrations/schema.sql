@@ -271,26 +271,7 @@ DECLARE
     v_ignored text;
 BEGIN
     PERFORM set_config('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text, true);
-    WITH recorded AS (
-        UPDATE public.messaging_event_receipts AS r
-           SET handled_at = coalesce(r.handled_at, u.handled_at),
-               failure_reason = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.reason ELSE r.failure_reason END,
-               failed_at = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.failed_at ELSE r.failed_at END
-          FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at)
-               AS u(tenant, platform, event_id, handled_at, reason, failed_at)
-         WHERE r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
-        RETURNING r.tenant_id, r.platform, r.external_event_id, u.handled_at IS NOT NULL AS completed
-    ), released AS (
-        DELETE FROM public.messaging_event_payloads AS p
-         USING recorded AS d
-         WHERE d.completed
-           AND p.tenant_id = d.tenant_id AND p.platform = d.platform AND p.external_event_id = d.external_event_id
-    )
-    UPDATE public.messaging_event_payloads AS p
-       SET leased_until = NULL
-      FROM recorded AS d
-     WHERE NOT d.completed AND p.leased_until IS NOT NULL
-       AND p.tenant_id = d.tenant_id AND p.platform = d.platform AND p.external_event_id = d.external_event_id;
+    PERFORM public.doorman_write_outcomes(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at);
     v_ignored := set_config('app.tenant_ids', coalesce(v_callers, ''), true);
     IF cardinality(p_prune_tenants) > 0 THEN
         FOR v_tenant IN SELECT DISTINCT t FROM unnest(p_prune_tenants) AS t ORDER BY t LOOP
@@ -490,6 +471,38 @@ BEGIN
         UPDATE public.messaging_install_states SET consumed_at = now() WHERE state_hash = p_state_hash;
         RETURN QUERY SELECT 'ok'::text, t.id, t.name FROM public.tenants AS t WHERE t.id = v_state.tenant_id;
     END IF;
+END
+$$;
+
+CREATE FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+BEGIN
+    WITH recorded AS (
+        UPDATE public.messaging_event_receipts AS r
+           SET handled_at = coalesce(r.handled_at, u.handled_at),
+               failure_reason = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.reason ELSE r.failure_reason END,
+               failed_at = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.failed_at ELSE r.failed_at END
+          FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at)
+               AS u(tenant, platform, event_id, handled_at, reason, failed_at)
+         WHERE r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
+        RETURNING r.tenant_id, r.platform, r.external_event_id, u.handled_at IS NOT NULL AS completed
+    ), released AS (
+        DELETE FROM public.messaging_event_payloads AS p
+         USING recorded AS d
+         WHERE d.completed
+           AND p.tenant_id = d.tenant_id AND p.platform = d.platform AND p.external_event_id = d.external_event_id
+    )
+    UPDATE public.messaging_event_payloads AS p
+       SET leased_until = NULL
+      FROM recorded AS d
+     WHERE NOT d.completed AND p.leased_until IS NOT NULL
+       AND p.tenant_id = d.tenant_id AND p.platform = d.platform AND p.external_event_id = d.external_event_id;
 END
 $$;
 
@@ -829,7 +842,6 @@ GRANT ALL ON FUNCTION public.doorman_record_installation(p_tenant uuid, p_platfo
 
 REVOKE ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) TO doorman_app;
-GRANT ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) TO doorman_admin;
 
 REVOKE ALL ON FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) TO doorman_app;
@@ -862,7 +874,6 @@ REVOKE ALL ON FUNCTION public.doorman_settle_receipts(p_tenants uuid[], p_platfo
 GRANT ALL ON FUNCTION public.doorman_settle_receipts(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_claim_ids uuid[], p_event_types text[], p_attempts integer[], p_claimed_at timestamp with time zone[], p_payloads text[]) TO doorman_app;
 
 REVOKE ALL ON FUNCTION public.doorman_sweep_receipts(p_before timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.doorman_sweep_receipts(p_before timestamp with time zone) TO doorman_app;
 GRANT ALL ON FUNCTION public.doorman_sweep_receipts(p_before timestamp with time zone) TO doorman_admin;
 
 REVOKE ALL ON FUNCTION public.doorman_sweep_watermark() FROM PUBLIC;
@@ -870,6 +881,10 @@ GRANT ALL ON FUNCTION public.doorman_sweep_watermark() TO doorman_app;
 
 REVOKE ALL ON FUNCTION public.doorman_take_install_state(p_state_hash text, p_browser_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_take_install_state(p_state_hash text, p_browser_hash text) TO doorman_app;
+
+REVOKE ALL ON FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[]) TO doorman_app;
+GRANT ALL ON FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[]) TO doorman_admin;
 
 GRANT SELECT,INSERT ON TABLE public.admin_audit TO doorman_admin;
 

@@ -92,6 +92,12 @@ impl TestDatabase {
         pool::connect(&self.server_url(), settings)
     }
 
+    /// The admin API's pool: logged in as [`ADMIN_ROLE`], connections acting as
+    /// `doorman_admin`, as `doorman admin serve` has it.
+    pub fn admin_pool(&self) -> PgPool {
+        pool::connect_as(&self.admin_url(), &PoolSettings::default(), Some(pool::ADMIN_ROLE))
+    }
+
     /// The database's URL logging in as [`ADMIN_ROLE`]: a role whose only membership is
     /// `doorman_admin`, as `doorman admin serve` runs in production.
     pub fn admin_url(&self) -> String {

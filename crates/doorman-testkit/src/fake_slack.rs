@@ -33,7 +33,11 @@ impl Workspace {
 
     /// A team install of a team inside an enterprise grid.
     pub fn team_in(team: &str, enterprise: &str, name: &str) -> Self {
-        Self { team: Some((team.into(), name.into())), enterprise: Some((enterprise.into(), name.into())), org_wide: false }
+        Self {
+            team: Some((team.into(), name.into())),
+            enterprise: Some((enterprise.into(), name.into())),
+            org_wide: false,
+        }
     }
 
     pub fn org_wide(enterprise: &str, name: &str) -> Self {

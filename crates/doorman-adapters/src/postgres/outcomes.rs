@@ -145,6 +145,24 @@ impl<'a> OutcomeRows<'a> {
     }
 }
 
+impl OutcomeRows<'_> {
+    /// The outcomes alone, under the tenants the caller's transaction names
+    /// (`doorman_write_outcomes`): replays', one tenant at a time.
+    pub(super) fn write_call(&self) -> Kept<'_> {
+        Kept::call(
+            "SELECT 1 AS written FROM doorman_write_outcomes",
+            vec![
+                bind::<Array<SqlUuid>, _>(&self.tenants),
+                bind::<Array<Text>, _>(&self.platforms),
+                bind::<Array<Text>, _>(&self.event_ids),
+                bind::<Array<Nullable<Timestamptz>>, _>(&self.handled_at),
+                bind::<Array<Nullable<Text>>, _>(&self.reasons),
+                bind::<Array<Nullable<Timestamptz>>, _>(&self.failed_at),
+            ],
+        )
+    }
+}
+
 /// What each outcome reports: a tenant's prune count on its first completion of the batch, 0
 /// everywhere else.
 pub(super) fn pruned_per_outcome(batch: &[&PendingOutcome], pruned: HashMap<Uuid, u64>) -> Vec<u64> {

@@ -4,9 +4,12 @@
 //!
 //! Concurrent writes share one statement ([`super::group_commit`]): the port's contract is
 //! unchanged (a claim returns only once it has committed), but the database commits once per
-//! cycle instead of once per event. Each kind is one call of a SECURITY
-//! INVOKER function that names every tenant of its rows at once (`app.tenant_ids`), so
-//! row-level security checks every row against the tenants the statement may touch. Claims,
+//! cycle instead of once per event. Each kind is one call of a SECURITY INVOKER function that
+//! names every tenant of its rows at once (`app.tenant_ids`, taken from the rows themselves):
+//! row-level security then keeps the statement to the tenants of its batch, and guards against
+//! a statement that touches others, not against the serving role, which serves every tenant.
+//! Replays' outcomes (the admin process, the command line) are written one at a time under the
+//! one tenant the caller acts for, so there the check is against the caller's tenant. Claims,
 //! and what happens when a claim's commit is never confirmed, are in [`super::claims`].
 
 use std::sync::Arc;
@@ -14,7 +17,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{BigInt, Timestamptz};
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::ReceiptStore;
 use doorman_domain::{
     Claim, Completion, Failure, Fingerprint, NewReceipt, ReceiptKey, StorageError, TenantId,
@@ -28,7 +31,7 @@ use super::cycle::{self, CycleSettings, Write, Written};
 use super::directory::PAYLOAD_COLUMN;
 use super::errors::from_diesel;
 use super::group_commit::{GroupCommit, GroupSettings, Writer};
-use super::outcomes::{PRUNE_EVERY, PendingKind, PendingOutcome, PruneSchedule};
+use super::outcomes::{OutcomeRows, PRUNE_EVERY, PendingKind, PendingOutcome, PruneSchedule};
 use super::pool::PgPool;
 
 /// The longest failure reason stored; the rest is cut (the reason is for an operator's eye).
@@ -46,9 +49,26 @@ const OUTCOME_PATIENCE: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub struct PgReceiptStore {
     claims: GroupCommit<Write, Written>,
-    outcomes: GroupCommit<Write, Written>,
+    outcomes: Outcomes,
     keys: Arc<Keyring>,
     timeouts: ClaimTimeouts,
+}
+
+/// Where completions and failures go.
+#[derive(Clone)]
+enum Outcomes {
+    /// The server's: across tenants, one statement per cycle (`doorman_record_outcomes`).
+    Batched(GroupCommit<Write, Written>),
+    /// Replays': each in a transaction that names its one tenant (`app.tenant_id`), written by
+    /// `doorman_write_outcomes`, which names none itself. Never prunes.
+    PerTenant(PgPool),
+}
+
+/// How a store is asked to write outcomes: in batches on a pool (pruning on a schedule, or
+/// never), or one at a time per tenant.
+enum OutcomesOn {
+    Batched(PgPool, Option<Arc<PruneSchedule>>),
+    PerTenant(PgPool),
 }
 
 impl std::fmt::Debug for PgReceiptStore {
@@ -72,14 +92,26 @@ impl PgReceiptStore {
     /// tenant's completions prune at most once per [`PRUNE_EVERY`].
     pub fn with_pools(claims: PgPool, outcomes: PgPool, keys: Arc<Keyring>) -> Self {
         let prune = Some(Arc::new(PruneSchedule::new(PRUNE_EVERY)));
-        Self::build(claims, outcomes, keys, GroupSettings::default(), ClaimTimeouts::default(), prune)
+        Self::build(
+            claims,
+            OutcomesOn::Batched(outcomes, prune),
+            keys,
+            GroupSettings::default(),
+            ClaimTimeouts::default(),
+        )
     }
 
     /// For replays outside the server (as `doorman_admin`): completions record their outcome
     /// and never prune. Pruning is the server's (opportunistic, decision 8) and `receipts
     /// prune`'s, and the admin role may not delete receipts.
     pub fn for_replays(pool: PgPool, keys: Arc<Keyring>) -> Self {
-        Self::build(pool.clone(), pool, keys, GroupSettings::default(), ClaimTimeouts::default(), None)
+        Self::build(
+            pool.clone(),
+            OutcomesOn::PerTenant(pool),
+            keys,
+            GroupSettings::default(),
+            ClaimTimeouts::default(),
+        )
     }
 
     pub fn with_settings(
@@ -89,25 +121,29 @@ impl PgReceiptStore {
         timeouts: ClaimTimeouts,
     ) -> Self {
         let prune = Some(Arc::new(PruneSchedule::new(Duration::ZERO)));
-        Self::build(pool.clone(), pool, keys, settings, timeouts, prune)
+        Self::build(pool.clone(), OutcomesOn::Batched(pool, prune), keys, settings, timeouts)
     }
 
     fn build(
         claims: PgPool,
-        outcomes: PgPool,
+        outcomes: OutcomesOn,
         keys: Arc<Keyring>,
         settings: GroupSettings,
         timeouts: ClaimTimeouts,
-        prune: Option<Arc<PruneSchedule>>,
     ) -> Self {
-        let cycle = CycleSettings { confirm_within: timeouts.confirm_within, prune };
-        let writer_on = |pool: PgPool| -> Writer<Write, Written> {
-            let cycle = cycle.clone();
+        let writer_on = |pool: PgPool, prune: Option<Arc<PruneSchedule>>| -> Writer<Write, Written> {
+            let cycle = CycleSettings { confirm_within: timeouts.confirm_within, prune };
             Arc::new(move |batch| Box::pin(cycle::write(pool.clone(), batch, cycle.clone())))
         };
+        let outcomes = match outcomes {
+            OutcomesOn::Batched(pool, prune) => {
+                Outcomes::Batched(GroupCommit::start("outcome", settings, writer_on(pool, prune)))
+            }
+            OutcomesOn::PerTenant(pool) => Outcomes::PerTenant(pool),
+        };
         Self {
-            claims: GroupCommit::start("claim", settings, writer_on(claims)),
-            outcomes: GroupCommit::start("outcome", settings, writer_on(outcomes)),
+            claims: GroupCommit::start("claim", settings, writer_on(claims, None)),
+            outcomes,
             keys,
             timeouts,
         }
@@ -138,11 +174,20 @@ impl PgReceiptStore {
     async fn outcome(&self, outcome: PendingOutcome) -> Result<u64, StorageError> {
         let mut backoff = Backoff::new(OUTCOME_PATIENCE, Duration::from_millis(50), Duration::from_secs(2));
         loop {
-            match self.outcomes.submit(Write::Outcome(outcome.clone())).await {
-                Ok(Written::Outcome(pruned)) => return Ok(pruned),
-                Ok(_) => {
-                    return Err(StorageError::Unexpected("the writer answered an outcome as a claim".into()));
-                }
+            let written = match &self.outcomes {
+                Outcomes::Batched(writer) => match writer.submit(Write::Outcome(outcome.clone())).await {
+                    Ok(Written::Outcome(pruned)) => Ok(pruned),
+                    Ok(_) => {
+                        return Err(StorageError::Unexpected(
+                            "the writer answered an outcome as a claim".into(),
+                        ));
+                    }
+                    Err(error) => Err(error),
+                },
+                Outcomes::PerTenant(pool) => write_for_its_tenant(pool, &outcome).await.map(|()| 0),
+            };
+            match written {
+                Ok(pruned) => return Ok(pruned),
                 Err(error) if backoff.exhausted() => return Err(error),
                 Err(error) => {
                     tracing::warn!(tenant.id = %outcome.key.tenant, event.id = %outcome.key.external_id, error = %error, "an outcome could not be written; sending it again");
@@ -151,6 +196,21 @@ impl PgReceiptStore {
             }
         }
     }
+}
+
+/// One outcome in a transaction that names its tenant: row-level security checks its row
+/// against that tenant.
+async fn write_for_its_tenant(pool: &PgPool, outcome: &PendingOutcome) -> Result<(), StorageError> {
+    let rows = OutcomeRows::of(&[outcome], None);
+    let mut unit = pool.unit().await?;
+    let written = unit
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            super::pool::act_for(conn, outcome.key.tenant).await?;
+            rows.write_call().execute(conn).await.map(drop)
+        })
+        .await
+        .map_err(from_diesel);
+    unit.finish(written).await
 }
 
 /// Pauses between tries of something idempotent: doubling up to a cap, while a try after the

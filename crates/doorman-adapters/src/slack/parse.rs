@@ -141,7 +141,9 @@ fn installing_workspace(envelope: &Envelope) -> Result<WorkspaceRef, Rejection> 
             auth.enterprise_id.as_deref().or(envelope.enterprise_id.as_deref()),
             auth.is_enterprise_install,
         ),
-        None => (envelope.team_id.as_deref(), envelope.enterprise_id.as_deref(), envelope.is_enterprise_install),
+        None => {
+            (envelope.team_id.as_deref(), envelope.enterprise_id.as_deref(), envelope.is_enterprise_install)
+        }
     };
     workspace(team, enterprise, org_wide)
 }
@@ -346,7 +348,8 @@ mod tests {
     fn an_event_or_interaction_without_the_flag_does_not_say_which_install_it_is_for() {
         let event = r#"{"type":"event_callback","team_id":"T1","enterprise_id":"E1","event_id":"Ev1",
             "event":{"type":"app_mention","event_ts":"1"}}"#;
-        let Ok(Parsed::Event(event)) = parse_events(Some("application/json"), event.as_bytes(), Delivery::default())
+        let Ok(Parsed::Event(event)) =
+            parse_events(Some("application/json"), event.as_bytes(), Delivery::default())
         else {
             panic!("an event")
         };
@@ -362,9 +365,11 @@ mod tests {
         assert_eq!(event.workspace.scope(), doorman_domain::Scope::Team);
         let payload = r#"{"type":"block_actions","team":{"id":"T1"},"enterprise":{"id":"E1"}}"#;
         let body = form_urlencoded::Serializer::new(String::new()).append_pair("payload", payload).finish();
-        let Ok(Parsed::Event(interaction)) =
-            parse_interaction(Some("application/x-www-form-urlencoded"), body.as_bytes(), Delivery::default())
-        else {
+        let Ok(Parsed::Event(interaction)) = parse_interaction(
+            Some("application/x-www-form-urlencoded"),
+            body.as_bytes(),
+            Delivery::default(),
+        ) else {
             panic!("an interaction")
         };
         assert_eq!(interaction.workspace.scope(), doorman_domain::Scope::Unstated);

@@ -251,3 +251,48 @@ async fn with_no_tenant_set_nothing_is_visible_even_after_a_tenant_transaction()
         assert_eq!(count(&mut conn, &format!("SELECT count(*) AS n FROM {table}")).await, 0, "{table}");
     }
 }
+
+/// A replay's outcome is written under the one tenant its caller acts for: the admin role
+/// cannot call the server's batch function (which names the tenants of its own rows), and what
+/// it can call writes nothing of another tenant.
+#[tokio::test]
+async fn the_admin_role_writes_a_replays_outcome_only_for_the_tenant_it_acts_for() {
+    let db = TestDatabase::create().await;
+    let (a, b) = two_tenants(&db).await;
+    receipt_store(db.pool()).claim(&receipt(b, "EvB", now())).await.unwrap();
+    let mut admin = diesel_async::AsyncPgConnection::establish(&db.admin_url()).await.unwrap();
+    // As the admin API's pool has it.
+    diesel::sql_query("SET ROLE doorman_admin").execute(&mut admin).await.unwrap();
+
+    let batch = diesel::sql_query(format!(
+        "SELECT * FROM doorman_record_outcomes(ARRAY['{b}'::uuid], ARRAY['slack'], ARRAY['EvB'], ARRAY[now()], \
+         ARRAY[NULL::text], ARRAY[NULL::timestamptz], ARRAY[]::uuid[], NULL, NULL)"
+    ))
+    .execute(&mut admin)
+    .await
+    .expect_err("the server's batch function is not the admin role's");
+    assert!(batch.to_string().contains("permission denied"), "{batch}");
+
+    let written = admin
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            diesel::sql_query("SELECT set_config('app.tenant_id', $1, true)")
+                .bind::<Text, _>(a.to_string())
+                .execute(conn)
+                .await?;
+            diesel::sql_query(format!(
+                "SELECT doorman_write_outcomes(ARRAY['{b}'::uuid], ARRAY['slack'], ARRAY['EvB'], ARRAY[now()], \
+                 ARRAY[NULL::text], ARRAY[NULL::timestamptz])"
+            ))
+            .execute(conn)
+            .await
+        })
+        .await;
+    assert!(written.is_ok(), "{written:?}");
+    let mut owner = db.owner().await;
+    let handled = count(
+        &mut owner,
+        "SELECT count(*) AS n FROM messaging_event_receipts WHERE external_event_id = 'EvB' AND handled_at IS NOT NULL",
+    )
+    .await;
+    assert_eq!(handled, 0, "acting for A, the admin role cannot mark B's receipt handled");
+}

@@ -39,8 +39,9 @@ async fn kept_rows(db: &TestDatabase) -> Vec<(String, String)> {
         .unwrap()
 }
 
+/// As the admin process reads them (the command line reads them as the owner).
 fn stored(db: &TestDatabase) -> PgStoredEvents {
-    PgStoredEvents::new(db.pool(), Arc::new(test_keys()))
+    PgStoredEvents::new(db.admin_pool(), Arc::new(test_keys()))
 }
 
 fn id(event_id: &str) -> ExternalEventId {

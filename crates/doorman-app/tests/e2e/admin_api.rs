@@ -611,8 +611,15 @@ async fn a_key_cannot_link_a_team_inside_an_enterprise_another_tenant_holds_org_
     let (org, team) = (admin.tenant(&root, "Org").await, admin.tenant(&root, "Team").await);
     let links = |tenant: &str| format!("/admin/v1/tenants/{tenant}/workspaces");
     assert_eq!(admin.post(&links(&org), &root, json!({"enterprise_id": "E1"})).await.status, 201);
-    problem(&admin.post(&links(&team), &root, json!({"team_id": "T5", "enterprise_id": "E1"})).await, 409, None);
-    assert_eq!(admin.post(&links(&team), &root, json!({"team_id": "T6", "enterprise_id": "E2"})).await.status, 201);
+    problem(
+        &admin.post(&links(&team), &root, json!({"team_id": "T5", "enterprise_id": "E1"})).await,
+        409,
+        None,
+    );
+    assert_eq!(
+        admin.post(&links(&team), &root, json!({"team_id": "T6", "enterprise_id": "E2"})).await.status,
+        201
+    );
     problem(&admin.post(&links(&org), &root, json!({"enterprise_id": "E2"})).await, 409, None);
     let org_links = admin.get(&links(&org), &root).await;
     assert_eq!(org_links.body["items"].as_array().map(Vec::len), Some(1), "{org_links:?}");

@@ -87,7 +87,10 @@ async fn a_delivery_goes_to_the_install_it_says_it_is_for_and_an_unstated_one_to
             .iter()
             .map(|r| {
                 let flag = r.document["payload"]["is_enterprise_install"].as_str().unwrap_or("-").to_owned();
-                (r.external_event_id.clone().unwrap_or(format!("command:{flag}")), r.document["tenant_id"].as_str().unwrap().to_owned())
+                (
+                    r.external_event_id.clone().unwrap_or(format!("command:{flag}")),
+                    r.document["tenant_id"].as_str().unwrap().to_owned(),
+                )
             })
             .collect()
     };

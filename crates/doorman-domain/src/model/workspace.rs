@@ -146,10 +146,7 @@ impl WorkspaceRef {
 
     /// The same workspace as a link names it: an unstated delivery's team (and enterprise).
     pub fn as_link(&self) -> Self {
-        Self {
-            scope: if self.scope == Scope::Unstated { Scope::Team } else { self.scope },
-            ..self.clone()
-        }
+        Self { scope: if self.scope == Scope::Unstated { Scope::Team } else { self.scope }, ..self.clone() }
     }
 }
 
@@ -224,10 +221,15 @@ mod tests {
         assert!(!unstated.is_enterprise_install());
         assert_eq!(unstated.to_string(), "T1@E1 (install not stated)");
         assert_eq!(unstated.as_link(), WorkspaceRef::new(Some(id("T1")), Some(id("E1")), false).unwrap());
-        let said = |flag| WorkspaceRef::delivered(Some(id("T1")), Some(id("E1")), Some(flag)).unwrap().scope();
+        let said =
+            |flag| WorkspaceRef::delivered(Some(id("T1")), Some(id("E1")), Some(flag)).unwrap().scope();
         assert_eq!((said(true), said(false)), (Scope::OrgWide, Scope::Team));
         let enterprise_only = WorkspaceRef::delivered(None, Some(id("E1")), None).unwrap();
-        assert_eq!(enterprise_only.scope(), Scope::OrgWide, "only an org-wide install is named by its enterprise alone");
+        assert_eq!(
+            enterprise_only.scope(),
+            Scope::OrgWide,
+            "only an org-wide install is named by its enterprise alone"
+        );
         assert!(WorkspaceRef::delivered(None, None, None).is_err());
         assert_eq!(Scope::Unstated.as_str(), "unstated");
     }
