@@ -119,7 +119,13 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || (segments[0] & 0xfe00) == 0xfc00 // unique local
         || (segments[0] & 0xffc0) == 0xfe80 // link-local
         || (segments[0] == 0x2001 && segments[1] == 0x0db8) // documentation
-        || (segments[0] == 0x0064 && segments[1] == 0xff9b) // NAT64: an IPv4 address behind it
+        || (segments[0] == 0x0064 && segments[1] == 0xff9b) // NAT64 (and 64:ff9b:1::/48): an IPv4 address behind it
+        // Transition mechanisms that carry an IPv4 address (any, private included) to a relay:
+        || segments[0] == 0x2002 // 6to4
+        || (segments[0] == 0x2001 && segments[1] == 0x0000) // Teredo
+        || (segments[0] == 0x0100 && segments[1..4] == [0, 0, 0]) // discard-only
+        || (segments[0] == 0x2001 && (segments[1] & 0xffe0) == 0x0020) // ORCHIDv2
+        || (segments[0] == 0x2001 && (segments[1] & 0xfff0) == 0x0010) // ORCHID (deprecated)
         || ip.to_ipv4().is_some_and(|v4| !is_public_v4(v4)))
 }
 
@@ -148,7 +154,13 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
             "64:ff9b::a00:1",
+            "64:ff9b:1::a00:1",
             "2001:db8::1",
+            "2002:7f00:1::1",
+            "2002:c0a8:101::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "100::1",
+            "2001:20::1",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
