@@ -12,7 +12,7 @@ default:
 # tests are among them).
 # Run every test: the alert rules' (promtool), then the workspace's (needs PostgreSQL and
 # Chromium: see `just postgres`, `just browser`), then Schemathesis against the admin API.
-test: postgres browser alerts pgbouncer
+test: postgres browser alerts pgbouncer previous-release
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
     just api-contract
@@ -311,6 +311,25 @@ alerts:
     cd deploy/prometheus
     promtool check rules alerts.yml
     promtool test rules alerts.test.yml
+
+# The rolling-deploy test runs the previous release's `doorman serve` on today's schema. The
+# revision is in deploy/previous-release (update it when a release is deployed). Built from a
+# worktree into this target directory, so the dependencies both share are compiled once, under
+# its own binary name (doorman-previous), so it never takes the place of today's binary.
+# Build the previous release's doorman (target/debug/doorman-previous).
+previous-release:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    rev=$(cat deploy/previous-release)
+    src=target/previous-release
+    if [ -x target/debug/doorman-previous ] && [ "$(cat "$src.rev" 2>/dev/null)" = "$rev" ]; then exit 0; fi
+    rm -rf "$src" && mkdir -p target
+    git worktree prune
+    git worktree add --quiet --detach --force "$src" "$rev"
+    trap 'git worktree remove --force "$src"' EXIT
+    sed -i 's/^name = "doorman"$/name = "doorman-previous"/' "$src/crates/doorman-app/Cargo.toml"
+    cargo build --quiet --locked --manifest-path "$src/Cargo.toml" --target-dir target --bin doorman-previous
+    echo "$rev" > "$src.rev"
 
 # The pooler test starts Debian's PgBouncer itself (as the postgres user); make sure it is here.
 pgbouncer:

@@ -164,13 +164,6 @@ $$;
 DROP FUNCTION doorman_sweep_receipts(timestamptz);
 DROP FUNCTION doorman_sweep_watermark();
 DROP TABLE messaging_receipt_sweep;
-DROP INDEX messaging_event_receipts_expiry;
-CREATE INDEX messaging_event_receipts_expiry ON messaging_event_receipts USING btree (tenant_id, claimed_at);
-DROP INDEX messaging_event_payloads_expiry;
-CREATE INDEX messaging_event_payloads_expiry ON messaging_event_payloads USING btree (tenant_id, claimed_at);
-CREATE INDEX messaging_event_receipts_unhandled ON messaging_event_receipts USING btree (claimed_at) WHERE (handled_at IS NULL);
-DROP INDEX messaging_event_receipts_swept;
-DROP INDEX messaging_event_receipts_failed;
 ALTER TABLE messaging_event_receipts RESET (fillfactor);
 ALTER TABLE messaging_event_receipts DROP COLUMN swept_at;
 

@@ -45,21 +45,9 @@ ALTER TABLE messaging_request_replays DROP CONSTRAINT messaging_request_replays_
 ALTER TABLE messaging_event_receipts ADD COLUMN swept_at timestamptz;
 ALTER TABLE messaging_event_receipts SET (fillfactor = 70);
 -- Every receipt without an outcome now is marked, as a sweep would have (read through the
--- partial index while it exists).
+-- partial index of unhandled receipts, which the next migration drops).
 UPDATE messaging_event_receipts SET swept_at = now() WHERE handled_at IS NULL;
-CREATE INDEX messaging_event_receipts_failed ON messaging_event_receipts (tenant_id, failed_at)
-    WHERE failure_reason IS NOT NULL;
-CREATE INDEX messaging_event_receipts_swept ON messaging_event_receipts (tenant_id, claimed_at)
-    WHERE swept_at IS NOT NULL;
-DROP INDEX messaging_event_receipts_unhandled;
-
--- 1. Expiry indexes that only a query constraining claimed_at can use.
-DROP INDEX messaging_event_receipts_expiry;
-CREATE INDEX messaging_event_receipts_expiry ON messaging_event_receipts (tenant_id, claimed_at)
-    WHERE claimed_at IS NOT NULL;
-DROP INDEX messaging_event_payloads_expiry;
-CREATE INDEX messaging_event_payloads_expiry ON messaging_event_payloads (tenant_id, claimed_at)
-    WHERE claimed_at IS NOT NULL;
+-- The indexes change in the next migration, built without blocking writes.
 
 -- How far the sweep has looked: every receipt claimed up to swept_before that had no outcome
 -- when a sweep looked at it is marked. One row. Only the functions below touch it.

@@ -1,6 +1,21 @@
-//! The embedded migrations (`migrations/` at the repository root).
+//! The embedded migrations (`migrations/` at the repository root), and how they are applied
+//! safely beside a serving Doorman (a rolling deploy):
+//!
+//! - one `doorman migrate` at a time: a session advisory lock is held while migrating, so two
+//!   started together run one after the other (the second finds nothing pending);
+//! - every statement waits at most [`LOCK_TIMEOUT`] for a lock (a migration's `ALTER` queued
+//!   behind a long transaction would otherwise block every claim queued behind it); a migration
+//!   that times out is rolled back and tried again, up to [`LOCK_ATTEMPTS`] times;
+//! - a migration whose `metadata.toml` says `run_in_transaction = false` (index builds
+//!   `CONCURRENTLY`, which PostgreSQL refuses inside a transaction or a multi-statement string)
+//!   has its statements sent one by one ([`ONE_BY_ONE`]);
+//! - expand, then contract: a release adds what it needs and never removes what the previous
+//!   release calls; the removal comes a release later (docs/operations.md, "Upgrading").
 
-use diesel::migration::{Migration, MigrationSource};
+use std::time::Duration;
+
+use diesel::connection::{BoxableConnection, SimpleConnection};
+use diesel::migration::{Migration, MigrationMetadata, MigrationName, MigrationSource};
 use diesel::pg::Pg;
 use diesel_async::AsyncPgConnection;
 use diesel_async::RunQueryDsl;
@@ -11,7 +26,93 @@ use doorman_domain::StorageError;
 use super::errors::from_diesel;
 use super::pool::PgPool;
 
-pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
+const EMBEDDED: EmbeddedMigrations = embed_migrations!("../../migrations");
+
+/// Every migration this binary carries, as they are to be applied.
+pub const MIGRATIONS: Migrations = Migrations;
+
+/// How long any statement of a migration waits for a lock before the migration is rolled back
+/// and tried again.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many times a migration that could not take its locks is tried.
+pub const LOCK_ATTEMPTS: u32 = 5;
+
+/// The advisory lock `doorman migrate` holds (`"doorman migrate"` as bytes, truncated).
+const MIGRATE_LOCK: i64 = 0x646f_6f72_6d61_6e6d;
+
+/// The migrations run outside a transaction, with their statements: embedded a second time so
+/// they can be sent one at a time. A test checks the list against the migrations' metadata.
+pub const ONE_BY_ONE: &[(&str, &str, &str)] = &[(
+    "20261202000002",
+    include_str!("../../../../migrations/2026-12-02-000002_heap_only_completions_indexes/up.sql"),
+    include_str!("../../../../migrations/2026-12-02-000002_heap_only_completions_indexes/down.sql"),
+)];
+
+/// The embedded migrations, with those that run outside a transaction sent one statement at a
+/// time.
+#[derive(Debug, Clone, Copy)]
+pub struct Migrations;
+
+impl MigrationSource<Pg> for Migrations {
+    fn migrations(&self) -> diesel::migration::Result<Vec<Box<dyn Migration<Pg>>>> {
+        let embedded = MigrationSource::<Pg>::migrations(&EMBEDDED)?;
+        Ok(embedded
+            .into_iter()
+            .map(|migration| {
+                let version = migration.name().version().to_string();
+                match ONE_BY_ONE.iter().find(|(v, _, _)| *v == version) {
+                    Some(&(_, up, down)) => {
+                        Box::new(OneByOne { inner: migration, up, down }) as Box<dyn Migration<Pg>>
+                    }
+                    None => migration,
+                }
+            })
+            .collect())
+    }
+}
+
+/// A migration whose statements are sent one at a time.
+struct OneByOne {
+    inner: Box<dyn Migration<Pg>>,
+    up: &'static str,
+    down: &'static str,
+}
+
+impl OneByOne {
+    fn each(conn: &mut dyn BoxableConnection<Pg>, sql: &str) -> diesel::migration::Result<()> {
+        for statement in statements(sql) {
+            conn.batch_execute(statement)?;
+        }
+        Ok(())
+    }
+}
+
+impl Migration<Pg> for OneByOne {
+    fn run(&self, conn: &mut dyn BoxableConnection<Pg>) -> diesel::migration::Result<()> {
+        Self::each(conn, self.up)
+    }
+
+    fn revert(&self, conn: &mut dyn BoxableConnection<Pg>) -> diesel::migration::Result<()> {
+        Self::each(conn, self.down)
+    }
+
+    fn metadata(&self) -> &dyn MigrationMetadata {
+        self.inner.metadata()
+    }
+
+    fn name(&self) -> &dyn MigrationName {
+        self.inner.name()
+    }
+}
+
+/// A script's statements: split where a line ends with `;` (these scripts hold no function
+/// bodies), comment-only pieces dropped.
+fn statements(sql: &str) -> impl Iterator<Item = &str> {
+    sql.split_inclusive(";\n").map(str::trim).filter(|piece| {
+        piece.lines().any(|line| !line.trim().is_empty() && !line.trim_start().starts_with("--"))
+    })
+}
 
 /// A synchronous connection, as the migration harness wants one.
 pub type SyncPg = AsyncConnectionWrapper<AsyncPgConnection>;
@@ -35,14 +136,71 @@ impl MigrationError {
     }
 }
 
-/// Applies every pending migration as the connecting (owner) user; returns the versions
-/// applied. Runs the synchronous harness on a blocking thread.
+/// Applies every pending migration as the connecting (owner) user, one `doorman migrate` at a
+/// time, each statement waiting at most [`LOCK_TIMEOUT`] for its locks (a migration that times
+/// out is tried again); returns the versions applied. Runs the synchronous harness on a
+/// blocking thread.
 pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationError> {
     with_sync_connection(database_url, |conn| {
-        let applied = conn.run_pending_migrations(MIGRATIONS).map_err(MigrationError::failed)?;
-        Ok(applied.iter().map(ToString::to_string).collect())
+        take_migrate_lock(conn)?;
+        conn.batch_execute(&format!("SET lock_timeout = '{}ms'", LOCK_TIMEOUT.as_millis()))
+            .map_err(MigrationError::failed)?;
+        let applied = with_lock_retries(conn);
+        let unlocked =
+            conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATE_LOCK}); RESET lock_timeout"));
+        let applied = applied?;
+        unlocked.map_err(MigrationError::failed)?;
+        Ok(applied)
     })
     .await
+}
+
+/// Takes the migrate lock, asking again every half second rather than waiting in a statement:
+/// an index built `CONCURRENTLY` by the migrator holding it waits for every open transaction,
+/// and a waiting `pg_advisory_lock` is one (a deadlock, seen here).
+fn take_migrate_lock(conn: &mut SyncPg) -> Result<(), MigrationError> {
+    #[derive(diesel::QueryableByName)]
+    struct Taken {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        taken: bool,
+    }
+    let mut said = false;
+    loop {
+        let taken: Taken = diesel::RunQueryDsl::get_result(
+            diesel::sql_query(format!("SELECT pg_try_advisory_lock({MIGRATE_LOCK}) AS taken")),
+            conn,
+        )
+        .map_err(MigrationError::failed)?;
+        if taken.taken {
+            return Ok(());
+        }
+        if !said {
+            tracing::info!("another doorman migrate is running; waiting for it to finish");
+            said = true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The pending migrations, applied; one that could not take its locks in time is tried again,
+/// the ones before it staying applied.
+fn with_lock_retries(conn: &mut SyncPg) -> Result<Vec<String>, MigrationError> {
+    let mut applied = Vec::new();
+    let mut attempt = 1;
+    loop {
+        match conn.run_pending_migrations(MIGRATIONS) {
+            Ok(versions) => {
+                applied.extend(versions.iter().map(ToString::to_string));
+                return Ok(applied);
+            }
+            Err(error) if attempt < LOCK_ATTEMPTS && error.to_string().contains("lock timeout") => {
+                tracing::warn!(attempt, error = %error, "a migration could not take its locks in time; trying it again");
+                std::thread::sleep(Duration::from_millis(500) * attempt);
+                attempt += 1;
+            }
+            Err(error) => return Err(MigrationError::failed(error)),
+        }
+    }
 }
 
 /// What `/readyz` reports about the database.
@@ -103,4 +261,30 @@ pub async fn with_sync_connection<T: Send + 'static>(
     })
     .await
     .map_err(|e| MigrationError::Stopped(e.to_string()))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_migration_outside_a_transaction_is_sent_one_statement_at_a_time() {
+        let embedded = MigrationSource::<Pg>::migrations(&EMBEDDED).unwrap();
+        let outside: Vec<String> = embedded
+            .iter()
+            .filter(|m| !m.metadata().run_in_transaction())
+            .map(|m| m.name().version().to_string())
+            .collect();
+        let listed: Vec<String> = ONE_BY_ONE.iter().map(|(v, _, _)| (*v).to_owned()).collect();
+        assert_eq!(outside, listed, "metadata.toml and ONE_BY_ONE must agree");
+    }
+
+    #[test]
+    fn a_script_splits_into_its_statements_without_its_comments() {
+        let script = "-- about it\nDROP INDEX CONCURRENTLY IF EXISTS a;\nCREATE INDEX CONCURRENTLY a ON t (x)\n    WHERE y IS NOT NULL;\n-- the end\n";
+        let found: Vec<&str> = statements(script).collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].ends_with("IF EXISTS a;"));
+        assert!(found[1].starts_with("CREATE INDEX") && found[1].ends_with("NOT NULL;"));
+    }
 }

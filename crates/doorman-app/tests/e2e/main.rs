@@ -17,5 +17,6 @@ mod pooler;
 mod processes;
 mod protocol;
 mod replay;
+mod rolling_deploy;
 mod security;
 mod seed_cases;
