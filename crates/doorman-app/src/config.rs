@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, DestinationPolicy, LimitSettings};
 use doorman_adapters::postgres::PoolSettings;
+use doorman_adapters::postgres::connect::SessionLimits;
 use doorman_adapters::postgres::pool::PoolMode;
 use doorman_adapters::secrets::Keyring;
 use doorman_adapters::slack::oauth::SlackApp;
@@ -24,6 +25,31 @@ use crate::cli::{
 /// The longest a request may wait for a connection to resolve its workspace: with the
 /// claim's 1.5 s (`ClaimTimeouts::confirm_within`), inside Slack's 3 s.
 pub const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_millis(1250);
+
+/// The acknowledgement pool's sessions (resolves the directory's memory does not have, and the
+/// claims writer): a statement must end well inside Slack's 3 s, after the wait for a
+/// connection (at most 1.25 s). 1.5 s is also the claim's own deadline; a statement the server
+/// cancels first wrote nothing, so its deliveries are answered 503 and retried.
+pub const ACKNOWLEDGEMENT_LIMITS: SessionLimits = SessionLimits {
+    statement: Duration::from_millis(1500),
+    lock: Duration::from_secs(1),
+    idle_in_transaction: Duration::from_secs(5),
+};
+
+/// The background pool's (outcomes, token refreshes, uninstalls, the gauges' counts, whose
+/// sweep is the longest: ~3 µs a receipt it passes over after a long stop).
+pub const BACKGROUND_LIMITS: SessionLimits = SessionLimits {
+    statement: Duration::from_secs(60),
+    lock: Duration::from_secs(5),
+    idle_in_transaction: Duration::from_secs(60),
+};
+
+/// The admin API's and the operator commands' (listings, replays, prunes in batches).
+pub const OPERATOR_LIMITS: SessionLimits = SessionLimits {
+    statement: Duration::from_secs(300),
+    lock: Duration::from_secs(10),
+    idle_in_transaction: Duration::from_secs(300),
+};
 
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -164,6 +190,7 @@ impl AdminConfig {
             pool: PoolSettings {
                 max_size: 4,
                 connection_timeout: Duration::from_secs(5),
+                limits: OPERATOR_LIMITS,
                 ..PoolSettings::default()
             },
             dispatch: DispatchConfig::from_args(&args.dispatch)?,
@@ -227,6 +254,7 @@ impl ServeConfig {
                 max_size: args.db_pool_size,
                 connection_timeout: acquire,
                 mode,
+                limits: ACKNOWLEDGEMENT_LIMITS,
                 ..PoolSettings::default()
             },
             // No deadline after the answer: wait longer for a connection rather than fail a
@@ -235,6 +263,7 @@ impl ServeConfig {
                 max_size: args.db_background_pool_size,
                 mode,
                 connection_timeout: Duration::from_secs(30),
+                limits: BACKGROUND_LIMITS,
                 ..PoolSettings::default()
             },
             bridge,

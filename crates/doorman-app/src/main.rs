@@ -7,7 +7,8 @@ use doorman_app::{cli, commands, telemetry};
 async fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     telemetry::init(cli.log_format);
-    match commands::run(cli.command).await {
+    // Boxed: the command futures are large (each holds its connections' TLS state).
+    match Box::pin(commands::run(cli.command)).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) if error.is::<commands::Unsuccessful>() => {
             // The command has printed its answer; the exit status carries the rest.

@@ -44,7 +44,7 @@ impl Run {
     ) -> anyhow::Result<Self> {
         let admin_url = args.database_server.clone();
         recreate_database(&admin_url).await?;
-        let database_url = with_database(&admin_url, DATABASE);
+        let database_url = plaintext_unless_asked(&with_database(&admin_url, DATABASE));
         match server {
             // Each binary migrates its own database, so an earlier revision (`--compare`)
             // runs on the schema it was built for.
@@ -107,6 +107,19 @@ async fn tenant_with_agent(
         .await
         .context("setting a tenant's agent")?;
     Ok(tenant)
+}
+
+/// `url` with `sslmode=disable` unless it names a mode: binaries before decision 21 connected
+/// in plaintext whatever the URL said, so side by side both must, or the comparison measures
+/// TLS. (What TLS costs is measured by running a binary that asks for it: docs/benchmarks.md.)
+fn plaintext_unless_asked(url: &str) -> String {
+    if url.contains("sslmode=") {
+        url.to_owned()
+    } else if url.contains('?') {
+        format!("{url}&sslmode=disable")
+    } else {
+        format!("{url}?sslmode=disable")
+    }
 }
 
 /// `binary migrate` on `database_url`.

@@ -24,6 +24,15 @@ pub(crate) fn hand_over(dir: &Path) {
     }
 }
 
+/// Readable by its owner alone (PostgreSQL refuses a private key others can read), if it is
+/// there.
+pub(crate) fn private_key(file: &Path) {
+    if file.exists() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).expect("chmod 600 a key");
+    }
+}
+
 fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0")
 }

@@ -7,11 +7,13 @@
 //! else in the newest `/usr/lib/postgresql/*/bin`. Both servers are stopped, and the directory
 //! removed, when the [`Cluster`] is dropped.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use crate::as_postgres;
+use crate::server::{
+    append, path, pg_bin, psql, run_as_postgres, start_on_a_free_port, stop_immediately, wait_for,
+};
 
 /// How the standby confirms commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,21 +62,7 @@ impl Cluster {
             held_sender: std::sync::Mutex::default(),
         };
 
-        cluster.run_as_postgres(
-            "initdb",
-            &[
-                "-D",
-                path(&cluster.primary.data),
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "--no-sync",
-                "-E",
-                "UTF8",
-                "--locale=C",
-            ],
-        );
+        crate::server::initdb(&cluster.bin, &cluster.primary.data);
         let standby_names = match replication {
             Replication::Synchronous => "*",
             Replication::Asynchronous => "",
@@ -90,10 +78,11 @@ impl Cluster {
                 cluster.root.display(),
             ),
         );
-        cluster.primary.port = cluster.start_on_a_free_port(&cluster.primary.data);
+        cluster.primary.port = start_on_a_free_port(&cluster.bin, &cluster.primary.data);
 
         let port = cluster.primary.port.to_string();
-        cluster.run_as_postgres(
+        run_as_postgres(
+            &cluster.bin,
             "pg_basebackup",
             &[
                 "-h",
@@ -119,13 +108,13 @@ impl Cluster {
             // And it notices a lost primary (and a promotion) within 200 ms, not the default 5 s.
             "synchronous_standby_names = ''\nwal_retrieve_retry_interval = 200ms\n",
         );
-        cluster.standby.port = cluster.start_on_a_free_port(&cluster.standby.data);
+        cluster.standby.port = start_on_a_free_port(&cluster.bin, &cluster.standby.data);
 
         let wanted = match replication {
             Replication::Synchronous => "sync",
             Replication::Asynchronous => "async",
         };
-        cluster.wait_for("the standby to stream", || {
+        wait_for("the standby to stream", || {
             cluster
                 .primary_sql("SELECT sync_state FROM pg_stat_replication WHERE state = 'streaming'")
                 .as_deref()
@@ -166,12 +155,12 @@ impl Cluster {
 
     /// Runs `sql` on the primary (as `postgres`, in the `postgres` database); its output.
     pub fn primary_sql(&self, sql: &str) -> Option<String> {
-        self.psql(self.primary.port, "postgres", sql)
+        psql(&self.bin, self.primary.port, "postgres", sql)
     }
 
     /// Runs `sql` on the standby; its output.
     pub fn standby_sql(&self, database: &str, sql: &str) -> Option<String> {
-        self.psql(self.standby.port, database, sql)
+        psql(&self.bin, self.standby.port, database, sql)
     }
 
     /// How many sessions on the primary wait for the standby to confirm their commit.
@@ -208,144 +197,42 @@ impl Cluster {
     /// connections close; commits in flight may or may not have reached the standby.
     pub fn stop_primary_immediately(&self) {
         let data = path(&self.primary.data);
-        self.run_as_postgres("pg_ctl", &["-D", data, "-m", "immediate", "--no-wait", "stop"]);
+        run_as_postgres(&self.bin, "pg_ctl", &["-D", data, "-m", "immediate", "--no-wait", "stop"]);
         if let Some(sender) = self.held_sender.lock().unwrap().take() {
             // Woken, it finds its order to quit before anything else: it sends nothing more.
             signal(&sender, "CONT");
         }
-        self.wait_for("the primary to stop", || !self.primary.data.join("postmaster.pid").exists());
+        wait_for("the primary to stop", || !self.primary.data.join("postmaster.pid").exists());
     }
 
     /// `pg_ctl promote`, waiting until the standby accepts writes.
     pub fn promote_standby(&self) {
-        self.run_as_postgres("pg_ctl", &["-D", path(&self.standby.data), "-w", "-t", "30", "promote"]);
-        self.wait_for("the standby to accept writes", || {
-            self.psql(self.standby.port, "postgres", "SELECT pg_is_in_recovery()").as_deref() == Some("f")
+        run_as_postgres(&self.bin, "pg_ctl", &["-D", path(&self.standby.data), "-w", "-t", "30", "promote"]);
+        wait_for("the standby to accept writes", || {
+            psql(&self.bin, self.standby.port, "postgres", "SELECT pg_is_in_recovery()").as_deref()
+                == Some("f")
         });
     }
 
     fn signal_wal_receiver(&self, name: &str) {
         let pid = self
-            .psql(self.standby.port, "postgres", "SELECT pid FROM pg_stat_wal_receiver")
+            .standby_sql("postgres", "SELECT pid FROM pg_stat_wal_receiver")
             .filter(|pid| !pid.is_empty())
             .expect("the standby's WAL receiver");
         signal(&pid, name);
-    }
-
-    /// Starts the server in `data` on a port free at that moment, and answers it. A port
-    /// chosen earlier may be taken meanwhile (tests bind ports all the time; a standby starts
-    /// seconds after the cluster was planned), so one that turns out taken is replaced.
-    fn start_on_a_free_port(&self, data: &Path) -> u16 {
-        let log = data.with_extension("log");
-        for attempt in 1..=3 {
-            let port = free_port();
-            // The last `port` line of postgresql.conf wins.
-            append(&data.join("postgresql.conf"), &format!("port = {port}\n"));
-            let output = as_postgres::command(self.bin.join("pg_ctl"))
-                .args(["-D", path(data), "-l", path(&log), "-w", "-t", "30", "start"])
-                .output()
-                .unwrap_or_else(|error| panic!("run pg_ctl: {error}"));
-            if output.status.success() {
-                return port;
-            }
-            let logged = std::fs::read_to_string(&log).unwrap_or_default();
-            assert!(
-                attempt < 3 && logged.contains("already in use"),
-                "pg_ctl start in {} failed: {}{}\n{logged}",
-                data.display(),
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        unreachable!("the third failed start panics above")
-    }
-
-    fn psql(&self, port: u16, database: &str, sql: &str) -> Option<String> {
-        let output = Command::new(self.bin.join("psql"))
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-                "-U",
-                "postgres",
-                "-d",
-                database,
-                "-Atqc",
-                sql,
-            ])
-            .output()
-            .ok()?;
-        output.status.success().then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-    }
-
-    fn run_as_postgres(&self, tool: &str, args: &[&str]) {
-        let output = as_postgres::command(self.bin.join(tool))
-            .args(args)
-            .output()
-            .unwrap_or_else(|error| panic!("run {tool}: {error}"));
-        assert!(
-            output.status.success(),
-            "{tool} {args:?} failed: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-
-    fn wait_for(&self, what: &str, ready: impl Fn() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !ready() {
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
         for node in [&self.primary, &self.standby] {
-            let pid_file = node.data.join("postmaster.pid");
-            if let Some(pid) =
-                std::fs::read_to_string(pid_file).ok().and_then(|s| s.lines().next().map(str::to_owned))
-            {
-                // SIGQUIT: immediate shutdown, as `pg_ctl stop -m immediate` sends.
-                let _ = Command::new("kill").args(["-QUIT", &pid]).status();
-            }
+            stop_immediately(&node.data);
         }
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
-/// `PG_BIN`, or the newest `/usr/lib/postgresql/<version>/bin`.
-fn pg_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("PG_BIN") {
-        return PathBuf::from(bin);
-    }
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .expect("PostgreSQL's server binaries under /usr/lib/postgresql (or PG_BIN)")
-        .flatten()
-        .filter_map(|entry| Some((entry.file_name().to_str()?.parse().ok()?, entry.path().join("bin"))))
-        .collect();
-    versions.sort();
-    versions.pop().map(|(_, bin)| bin).expect("a PostgreSQL version under /usr/lib/postgresql")
-}
-
 fn signal(pid: &str, name: &str) {
     let status = Command::new("kill").args([&format!("-{name}"), pid]).status();
     assert!(status.is_ok_and(|s| s.success()), "kill -{name} {pid}");
-}
-
-/// A port nothing listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
-}
-
-fn append(file: &Path, text: &str) {
-    use std::io::Write;
-    let mut file = std::fs::OpenOptions::new().append(true).open(file).expect("open a config file");
-    file.write_all(text.as_bytes()).expect("append to a config file");
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("a UTF-8 path")
 }

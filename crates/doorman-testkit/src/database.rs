@@ -202,14 +202,24 @@ pub fn with_user(url: &str, user: &str) -> String {
     format!("{}{user}@{host}{}", &url[..scheme_end], &rest[authority_end..])
 }
 
-/// `url` with its host and port replaced by `addr` (to route it through a proxy).
+/// `url` with its host and port replaced by `addr` (to route it through a proxy), and
+/// `sslmode=disable` unless the URL says otherwise: a fault proxy cuts the conversation at
+/// a statement it recognises, and under the default `prefer` it would see only TLS records.
 pub fn with_address(url: &str, addr: std::net::SocketAddr) -> String {
     let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return url.to_owned() };
     let rest = &url[scheme_end..];
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let authority = &rest[..authority_end];
     let userinfo = authority.rfind('@').map(|at| &authority[..=at]).unwrap_or("");
-    format!("{}{userinfo}{addr}{}", &url[..scheme_end], &rest[authority_end..])
+    let tail = &rest[authority_end..];
+    let plaintext = if tail.contains("sslmode=") {
+        ""
+    } else if tail.contains('?') {
+        "&sslmode=disable"
+    } else {
+        "?sslmode=disable"
+    };
+    format!("{}{userinfo}{addr}{tail}{plaintext}", &url[..scheme_end])
 }
 
 #[derive(diesel::QueryableByName)]
@@ -345,8 +355,12 @@ mod tests {
         let addr = "127.0.0.1:6000".parse().unwrap();
         assert_eq!(
             with_address("postgres://u:p@h:5432/db?x=1", addr),
-            "postgres://u:p@127.0.0.1:6000/db?x=1"
+            "postgres://u:p@127.0.0.1:6000/db?x=1&sslmode=disable"
         );
-        assert_eq!(with_address("postgres://h/db", addr), "postgres://127.0.0.1:6000/db");
+        assert_eq!(with_address("postgres://h/db", addr), "postgres://127.0.0.1:6000/db?sslmode=disable");
+        assert_eq!(
+            with_address("postgres://h/db?sslmode=require", addr),
+            "postgres://127.0.0.1:6000/db?sslmode=require"
+        );
     }
 }

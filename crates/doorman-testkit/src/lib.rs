@@ -10,6 +10,7 @@
 //! - [`operator`]: the operator use cases as the command line runs them, for setting up tests.
 //! - [`pgbouncer`]: PgBouncer in transaction pooling mode before the test server.
 //! - [`schema`]: the schema as one normalised text (`pg_dump --schema-only`).
+//! - [`server`]: a PostgreSQL server of a test's own (`initdb`, a free port, TLS on request).
 //! - [`fake_agent`]: a real HTTP agent on loopback that verifies Standard Webhooks signatures.
 //! - [`fake_slack`]: Slack's authorize page and `oauth.v2.access`, for install tests.
 //! - [`fault_proxy`]: a TCP proxy that delays, refuses or cuts connections on command.
@@ -28,6 +29,7 @@ pub mod operator;
 pub mod pgbouncer;
 pub mod schema;
 pub mod serve_process;
+pub mod server;
 pub mod slack;
 
 pub use database::TestDatabase;

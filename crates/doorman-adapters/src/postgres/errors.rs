@@ -41,11 +41,17 @@ pub(crate) fn from_connection(error: ConnectionError) -> StorageError {
     StorageError::Unavailable(format!("cannot connect to the database: {error}"))
 }
 
-pub(crate) fn from_pool(error: bb8::RunError<diesel_async::pooled_connection::PoolError>) -> StorageError {
+/// A pool that gave no connection: with why the last attempt to open one failed, if one did
+/// (refused, TLS, authentication), since waiting is only what it looked like.
+pub(crate) fn from_pool(
+    error: bb8::RunError<diesel_async::pooled_connection::PoolError>,
+    last_failure: Option<String>,
+) -> StorageError {
     match error {
-        bb8::RunError::TimedOut => {
-            StorageError::Unavailable("timed out waiting for a database connection".into())
-        }
+        bb8::RunError::TimedOut => StorageError::Unavailable(match last_failure {
+            Some(cause) => format!("no database connection: {cause}"),
+            None => "timed out waiting for a free database connection".into(),
+        }),
         bb8::RunError::User(error) => {
             StorageError::Unavailable(format!("database connection failed: {error}"))
         }

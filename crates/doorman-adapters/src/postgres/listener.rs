@@ -8,14 +8,14 @@
 //! resolves from the database.
 
 use std::future::poll_fn;
-use std::str::FromStr;
 use std::time::Duration;
 
 use doorman_domain::{Platform, TenantId, WorkspaceId};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
+use super::connect::{Target, describe};
 use crate::notified_directory::{Notice, Notices};
 
 /// The channel the triggers notify.
@@ -52,7 +52,7 @@ pub fn spawn(database_url: &str, notices: Notices) -> JoinHandle<()> {
                 ),
                 Err(error) => {
                     tracing::warn!(
-                        error = %describe(&error),
+                        error = %error,
                         retry_in_ms = backoff.as_millis() as u64,
                         "directory listener lost; resolving every workspace from the database until it is back"
                     );
@@ -66,14 +66,11 @@ pub fn spawn(database_url: &str, notices: Notices) -> JoinHandle<()> {
 
 /// One connection's life: connect, LISTEN, report notices until the connection ends.
 /// `subscribed` tells the caller whether it got as far as listening.
-async fn listen(url: &str, notices: &Notices, subscribed: &mut bool) -> Result<(), tokio_postgres::Error> {
-    let mut config = tokio_postgres::Config::from_str(url)?;
-    config
-        .application_name(APPLICATION_NAME)
-        .connect_timeout(Duration::from_secs(5))
-        .keepalives(true)
-        .keepalives_idle(Duration::from_secs(30));
-    let (client, mut connection) = config.connect(NoTls).await?;
+/// The listener connects as the URL says, TLS included ([`super::connect`]).
+async fn listen(url: &str, notices: &Notices, subscribed: &mut bool) -> Result<(), String> {
+    let mut target = Target::parse(url).map_err(|e| e.to_string())?;
+    target.config_mut().application_name(APPLICATION_NAME);
+    let (client, mut connection) = target.connect().await.map_err(|e| describe(&e))?;
 
     // The connection must be polled for anything to happen, notices included.
     let (sender, mut received) = mpsc::unbounded_channel();
@@ -95,7 +92,7 @@ async fn listen(url: &str, notices: &Notices, subscribed: &mut bool) -> Result<(
     let subscription = client.batch_execute(&format!("LISTEN {CHANNEL}")).await;
     if let Err(error) = subscription {
         driver.abort();
-        return Err(error);
+        return Err(describe(&error));
     }
     notices.subscribed();
     *subscribed = true;
@@ -112,7 +109,7 @@ async fn listen(url: &str, notices: &Notices, subscribed: &mut bool) -> Result<(
                     Ok(Ok(_)) => {}
                     Ok(Err(error)) => {
                         driver.abort();
-                        return Err(error);
+                        return Err(describe(&error));
                     }
                     Err(_) => {
                         tracing::warn!("directory listener's connection did not answer a ping");
@@ -124,7 +121,7 @@ async fn listen(url: &str, notices: &Notices, subscribed: &mut bool) -> Result<(
     }
     driver.abort();
     match driver.await {
-        Ok(Err(error)) => Err(error),
+        Ok(Err(error)) => Err(describe(&error)),
         _ => Ok(()),
     }
 }
@@ -147,18 +144,6 @@ fn parse(payload: &str) -> Notice {
         tracing::warn!(payload = %payload.escape_debug(), "directory notice not understood; forgetting everything");
         Notice::Everything
     })
-}
-
-/// The error without the connection string (which may carry a password).
-fn describe(error: &tokio_postgres::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -40,9 +40,15 @@ impl fmt::Debug for PgMaintenance {
 }
 
 impl PgMaintenance {
-    /// Connects as the URL's user, who must own the tables (the user `doorman migrate` ran as).
+    /// Connects as the URL's user, who must own the tables (the user `doorman migrate` ran as),
+    /// TLS as the URL says. No statement bound (a re-seal or prune runs as long as it must, in
+    /// batches), but a lock wait is bounded so that maintenance never queues serving behind it.
     pub async fn connect(database_url: &str) -> Result<Self, StorageError> {
-        let conn = AsyncPgConnection::establish(database_url).await.map_err(from_connection)?;
+        let target = super::connect::Target::parse(database_url)
+            .map_err(|e| StorageError::Unavailable(format!("cannot connect to the database: {e}")))?;
+        let limits =
+            super::connect::SessionLimits { lock: std::time::Duration::from_secs(5), ..Default::default() };
+        let conn = target.establish(&limits).await.map_err(from_connection)?;
         Ok(Self { conn })
     }
 

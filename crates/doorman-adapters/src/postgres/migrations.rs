@@ -253,10 +253,15 @@ pub async fn with_sync_connection<T: Send + 'static>(
     database_url: &str,
     work: impl FnOnce(&mut SyncPg) -> Result<T, MigrationError> + Send + 'static,
 ) -> Result<T, MigrationError> {
-    let url = database_url.to_owned();
+    // Connected as the URL says, TLS included (`super::connect`), then driven synchronously.
+    let target =
+        super::connect::Target::parse(database_url).map_err(|e| MigrationError::Connect(e.to_string()))?;
+    let conn = target
+        .establish(&super::connect::SessionLimits::default())
+        .await
+        .map_err(|e| MigrationError::Connect(e.to_string()))?;
     tokio::task::spawn_blocking(move || {
-        use diesel::Connection;
-        let mut conn = SyncPg::establish(&url).map_err(|e| MigrationError::Connect(e.to_string()))?;
+        let mut conn = SyncPg::from(conn);
         work(&mut conn)
     })
     .await

@@ -17,6 +17,7 @@
 
 pub mod admin;
 pub mod claims;
+pub mod connect;
 mod cycle;
 pub mod directory;
 pub mod errors;

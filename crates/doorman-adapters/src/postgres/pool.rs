@@ -9,6 +9,12 @@
 //! relies on the session: tenants are named per transaction (`set_config(…, true)`), and the
 //! one thing that needs a session, the directory's `LISTEN`, has a connection of its own
 //! ([`super::listener`]).
+//!
+//! Every connection is made as the URL's `sslmode` says ([`super::connect`]) and keeps its
+//! pool's [`SessionLimits`] (statement, lock and idle-in-transaction timeouts), set once for the
+//! session, or, through a transaction pooler, in each transaction. When no connection can be
+//! made, the error a caller gets says why the last attempt failed (refused, TLS,
+//! authentication), not only that it waited.
 
 use std::time::Duration;
 
@@ -22,6 +28,7 @@ use diesel_async::{
 use doorman_domain::StorageError;
 use futures_util::FutureExt;
 
+use super::connect::{SessionLimits, Target};
 use super::errors::{from_diesel, from_pool};
 
 /// The role every server connection acts as. Created by the first migration.
@@ -56,6 +63,8 @@ pub struct PoolSettings {
     /// Connections idle longer than this are closed.
     pub idle_timeout: Duration,
     pub mode: PoolMode,
+    /// What each connection's statements may take.
+    pub limits: SessionLimits,
 }
 
 impl Default for PoolSettings {
@@ -65,6 +74,7 @@ impl Default for PoolSettings {
             connection_timeout: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(300),
             mode: PoolMode::Session,
+            limits: SessionLimits::default(),
         }
     }
 }
@@ -75,6 +85,9 @@ pub struct PgPool {
     connections: bb8::Pool<Manager>,
     role: Option<&'static str>,
     mode: PoolMode,
+    limits: SessionLimits,
+    /// Why the last connection attempt failed, for the error a caller gets after waiting.
+    last_failure: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl std::fmt::Debug for PgPool {
@@ -116,10 +129,17 @@ pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'st
         }
         .boxed()
     }));
-    config.custom_setup = Box::new(move |url| {
-        let url = url.to_owned();
+    let target = Target::parse(database_url).map_err(|e| e.to_string());
+    let session_limits = if mode == PoolMode::Session { settings.limits } else { SessionLimits::default() };
+    let last_failure: std::sync::Arc<std::sync::Mutex<Option<String>>> = std::sync::Arc::default();
+    let forget_failure = std::sync::Arc::clone(&last_failure);
+    config.custom_setup = Box::new(move |_url| {
+        let (target, forget_failure) = (target.clone(), std::sync::Arc::clone(&forget_failure));
         async move {
-            let mut conn = AsyncPgConnection::establish(&url).await?;
+            let target = target.map_err(diesel::ConnectionError::InvalidConnectionUrl)?;
+            let mut conn = target.establish(&session_limits).await?;
+            // A connection was made: an earlier failure no longer explains a wait.
+            *forget_failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
             match (mode, role) {
                 // The role lasts the session: a pooled connection is never `RESET ROLE`.
                 (PoolMode::Session, Some(role)) => {
@@ -143,20 +163,38 @@ pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'st
         .min_idle(None)
         .connection_timeout(settings.connection_timeout)
         .idle_timeout(Some(settings.idle_timeout))
+        .error_sink(Box::new(LastFailure(std::sync::Arc::clone(&last_failure))))
         .build_unchecked(manager);
-    PgPool { connections, role, mode }
+    PgPool { connections, role, mode, limits: settings.limits, last_failure }
+}
+
+/// Keeps what the last failed connection attempt said (bb8 reports those only here).
+#[derive(Debug, Clone)]
+struct LastFailure(std::sync::Arc<std::sync::Mutex<Option<String>>>);
+
+impl bb8::ErrorSink<diesel_async::pooled_connection::PoolError> for LastFailure {
+    fn sink(&self, error: diesel_async::pooled_connection::PoolError) {
+        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(error.to_string());
+    }
+
+    fn boxed_clone(&self) -> Box<dyn bb8::ErrorSink<diesel_async::pooled_connection::PoolError>> {
+        Box::new(self.clone())
+    }
 }
 
 impl PgPool {
     /// A connection for one unit of work; end it with [`Unit::finish`]. Through a
     /// transaction pooler the unit is a transaction, begun here.
     pub async fn unit(&self) -> Result<Unit<'_>, StorageError> {
-        let mut conn = self.connections.get().await.map_err(from_pool)?;
+        let mut conn = self.connections.get().await.map_err(|error| {
+            let last = self.last_failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+            from_pool(error, last)
+        })?;
         let in_transaction = self.mode == PoolMode::Transaction;
         if in_transaction {
             let begin = match self.role {
-                Some(role) => format!("BEGIN; SET LOCAL ROLE {role}"),
-                None => "BEGIN".to_owned(),
+                Some(role) => format!("BEGIN; SET LOCAL ROLE {role}; {}", self.limits.local_sql()),
+                None => format!("BEGIN; {}", self.limits.local_sql()),
             };
             AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await.map_err(from_diesel)?;
         }

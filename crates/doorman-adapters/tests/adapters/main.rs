@@ -11,6 +11,7 @@ mod pg_installations;
 mod pg_isolation;
 mod pg_replay;
 mod pg_schema;
+mod pg_tls;
 mod slack_fixtures;
 mod slack_oauth;
 mod slack_properties;

@@ -67,7 +67,12 @@ impl Cli {
 
 /// A command's connections: it makes few requests, one at a time.
 pub fn small_pool() -> PoolSettings {
-    PoolSettings { max_size: 2, connection_timeout: Duration::from_secs(10), ..PoolSettings::default() }
+    PoolSettings {
+        max_size: 2,
+        connection_timeout: Duration::from_secs(10),
+        limits: crate::config::OPERATOR_LIMITS,
+        ..PoolSettings::default()
+    }
 }
 
 /// The command line, as the OS user running it, in a request of its own.

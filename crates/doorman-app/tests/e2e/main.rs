@@ -5,6 +5,7 @@ mod admin_api;
 mod bad_input;
 mod browser;
 mod cli;
+mod database_tls;
 mod deploy;
 mod directory;
 mod failover;
