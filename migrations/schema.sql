@@ -617,8 +617,11 @@ CREATE TABLE public.messaging_installations (
     token_expires_at timestamp with time zone,
     installed_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    refresh_leased_until timestamp with time zone,
     CONSTRAINT messaging_installations_check CHECK (((team_id IS NOT NULL) OR (enterprise_id IS NOT NULL)))
 );
+
+COMMENT ON COLUMN public.messaging_installations.refresh_leased_until IS 'A process is asking Slack for fresh tokens until then; others wait for its answer rather than spend the refresh token a second time.';
 
 ALTER TABLE public.messaging_installations ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME public.messaging_installations_id_seq

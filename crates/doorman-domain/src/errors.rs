@@ -46,13 +46,18 @@ pub enum OAuthError {
     Unreachable(String),
 }
 
-/// A rotating bot token could not be refreshed: Slack's answer, or Doorman's own storage.
+/// A rotating bot token could not be refreshed: Slack's answer, Doorman's own storage, or a
+/// Slack app this process was not given. Kept apart because each needs a different person:
+/// the customer (reinstall), the operator's database, the operator's configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum RefreshError {
     #[error(transparent)]
     Slack(#[from] OAuthError),
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// No Slack app (client id and secret) is configured, so no token can be refreshed.
+    #[error("the Slack app is not configured (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET)")]
+    NotConfigured,
 }
 
 /// An operator action could not be done. Worded for any caller (API or CLI); never names a
@@ -115,6 +120,11 @@ pub enum DispatchError {
     /// was sent.
     #[error("token_refresh_failed: {0}")]
     TokenRefreshFailed(String),
+    /// The bot token had to be refreshed and Doorman's own storage failed (the installation
+    /// could not be read, leased or written); nothing was sent, and Slack was not asked or its
+    /// fresh token could not be kept. An operator's replay sends it once the database is back.
+    #[error("token_storage_failed: {0}")]
+    TokenStorageFailed(String),
     /// The dispatch could not be built (a bug: the payload was checked when it arrived).
     #[error("dispatch could not be built: {0}")]
     Internal(String),

@@ -159,6 +159,12 @@ impl FakeSlack {
         self.lock().refresh_token = None;
     }
 
+    /// Slack honours `token` as the refresh token it issued (for tests that store an
+    /// installation directly rather than through the install flow).
+    pub fn honour_refresh_token(&self, token: &str) {
+        self.lock().refresh_token = Some(token.to_owned());
+    }
+
     pub fn refresh_delay(&self, delay: Duration) {
         self.lock().refresh_delay = delay;
     }

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use diesel::OptionalExtension;
 use diesel::sql_types::{Array, Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::{InstallStore, Installations};
@@ -24,7 +25,7 @@ use super::directory::{BOT_TOKEN_COLUMN, REFRESH_TOKEN_COLUMN};
 use super::errors::from_diesel;
 use super::pool::{PgPool, act_for};
 use crate::secrets::{Keyring, SealedIn, random_token, token_hash};
-use crate::slack::oauth::SlackOAuthClient;
+use crate::slack::oauth::{Refreshed, SlackOAuthClient};
 
 /// The most expired or consumed states of a tenant deleted whenever one of its installs starts.
 const STATE_SWEEP: i64 = 100;
@@ -189,14 +190,11 @@ impl PgInstallations {
     }
 }
 
+/// The refresh token stored now.
 #[derive(diesel::QueryableByName)]
-struct Tokens {
-    #[diesel(sql_type = Nullable<Text>)]
-    bot_token: Option<String>,
+struct StoredRefresh {
     #[diesel(sql_type = Nullable<Text>)]
     refresh_token: Option<String>,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    token_expires_at: Option<DateTime<Utc>>,
 }
 
 /// The WHERE clause naming an installation by its workspace key ($2 team, $3 enterprise), as
@@ -204,8 +202,44 @@ struct Tokens {
 const BY_KEY: &str =
     "tenant_id = $1 AND platform = 'slack' AND doorman_link_named(team_id, enterprise_id, $2, $3)";
 
-/// What stops a refresh inside its transaction: the database, a stored token that does not
-/// open, or Slack.
+/// How long a process may take to ask Slack for fresh tokens before another may ask instead:
+/// the Slack client's own timeout (10 s) and a margin.
+const REFRESH_LEASE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// How often a caller waiting for another's refresh looks again.
+const LEASE_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// What the installation's row says about a refresh, read and acted on in one short
+/// transaction.
+enum Lease {
+    /// The token is fresh (another caller refreshed it): nothing to ask.
+    NotNeeded(Installation),
+    /// This caller may ask Slack, with this (opened) refresh token, until `until`.
+    Taken { refresh_token: SlackToken, until: DateTime<Utc>, current: Installation },
+    /// Another caller is asking Slack right now.
+    HeldByAnother,
+}
+
+#[derive(diesel::QueryableByName)]
+struct LeasedTokens {
+    #[diesel(sql_type = Nullable<Text>)]
+    bot_token: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    refresh_token: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    token_expires_at: Option<DateTime<Utc>>,
+    /// Whether another caller's lease is still running.
+    #[diesel(sql_type = Bool)]
+    leased: bool,
+}
+
+#[derive(diesel::QueryableByName)]
+struct LeaseUntil {
+    #[diesel(sql_type = Timestamptz)]
+    until: DateTime<Utc>,
+}
+
+/// What stops a refresh's transaction: the database, or a refusal found in it.
 enum Stop {
     Database(diesel::result::Error),
     Refused(RefreshError),
@@ -217,70 +251,125 @@ impl From<diesel::result::Error> for Stop {
     }
 }
 
-impl From<OAuthError> for Stop {
-    fn from(error: OAuthError) -> Self {
-        Self::Refused(RefreshError::Slack(error))
+impl From<RefreshError> for Stop {
+    fn from(error: RefreshError) -> Self {
+        Self::Refused(error)
     }
 }
 
-impl Installations for PgInstallations {
-    /// Under a row lock on the installation: a second caller (another dispatch, another
-    /// process) waits for the first, then finds the token fresh and asks Slack nothing.
-    async fn refresh(
-        &self,
-        tenant: TenantId,
-        installation: &Installation,
-    ) -> Result<Installation, RefreshError> {
-        let Some(oauth) = &self.oauth else {
-            return Err(OAuthError::Refused("slack_app_not_configured".into()).into());
+impl Stop {
+    fn into_refresh_error(self) -> RefreshError {
+        match self {
+            Self::Refused(error) => error,
+            Self::Database(error) => RefreshError::Storage(from_diesel(error)),
+        }
+    }
+}
+
+impl PgInstallations {
+    /// A stored token, opened; one that does not open is Doorman's storage failing, not Slack.
+    fn open(&self, tenant: TenantId, sealed: &str, column: &'static str) -> Result<SlackToken, RefreshError> {
+        let unreadable = |problem: String| {
+            RefreshError::Storage(StorageError::Unexpected(format!("stored token: {problem}")))
         };
-        // A stored token that does not open is Doorman's storage failing, not Slack.
-        let open = |sealed: &str, column| -> Result<SlackToken, Stop> {
-            let unreadable = |problem: String| {
-                Stop::Refused(RefreshError::Storage(StorageError::Unexpected(format!(
-                    "stored token: {problem}"
-                ))))
-            };
-            let bytes =
-                self.keys.open(sealed, SealedIn { tenant, column }).map_err(|e| unreadable(e.to_string()))?;
-            SlackToken::new(String::from_utf8(bytes).unwrap_or_default())
-                .map_err(|_| unreadable("not a valid token".into()))
-        };
-        let (team, enterprise) = (
-            installation.team_id.as_ref().map(|t| t.as_str().to_owned()),
-            installation.enterprise_id.as_ref().map(|e| e.as_str().to_owned()),
-        );
+        let bytes =
+            self.keys.open(sealed, SealedIn { tenant, column }).map_err(|e| unreadable(e.to_string()))?;
+        SlackToken::new(String::from_utf8(bytes).unwrap_or_default())
+            .map_err(|_| unreadable("not a valid token".into()))
+    }
+
+    /// Reads the installation under a brief row lock (no call outside the database is made
+    /// while it is held) and, if its token needs refreshing and nobody is asking Slack, leases
+    /// it for [`REFRESH_LEASE`].
+    async fn take_lease(&self, tenant: TenantId, installation: &Installation) -> Result<Lease, RefreshError> {
+        let (team, enterprise) = key_of(installation);
         let mut unit = self.pool.unit().await?;
-        let result = unit
+        let taken = unit
             .transaction::<_, Stop, _>(async |conn| {
                 act_for(conn, tenant).await?;
-                let tokens: Tokens = diesel::sql_query(format!(
-                    "SELECT bot_token, refresh_token, token_expires_at FROM messaging_installations WHERE {BY_KEY} FOR UPDATE"
+                let row: LeasedTokens = diesel::sql_query(format!(
+                    "SELECT bot_token, refresh_token, token_expires_at, \
+                            coalesce(refresh_leased_until > now(), false) AS leased \
+                     FROM messaging_installations WHERE {BY_KEY} FOR UPDATE"
                 ))
                 .bind::<SqlUuid, _>(tenant.as_uuid())
                 .bind::<Nullable<Text>, _>(team.as_deref())
                 .bind::<Nullable<Text>, _>(enterprise.as_deref())
                 .get_result(conn)
                 .await?;
+                let tokens = &row;
                 let current = Installation {
-                    bot_token: tokens.bot_token.as_deref().map(|t| open(t, BOT_TOKEN_COLUMN)).transpose()?,
+                    bot_token: tokens.bot_token.as_deref().map(|t| self.open(tenant, t, BOT_TOKEN_COLUMN)).transpose()?,
                     expires_at: tokens.token_expires_at,
                     refreshable: tokens.refresh_token.is_some(),
                     ..installation.clone()
                 };
                 match current.freshness(Utc::now()) {
-                    Freshness::Fresh => return Ok(current), // another dispatch (or process) refreshed it meanwhile
-                    Freshness::Expired => return Err(OAuthError::Refused("no_refresh_token".into()).into()),
+                    Freshness::Fresh => return Ok(Lease::NotNeeded(current)),
+                    Freshness::Expired => return Err(RefreshError::Slack(OAuthError::Refused("no_refresh_token".into())).into()),
+                    Freshness::Refresh if row.leased => return Ok(Lease::HeldByAnother),
                     Freshness::Refresh => {}
                 }
-                let Some(refresh_token) = tokens.refresh_token.as_deref() else {
-                    return Err(OAuthError::Refused("no_refresh_token".into()).into());
+                let Some(sealed) = tokens.refresh_token.as_deref() else {
+                    return Err(RefreshError::Slack(OAuthError::Refused("no_refresh_token".into())).into());
                 };
-                let refresh_token = open(refresh_token, REFRESH_TOKEN_COLUMN)?;
-                let fresh = oauth.refresh(&refresh_token).await?;
+                let refresh_token = self.open(tenant, sealed, REFRESH_TOKEN_COLUMN)?;
+                let lease: LeaseUntil = diesel::sql_query(format!(
+                    "UPDATE messaging_installations SET refresh_leased_until = now() + make_interval(secs => $4) \
+                     WHERE {BY_KEY} RETURNING refresh_leased_until AS until"
+                ))
+                .bind::<SqlUuid, _>(tenant.as_uuid())
+                .bind::<Nullable<Text>, _>(team.as_deref())
+                .bind::<Nullable<Text>, _>(enterprise.as_deref())
+                .bind::<diesel::sql_types::Double, _>(REFRESH_LEASE.as_secs_f64())
+                .get_result(conn)
+                .await?;
+                Ok(Lease::Taken { refresh_token, until: lease.until, current })
+            })
+            .await
+            .map_err(Stop::into_refresh_error);
+        unit.finish(taken).await
+    }
+
+    /// Keeps Slack's fresh tokens and ends the lease, if the lease is still this caller's and
+    /// the refresh token it spent is still the stored one (a reinstall or a revocation
+    /// meanwhile wins: `false`, and the caller reads again).
+    async fn keep(
+        &self,
+        tenant: TenantId,
+        installation: &Installation,
+        lease: DateTime<Utc>,
+        spent: &SlackToken,
+        fresh: &Refreshed,
+    ) -> Result<bool, RefreshError> {
+        let (team, enterprise) = key_of(installation);
+        let mut unit = self.pool.unit().await?;
+        let kept = unit
+            .transaction::<_, Stop, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let stored: Option<StoredRefresh> = diesel::sql_query(format!(
+                    "SELECT refresh_token FROM messaging_installations \
+                     WHERE {BY_KEY} AND refresh_leased_until = $4 FOR UPDATE"
+                ))
+                .bind::<SqlUuid, _>(tenant.as_uuid())
+                .bind::<Nullable<Text>, _>(team.as_deref())
+                .bind::<Nullable<Text>, _>(enterprise.as_deref())
+                .bind::<Timestamptz, _>(lease)
+                .get_result(conn)
+                .await
+                .optional()?;
+                let still_ours = match stored.and_then(|t| t.refresh_token) {
+                    // Compared opened: a re-seal under a new key changes the stored text only.
+                    Some(sealed) => self.open(tenant, &sealed, REFRESH_TOKEN_COLUMN)?.expose() == spent.expose(),
+                    None => false,
+                };
+                if !still_ours {
+                    return Ok(false);
+                }
                 let seal = |token: &SlackToken, column| self.keys.seal(token.expose().as_bytes(), SealedIn { tenant, column });
                 diesel::sql_query(format!(
-                    "UPDATE messaging_installations SET bot_token = $4, refresh_token = $5, token_expires_at = $6, updated_at = now() WHERE {BY_KEY}"
+                    "UPDATE messaging_installations SET bot_token = $4, refresh_token = $5, token_expires_at = $6, \
+                     refresh_leased_until = NULL, updated_at = now() WHERE {BY_KEY}"
                 ))
                 .bind::<SqlUuid, _>(tenant.as_uuid())
                 .bind::<Nullable<Text>, _>(team.as_deref())
@@ -290,14 +379,97 @@ impl Installations for PgInstallations {
                 .bind::<Timestamptz, _>(fresh.expires_at)
                 .execute(conn)
                 .await?;
-                Ok(Installation { bot_token: Some(fresh.bot_token), expires_at: Some(fresh.expires_at), refreshable: true, ..current })
+                Ok(true)
             })
-            .await;
-        let refreshed = result.map_err(|stop| match stop {
-            Stop::Refused(error) => error,
-            Stop::Database(error) => RefreshError::Storage(from_diesel(error)),
-        });
-        unit.finish(refreshed).await
+            .await
+            .map_err(Stop::into_refresh_error);
+        unit.finish(kept).await
+    }
+
+    /// Ends this caller's lease without new tokens (Slack refused or was not reached), so the
+    /// next caller asks at once rather than after the lease. Best effort: an unended lease
+    /// only delays the next refresh until it runs out.
+    async fn end_lease(&self, tenant: TenantId, installation: &Installation, lease: DateTime<Utc>) {
+        let (team, enterprise) = key_of(installation);
+        let ended = async {
+            let mut unit = self.pool.unit().await?;
+            let done = unit
+                .transaction::<_, diesel::result::Error, _>(async |conn| {
+                    act_for(conn, tenant).await?;
+                    diesel::sql_query(format!(
+                        "UPDATE messaging_installations SET refresh_leased_until = NULL \
+                         WHERE {BY_KEY} AND refresh_leased_until = $4"
+                    ))
+                    .bind::<SqlUuid, _>(tenant.as_uuid())
+                    .bind::<Nullable<Text>, _>(team.as_deref())
+                    .bind::<Nullable<Text>, _>(enterprise.as_deref())
+                    .bind::<Timestamptz, _>(lease)
+                    .execute(conn)
+                    .await
+                    .map(drop)
+                })
+                .await
+                .map_err(from_diesel);
+            unit.finish(done).await
+        };
+        if let Err(error) = ended.await {
+            tracing::warn!(tenant.id = %tenant, error = %error, "could not end a token refresh's lease; the next refresh waits for it to run out");
+        }
+    }
+}
+
+/// The installation's workspace key, as [`BY_KEY`] binds it.
+fn key_of(installation: &Installation) -> (Option<String>, Option<String>) {
+    (
+        installation.team_id.as_ref().map(|t| t.as_str().to_owned()),
+        installation.enterprise_id.as_ref().map(|e| e.as_str().to_owned()),
+    )
+}
+
+impl Installations for PgInstallations {
+    /// Under a lease on the installation, not a lock: the caller that takes it asks Slack with
+    /// no row locked and no connection held; a second caller (another dispatch, another
+    /// process) waits for the first's answer, then finds the token fresh and asks Slack
+    /// nothing (a rotating refresh token is spent when used: asking twice would fail one).
+    async fn refresh(
+        &self,
+        tenant: TenantId,
+        installation: &Installation,
+    ) -> Result<Installation, RefreshError> {
+        let Some(oauth) = &self.oauth else { return Err(RefreshError::NotConfigured) };
+        let waited_since = std::time::Instant::now();
+        loop {
+            match self.take_lease(tenant, installation).await? {
+                Lease::NotNeeded(current) => return Ok(current),
+                Lease::HeldByAnother if waited_since.elapsed() < REFRESH_LEASE + LEASE_POLL => {
+                    tokio::time::sleep(LEASE_POLL).await;
+                }
+                Lease::HeldByAnother => {
+                    return Err(RefreshError::Storage(StorageError::Unavailable(
+                        "another process's token refresh did not finish".into(),
+                    )));
+                }
+                Lease::Taken { refresh_token, until, current } => {
+                    let fresh = match oauth.refresh(&refresh_token).await {
+                        Ok(fresh) => fresh,
+                        Err(error) => {
+                            self.end_lease(tenant, installation, until).await;
+                            return Err(error.into());
+                        }
+                    };
+                    if self.keep(tenant, installation, until, &refresh_token, &fresh).await? {
+                        let Refreshed { bot_token, expires_at, .. } = fresh;
+                        return Ok(Installation {
+                            bot_token: Some(bot_token),
+                            expires_at: Some(expires_at),
+                            refreshable: true,
+                            ..current
+                        });
+                    }
+                    // Reinstalled or revoked while Slack answered: what is stored now wins.
+                }
+            }
+        }
     }
 
     async fn apply(

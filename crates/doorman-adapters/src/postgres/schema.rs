@@ -110,6 +110,7 @@ diesel::table! {
         token_expires_at -> Nullable<Timestamptz>,
         installed_at -> Timestamptz,
         updated_at -> Timestamptz,
+        refresh_leased_until -> Nullable<Timestamptz>,
     }
 }
 

@@ -9,10 +9,11 @@ use diesel_async::RunQueryDsl;
 use doorman_adapters::postgres::{PgInstallStore, PgInstallations, PgTenantDirectory};
 use doorman_domain::ports::{InstallStore, Installations, TenantDirectory};
 use doorman_domain::{
-    Grant, Lifecycle, LinkState, Platform, Recorded, SlackToken, StateRefusal, TakenState, TenantId,
-    WorkspaceRef,
+    Grant, Installation, Lifecycle, LinkState, Platform, Recorded, SlackToken, StateRefusal, TakenState,
+    TenantId, WorkspaceRef,
 };
 use doorman_testkit::database::{TestDatabase, test_keys};
+use doorman_testkit::fake_slack::{FakeSlack, Workspace as FakeWorkspace};
 
 use crate::fixtures::ws;
 
@@ -194,4 +195,104 @@ async fn a_refresh_the_database_cannot_serve_is_a_storage_failure_not_slacks() {
         "{error:?}"
     );
     assert!(!error.to_string().contains("Slack"), "{error}");
+}
+
+/// Acme's installation of T1, its token inside the refresh margin, and a Slack that honours its
+/// refresh token after `delay`.
+async fn due_for_refresh(
+    db: &TestDatabase,
+    delay: std::time::Duration,
+) -> (TenantId, Installation, FakeSlack) {
+    let acme = tenant(db, "Acme").await;
+    let due = Grant { expires_at: Some(Utc::now() + Duration::seconds(60)), ..grant("T1", "xoxb-old") };
+    store(db).record(acme, &due).await.unwrap();
+    let directory = PgTenantDirectory::new(db.pool(), Arc::new(test_keys()));
+    let found = directory.resolve(Platform::Slack, &WorkspaceRef::team(ws("T1"))).await.unwrap().unwrap();
+    let slack = FakeSlack::start("127.0.0.1", FakeWorkspace::team("T1", "T1 Co"));
+    slack.honour_refresh_token("xoxb-old-refresh");
+    slack.rotate(43_200);
+    slack.refresh_delay(delay);
+    (acme, found.installation.expect("installed"), slack)
+}
+
+fn oauth(slack: &FakeSlack) -> doorman_adapters::slack::oauth::SlackOAuthClient {
+    doorman_adapters::slack::oauth::SlackOAuthClient::new(doorman_adapters::slack::oauth::SlackApp {
+        client_id: doorman_testkit::fake_slack::CLIENT_ID.into(),
+        client_secret: doorman_testkit::fake_slack::CLIENT_SECRET.into(),
+        api_url: slack.api_url(),
+        redirect_uri: "http://127.0.0.1:9/slack/oauth/callback".into(),
+    })
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refresh_holds_no_row_lock_and_no_connection_while_slack_answers() {
+    let db = TestDatabase::create().await;
+    let (acme, installation, slack) = due_for_refresh(&db, std::time::Duration::from_millis(1500)).await;
+    // One connection: if the refresh kept it across Slack's answer, nothing else could run.
+    let one = doorman_adapters::postgres::pool::connect(
+        &db.server_url(),
+        &doorman_adapters::postgres::PoolSettings { max_size: 1, ..Default::default() },
+    );
+    let installations = PgInstallations::new(one.clone(), Arc::new(test_keys()), Some(oauth(&slack)));
+    let refreshing = tokio::spawn({
+        let installation = installation.clone();
+        async move { installations.refresh(acme, &installation).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!refreshing.is_finished(), "Slack is still answering");
+
+    let mut owner = db.owner().await;
+    diesel::sql_query("SELECT 1 FROM messaging_installations FOR UPDATE NOWAIT")
+        .execute(&mut owner)
+        .await
+        .expect("the installation's row is not locked while Slack answers");
+    let unit = tokio::time::timeout(std::time::Duration::from_millis(300), one.unit())
+        .await
+        .expect("the pool's one connection is free while Slack answers")
+        .unwrap();
+    unit.rollback().await;
+
+    let refreshed = refreshing.await.unwrap().unwrap();
+    assert_ne!(refreshed.bot_token.unwrap().expose(), "xoxb-old");
+    assert_eq!(slack.refreshes(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_refreshes_ask_slack_once_and_all_get_its_token() {
+    let db = TestDatabase::create().await;
+    let (acme, installation, slack) = due_for_refresh(&db, std::time::Duration::from_millis(400)).await;
+    let installations = PgInstallations::new(db.pool(), Arc::new(test_keys()), Some(oauth(&slack)));
+    let calls = (0..5).map(|_| installations.refresh(acme, &installation));
+    let tokens: Vec<String> = futures_util::future::join_all(calls)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap().bot_token.unwrap().expose().to_owned())
+        .collect();
+    assert_eq!(slack.refreshes(), 1, "a spent refresh token is never spent again");
+    assert!(tokens.iter().all(|t| *t == tokens[0] && t != "xoxb-old"), "{tokens:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refresh_slack_refuses_ends_its_lease_so_the_next_caller_asks_at_once() {
+    let db = TestDatabase::create().await;
+    let (acme, installation, slack) = due_for_refresh(&db, std::time::Duration::ZERO).await;
+    slack.forget_refresh_token();
+    let installations = PgInstallations::new(db.pool(), Arc::new(test_keys()), Some(oauth(&slack)));
+    let refused = installations.refresh(acme, &installation).await.unwrap_err();
+    assert!(matches!(refused, doorman_domain::RefreshError::Slack(_)), "{refused:?}");
+
+    slack.honour_refresh_token("xoxb-old-refresh");
+    let started = std::time::Instant::now();
+    installations.refresh(acme, &installation).await.expect("the next caller refreshes");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "it did not wait out a lease");
+}
+
+#[tokio::test]
+async fn without_a_slack_app_a_refresh_is_not_configured_not_refused() {
+    let db = TestDatabase::create().await;
+    let (acme, installation, _slack) = due_for_refresh(&db, std::time::Duration::ZERO).await;
+    let installations = PgInstallations::new(db.pool(), Arc::new(test_keys()), None);
+    let error = installations.refresh(acme, &installation).await.unwrap_err();
+    assert_eq!(error, doorman_domain::RefreshError::NotConfigured);
 }

@@ -188,9 +188,13 @@ pub trait Installations: Send + Sync {
     ///
     /// - MUST refresh at most once for concurrent callers, across processes: a caller that
     ///   finds the token already refreshed by another returns that one without asking Slack.
-    /// - MUST return `RefreshError::Slack` when Slack does not refresh it, and
-    ///   `RefreshError::Storage` when the installation cannot be read, locked or written (the
-    ///   dispatch is then recorded as failed, `token_refresh_failed`, saying which).
+    /// - MUST NOT hold a row lock or a pooled connection while Slack answers: concurrent
+    ///   callers wait for the one asking (a lease), not on a lock.
+    /// - MUST return `RefreshError::Slack` when Slack does not refresh it,
+    ///   `RefreshError::NotConfigured` when no Slack app is configured, and
+    ///   `RefreshError::Storage` when the installation cannot be read, leased or written (the
+    ///   dispatch is then recorded as failed: `token_refresh_failed` for the first two,
+    ///   `token_storage_failed` for the last).
     fn refresh(
         &self,
         tenant: TenantId,

@@ -1,7 +1,7 @@
 //! Handle: what happens after the HTTP answer.
 
 use super::Inbound;
-use crate::errors::{DispatchError, StorageError};
+use crate::errors::{DispatchError, RefreshError, StorageError};
 use crate::model::{Claim, Failure, Freshness, Installation, Job, Lifecycle};
 use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, TenantDirectory};
 
@@ -133,11 +133,12 @@ where
             }
             Freshness::Refresh => {}
         }
-        self.installations
-            .refresh(job.tenant(), installation)
-            .await
-            .map(Some)
-            .map_err(|error| DispatchError::TokenRefreshFailed(error.to_string()))
+        self.installations.refresh(job.tenant(), installation).await.map(Some).map_err(|error| match error {
+            RefreshError::Storage(error) => DispatchError::TokenStorageFailed(error.to_string()),
+            refused @ (RefreshError::Slack(_) | RefreshError::NotConfigured) => {
+                DispatchError::TokenRefreshFailed(refused.to_string())
+            }
+        })
     }
 
     /// Applies an uninstall or a revocation once the agent has had the event; a failure to

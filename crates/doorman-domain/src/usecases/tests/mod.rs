@@ -872,32 +872,38 @@ async fn a_token_about_to_expire_is_refreshed_before_the_dispatch_carries_it() {
 }
 
 #[tokio::test]
-async fn a_failed_refresh_is_recorded_as_token_refresh_failed_saying_whose_failure_and_nothing_is_sent() {
-    for (error, says) in [
+async fn a_failed_refresh_is_recorded_saying_whose_failure_it_is_and_nothing_is_sent() {
+    type Kind = fn(&DispatchError) -> bool;
+    let cases: [(RefreshError, &str, Kind); 3] = [
         (
             RefreshError::Slack(OAuthError::Refused("invalid_refresh_token".into())),
-            "Slack refused: invalid_refresh_token",
+            "token_refresh_failed: Slack refused: invalid_refresh_token",
+            |e| matches!(e, DispatchError::TokenRefreshFailed(_)),
+        ),
+        (
+            RefreshError::NotConfigured,
+            "token_refresh_failed: the Slack app is not configured (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET)",
+            |e| matches!(e, DispatchError::TokenRefreshFailed(_)),
         ),
         (
             RefreshError::Storage(StorageError::Unavailable("pool timed out".into())),
-            "storage unavailable: pool timed out",
+            "token_storage_failed: storage unavailable: pool timed out",
+            |e| matches!(e, DispatchError::TokenStorageFailed(_)),
         ),
-    ] {
+    ];
+    for (error, says, kind) in cases {
         let mut ports = Ports::new().never_dispatches();
         ports.installations.expect_refresh().return_once(move |_, _| ready(Err(error)));
         ports
             .receipts
             .expect_record_failure()
-            .withf(move |_, failure| failure.reason == format!("token_refresh_failed: {says}"))
+            .withf(move |_, failure| failure.reason == says)
             .times(1)
             .returning(|_, _| ready(Ok(())));
         let handled = ports.build().handle(installed_job(Some(60))).await;
         assert!(
-            matches!(
-                handled,
-                Handled::Failed { error: DispatchError::TokenRefreshFailed(_), recorded: true }
-            ),
-            "{handled:?}"
+            matches!(&handled, Handled::Failed { error, recorded: true } if kind(error)),
+            "{says}: {handled:?}"
         );
     }
 }

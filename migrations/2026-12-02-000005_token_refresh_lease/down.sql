@@ -1,0 +1,1 @@
+ALTER TABLE messaging_installations DROP COLUMN refresh_leased_until;
