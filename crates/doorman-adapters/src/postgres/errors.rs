@@ -1,13 +1,17 @@
 //! Translation of Diesel, connection and pool errors into the domain's [`StorageError`].
 //!
 //! `Unavailable` is for what waiting can fix (no connection, a closed connection, a pool
-//! timeout, a serialization conflict); everything else is `Unexpected`. Messages come from
-//! the driver and the server, which never include the connection password.
+//! timeout, a serialization conflict, a deadlock, a lock or statement timeout, a cancel, a
+//! server shutting down or starting up, no connection slot left); everything else is
+//! `Unexpected` (a constraint, a missing column: a bug or a schema drift, which a retry meets
+//! again). Messages come from the driver and the server, which never include the connection
+//! password.
 
 use diesel::result::{ConnectionError, DatabaseErrorKind, Error as DieselError};
 use doorman_domain::StorageError;
 
-pub(crate) fn from_diesel(error: DieselError) -> StorageError {
+/// A Diesel error as the domain's: `Unavailable` when waiting may fix it, else `Unexpected`.
+pub fn from_diesel(error: DieselError) -> StorageError {
     match error {
         DieselError::DatabaseError(kind, info) => match kind {
             // UnableToSendCommand: the connection broke mid-statement (a cut, a restart).
@@ -16,6 +20,7 @@ pub(crate) fn from_diesel(error: DieselError) -> StorageError {
             | DatabaseErrorKind::UnableToSendCommand
             | DatabaseErrorKind::SerializationFailure
             | DatabaseErrorKind::ReadOnlyTransaction => StorageError::Unavailable(info.message().to_owned()),
+            _ if is_transient(info.message()) => StorageError::Unavailable(info.message().to_owned()),
             _ => StorageError::Unexpected(info.message().to_owned()),
         },
         DieselError::BrokenTransactionManager => {
@@ -23,6 +28,30 @@ pub(crate) fn from_diesel(error: DieselError) -> StorageError {
         }
         other => StorageError::Unexpected(other.to_string()),
     }
+}
+
+/// What PostgreSQL says (in English, its default `lc_messages`) for the conditions waiting
+/// fixes that Diesel reports as `Unknown`: diesel-async keeps the SQLSTATE to itself, so the
+/// message is what there is. Each with its SQLSTATE, for a server whose messages are not in
+/// English (there these are `Unexpected`: answered 500, and Slack still retries).
+const TRANSIENT: [&str; 13] = [
+    "deadlock detected",                                                 // 40P01
+    "canceling statement due to lock timeout",                           // 55P03
+    "could not obtain lock on",                                          // 55P03 (NOWAIT)
+    "canceling statement due to statement timeout",                      // 57014
+    "canceling statement due to user request",                           // 57014 (pg_cancel_backend)
+    "canceling statement due to conflict with recovery",                 // 40001 (a standby)
+    "terminating connection due to administrator command",               // 57P01
+    "terminating connection because of crash of another server process", // 57P02
+    "terminating connection due to idle-in-transaction timeout",         // 25P03
+    "the database system is", // 57P03 (starting up, shutting down, in recovery)
+    "sorry, too many clients already", // 53300
+    "remaining connection slots are reserved", // 53300
+    "server closed the connection unexpectedly", // a connection lost mid-statement
+];
+
+fn is_transient(message: &str) -> bool {
+    TRANSIENT.iter().any(|known| message.starts_with(known) || message.contains(known))
 }
 
 /// Whether `error` says the connection itself is gone (closed under the statement, or the

@@ -4,7 +4,7 @@
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use doorman_adapters::slack::Rejection;
-use doorman_domain::Acknowledgement;
+use doorman_domain::{Acknowledgement, StorageError, Unavailability};
 
 use serde_json::json;
 
@@ -57,6 +57,12 @@ pub fn acknowledged(ack: &Acknowledgement) -> HttpResponse {
             HttpResponse::Ok().finish()
         }
         Acknowledgement::Replayed { .. } => error(StatusCode::UNAUTHORIZED, "replayed"),
+        // Slack retries a 500 as it does a 503; the status tells whoever reads the logs and
+        // the metrics that waiting will not fix it.
+        Acknowledgement::Unavailable(why @ Unavailability::Storage(StorageError::Unexpected(_))) => {
+            HttpResponse::build(StatusCode::INTERNAL_SERVER_ERROR)
+                .json(json!({ "error": "storage_error", "reason": why.as_str() }))
+        }
         Acknowledgement::Unavailable(why) => HttpResponse::build(StatusCode::SERVICE_UNAVAILABLE)
             .json(json!({ "error": "unavailable", "reason": why.as_str() })),
     }
@@ -71,4 +77,24 @@ pub fn body_timeout() -> HttpResponse {
 
 pub fn challenge(challenge: &str) -> HttpResponse {
     HttpResponse::Ok().json(json!({ "challenge": challenge }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_storage_failure_waiting_fixes_is_503_and_one_it_does_not_is_500() {
+        let answer =
+            |error| acknowledged(&Acknowledgement::Unavailable(Unavailability::Storage(error))).status();
+        assert_eq!(answer(StorageError::Unavailable("lock timeout".into())), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            answer(StorageError::Unconfirmed("cut mid-commit".into())),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            answer(StorageError::Unexpected("a constraint".into())),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
 }

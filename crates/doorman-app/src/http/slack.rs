@@ -12,11 +12,11 @@ use super::body::read_limited;
 use super::responses;
 use crate::log_summary::{LogSummary, Summary};
 
-/// The reasons a delivery is answered 503 ([`Unavailability::as_str`]), each logged as a
+/// The reasons a delivery is refused (503, or 500 for `storage_error`: [`Unavailability::as_str`]), each logged as a
 /// summary at most once a second ([`crate::log_summary`]) rather than once per answer: under
 /// overload they come thousands a second. The metrics count each answer.
-pub const REFUSALS: [&str; 7] =
-    ["no_agent", "misconfigured", "paused", "circuit_open", "busy", "storage", "internal"];
+pub const REFUSALS: [&str; 8] =
+    ["no_agent", "misconfigured", "paused", "circuit_open", "busy", "storage", "storage_error", "internal"];
 
 /// The summaries of 503 answers.
 pub fn refusal_summary() -> LogSummary {
@@ -213,6 +213,13 @@ pub fn log_refusals(summary: Summary, error: Option<&StorageError>) {
             over_ms,
             error = error.map(field::display),
             "database unavailable: deliveries answered 503 with nothing written"
+        ),
+        "storage_error" => tracing::error!(
+            reason,
+            answers,
+            over_ms,
+            error = error.map(field::display),
+            "the database answered unexpectedly (a bug or a schema drift, not an outage): deliveries answered 500 with nothing written"
         ),
         "busy" => tracing::warn!(
             reason,

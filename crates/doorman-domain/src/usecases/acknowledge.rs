@@ -84,7 +84,9 @@ pub enum Unavailability {
     CircuitOpen { tenant: TenantId },
     /// As much work is in flight as the tenant, or the process, may have.
     Busy { tenant: TenantId, limit: Busy },
-    /// The tenant directory or the receipt store could not answer.
+    /// The tenant directory or the receipt store could not answer (`Unavailable`,
+    /// `Unconfirmed`: waiting may fix it), or answered something unexpected (`Unexpected`: a
+    /// bug or a schema drift, which a retry meets again; answered 500, not 503).
     Storage(StorageError),
     /// Doorman itself failed while deciding (a bug: the task deciding it panicked). Nothing
     /// is known to have been written, so the platform is asked to retry.
@@ -100,6 +102,8 @@ impl Unavailability {
             Self::Paused { .. } => "paused",
             Self::CircuitOpen { .. } => "circuit_open",
             Self::Busy { .. } => "busy",
+            // Not an outage: the store answered, and the same request will fail the same way.
+            Self::Storage(StorageError::Unexpected(_)) => "storage_error",
             Self::Storage(_) => "storage",
             Self::Internal => "internal",
         }

@@ -451,10 +451,23 @@ fn each_unavailability_has_one_word_for_metrics_bodies_and_logs() {
         Unavailability::CircuitOpen { tenant },
         Unavailability::Busy { tenant, limit: Busy::Tenant },
         Unavailability::Storage(StorageError::Unavailable("down".into())),
+        Unavailability::Storage(StorageError::Unexpected("a constraint".into())),
         Unavailability::Internal,
     ]
     .map(|u| u.as_str());
-    assert_eq!(words, ["no_agent", "misconfigured", "paused", "circuit_open", "busy", "storage", "internal"]);
+    assert_eq!(
+        words,
+        [
+            "no_agent",
+            "misconfigured",
+            "paused",
+            "circuit_open",
+            "busy",
+            "storage",
+            "storage_error",
+            "internal"
+        ]
+    );
 }
 
 // --- acknowledge then handle -------------------------------------------------------------
