@@ -125,6 +125,11 @@ pub enum DispatchError {
     /// fresh token could not be kept. An operator's replay sends it once the database is back.
     #[error("token_storage_failed: {0}")]
     TokenStorageFailed(String),
+    /// A claim that was settled after its answer found the agent unable to take it (its bound
+    /// full, or its circuit open); nothing was sent, and the failure is on the receipt for an
+    /// operator's replay.
+    #[error("not_admitted: {0}")]
+    NotAdmitted(String),
     /// The dispatch could not be built (a bug: the payload was checked when it arrived).
     #[error("dispatch could not be built: {0}")]
     Internal(String),

@@ -10,6 +10,12 @@
 //! claims as a settle ([`super::claims`]), its outcomes as they are (they are idempotent). Its
 //! fingerprints are not sent again (one already recorded would read as a replay): they are
 //! answered unconfirmed.
+//!
+//! Two things keep one request's trouble its own. Claims being settled (unconfirmed earlier)
+//! go in a statement of their own, so fresh claims queued beside them are never sent as
+//! settles nor answered unconfirmed because of them. And a statement the database refuses
+//! (`Unexpected`: a row it will not take; nothing was written) is sent again in halves, down
+//! to the requests it refuses, so one tenant's bad row fails that row, not the cycle.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -46,6 +52,9 @@ pub(super) enum Written {
     Outcome(u64),
     /// A fingerprint sent in a batch whose connection was lost: it may have been recorded.
     Unconfirmed(StorageError),
+    /// Not written: the database refused it (alone, or in the smallest part of the batch that
+    /// still failed), or that part could not be sent.
+    Refused(StorageError),
 }
 
 /// How the writer works.
@@ -112,14 +121,81 @@ enum Sent {
     Lost(StorageError),
 }
 
-/// Writes one batch in one statement; one answer per request, in the requests' order.
+/// Writes one batch; one answer per request, in the requests' order. Claims being settled
+/// are written apart from the rest; each part in one statement ([`isolating`]).
 pub(super) async fn write(
     pool: PgPool,
     batch: Vec<Write>,
     settings: CycleSettings,
 ) -> Result<Vec<Written>, StorageError> {
+    let settling = |write: &Write| matches!(write, Write::Claim(claim) if claim.settle);
+    let (settles, rest): (Vec<&Write>, Vec<&Write>) = batch.iter().partition(|write| settling(write));
+    if settles.is_empty() || rest.is_empty() {
+        let all: Vec<&Write> = batch.iter().collect();
+        return isolating(&pool, &all, &settings, true).await;
+    }
+    let (rest_answers, settle_answers) =
+        tokio::join!(isolating(&pool, &rest, &settings, true), isolating(&pool, &settles, &settings, true));
+    let (mut rest_answers, mut settle_answers) = (
+        answer_each(rest_answers, rest.len()).into_iter(),
+        answer_each(settle_answers, settles.len()).into_iter(),
+    );
+    Ok(batch
+        .iter()
+        .map(|write| {
+            let next = if settling(write) { settle_answers.next() } else { rest_answers.next() };
+            next.unwrap_or_else(|| {
+                Written::Refused(StorageError::Unexpected("a request lost its answer".into()))
+            })
+        })
+        .collect())
+}
+
+/// A part's answers, or its error as each request's.
+fn answer_each(written: Result<Vec<Written>, StorageError>, requests: usize) -> Vec<Written> {
+    written.unwrap_or_else(|error| (0..requests).map(|_| Written::Refused(error.clone())).collect())
+}
+
+/// Writes `batch` in one statement; if the database refuses it (`Unexpected`, nothing
+/// written), writes each half on its own, down to the requests it refuses.
+fn isolating<'a>(
+    pool: &'a PgPool,
+    batch: &'a [&'a Write],
+    settings: &'a CycleSettings,
+    whole: bool,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Written>, StorageError>> + Send + 'a>> {
+    Box::pin(async move {
+        match write_once(pool, batch, settings).await {
+            Err(error @ StorageError::Unexpected(_)) if batch.len() > 1 => {
+                if whole {
+                    tracing::warn!(
+                        size = batch.len(),
+                        error = %error,
+                        "the database refused a batch; writing it in parts so that only what it refuses fails"
+                    );
+                }
+                let (left, right) = batch.split_at(batch.len() / 2);
+                let (left_answers, right_answers) = tokio::join!(
+                    isolating(pool, left, settings, false),
+                    isolating(pool, right, settings, false)
+                );
+                let mut answers = answer_each(left_answers, left.len());
+                answers.extend(answer_each(right_answers, right.len()));
+                Ok(answers)
+            }
+            other => other,
+        }
+    })
+}
+
+/// Writes one batch in one statement; one answer per request, in the requests' order.
+async fn write_once(
+    pool: &PgPool,
+    batch: &[&Write],
+    settings: &CycleSettings,
+) -> Result<Vec<Written>, StorageError> {
     let (mut claims, mut requests, mut outcomes) = (Vec::new(), Vec::new(), Vec::new());
-    for write in &batch {
+    for write in batch.iter().copied() {
         match write {
             Write::Claim(claim) => claims.push(claim),
             Write::Request(tenant, fingerprint) => requests.push((*tenant, fingerprint)),
@@ -147,7 +223,7 @@ pub(super) async fn write(
         }
         let Some(statement) = parts.into_iter().reduce(Kept::union_all) else { break Vec::new() };
         let lost = settle || requests_lost.is_some();
-        let error = match tokio::time::timeout_at(deadline, send(&pool, statement)).await {
+        let error = match tokio::time::timeout_at(deadline, send(pool, statement)).await {
             Ok(Sent::Answered(rows)) => break rows,
             Ok(Sent::NotWritten(error)) if !lost => return Err(error),
             Ok(Sent::NotWritten(error)) => error,
@@ -178,7 +254,7 @@ pub(super) async fn write(
         }
         tokio::time::sleep(RESEND_PAUSE).await;
     };
-    Ok(answers(&batch, &requests, &outcomes, rows, requests_lost))
+    Ok(answers(batch, &requests, &outcomes, rows, requests_lost))
 }
 
 async fn send(pool: &PgPool, statement: Kept<'_>) -> Sent {
@@ -204,7 +280,7 @@ async fn send(pool: &PgPool, statement: Kept<'_>) -> Sent {
 /// Reads the rows back into one answer per request. A claim holds its event when its claim id
 /// came back; a fingerprint when `(tenant, signature)` came back for its first copy in the batch.
 fn answers(
-    batch: &[Write],
+    batch: &[&Write],
     requests: &[(TenantId, &Fingerprint)],
     outcomes: &[&PendingOutcome],
     rows: Vec<Row>,
@@ -228,7 +304,7 @@ fn answers(
     let mut first_request = HashSet::with_capacity(requests.len());
     batch
         .iter()
-        .map(|write| match write {
+        .map(|write| match *write {
             Write::Claim(claim) => Written::Claim(if held.contains(claim.receipt.claim.as_uuid()) {
                 Claim::Claimed
             } else {

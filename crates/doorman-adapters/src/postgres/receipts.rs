@@ -163,7 +163,7 @@ impl PgReceiptStore {
     async fn claim_within(&self, write: Write) -> Result<Claim, StorageError> {
         match self.claims.submit_within(write, self.timeouts.confirm_within).await? {
             Written::Claim(claim) => Ok(claim),
-            Written::Unconfirmed(error) => Err(error),
+            Written::Unconfirmed(error) | Written::Refused(error) => Err(error),
             Written::Outcome(_) => {
                 Err(StorageError::Unexpected("the writer answered a claim as an outcome".into()))
             }
@@ -177,6 +177,7 @@ impl PgReceiptStore {
             let written = match &self.outcomes {
                 Outcomes::Batched(writer) => match writer.submit(Write::Outcome(outcome.clone())).await {
                     Ok(Written::Outcome(pruned)) => Ok(pruned),
+                    Ok(Written::Refused(error)) => Err(error),
                     Ok(_) => {
                         return Err(StorageError::Unexpected(
                             "the writer answered an outcome as a claim".into(),

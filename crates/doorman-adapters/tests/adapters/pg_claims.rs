@@ -122,6 +122,85 @@ async fn the_same_key_twice_in_one_batch_is_claimed_once() {
     assert_eq!(outcomes.iter().filter(|c| **c == Claim::Claimed).count(), 1, "{outcomes:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_the_database_refuses_fails_only_its_own_claim_not_the_batch() {
+    let db = TestDatabase::create().await;
+    let (a, b) = (tenant_with_team(&db.operator(), "T1").await, tenant_with_team(&db.operator(), "T2").await);
+    // A row the database will not take (standing in for any: a constraint, a value it refuses).
+    diesel::sql_query(
+        "ALTER TABLE messaging_event_receipts ADD CONSTRAINT test_poison CHECK (external_event_id <> 'EvPoison')",
+    )
+    .execute(&mut db.owner().await)
+    .await
+    .unwrap();
+    let proxy = FaultProxy::start(db.server_addr()).await;
+    let store = store_through(&db, &proxy, ClaimTimeouts::default());
+    assert_eq!(store.claim(&receipt(a, "EvWarm", now())).await.unwrap(), Claim::Claimed);
+    proxy.delay(Duration::from_millis(50));
+    proxy.watch_client(b"EvFirst");
+    let first = {
+        let store = store.clone();
+        tokio::spawn(async move { store.claim(&receipt(a, "EvFirst", now())).await })
+    };
+    // While the first batch is on the wire, the next gathers: tenant B's poisoned row among
+    // tenant A's and B's good ones.
+    proxy.wait_for_client(1, Duration::from_secs(10)).await;
+    let claims = (0..12).map(|i| {
+        let store = store.clone();
+        let (tenant, id) = match i {
+            5 => (b, "EvPoison".to_owned()),
+            i if i % 2 == 0 => (a, format!("EvGood{i}")),
+            i => (b, format!("EvGood{i}")),
+        };
+        tokio::spawn(async move { (id.clone(), store.claim(&receipt(tenant, &id, now())).await) })
+    });
+    let outcomes: Vec<(String, Result<Claim, StorageError>)> =
+        futures_util::future::join_all(claims).await.into_iter().map(Result::unwrap).collect();
+    assert_eq!(first.await.unwrap().unwrap(), Claim::Claimed);
+    for (id, outcome) in outcomes {
+        if id == "EvPoison" {
+            assert!(matches!(outcome, Err(StorageError::Unexpected(_))), "{id}: {outcome:?}");
+        } else {
+            assert_eq!(outcome, Ok(Claim::Claimed), "{id} was in the poisoned row's batch");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settle_queued_beside_fresh_claims_does_not_make_their_failures_its_own() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
+    diesel::sql_query(
+        "ALTER TABLE messaging_event_receipts ADD CONSTRAINT test_poison CHECK (external_event_id <> 'EvPoison')",
+    )
+    .execute(&mut db.owner().await)
+    .await
+    .unwrap();
+    let proxy = FaultProxy::start(db.server_addr()).await;
+    let store = store_through(&db, &proxy, ClaimTimeouts::default());
+    assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
+    proxy.delay(Duration::from_millis(50));
+    proxy.watch_client(b"EvFirst");
+    let first = {
+        let store = store.clone();
+        tokio::spawn(async move { store.claim(&receipt(tenant, "EvFirst", now())).await })
+    };
+    proxy.wait_for_client(1, Duration::from_secs(10)).await;
+    // Queued together behind the first batch: a settle, and a fresh claim the database refuses.
+    let settling = {
+        let store = store.clone();
+        tokio::spawn(async move { store.settle(&receipt(tenant, "EvSettle", now())).await })
+    };
+    let started = std::time::Instant::now();
+    let fresh = store.claim(&receipt(tenant, "EvPoison", now())).await;
+    // Refused at once, as a fresh claim is: not retried as a settle until the claim's time is
+    // up and then answered unconfirmed.
+    assert!(matches!(fresh, Err(StorageError::Unexpected(_))), "{fresh:?}");
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    assert_eq!(settling.await.unwrap().unwrap(), Claim::Claimed);
+    assert_eq!(first.await.unwrap().unwrap(), Claim::Claimed);
+}
+
 /// A store whose one pool reaches the database through `proxy`, batching up to 64 claims.
 fn store_through(db: &TestDatabase, proxy: &FaultProxy, timeouts: ClaimTimeouts) -> Arc<PgReceiptStore> {
     let pool = pool::connect(&with_address(db.url(), proxy.addr()), &PoolSettings::default());

@@ -74,6 +74,18 @@ impl Job {
         self.unsettled.as_ref()
     }
 
+    /// Gives the job's place in the bounded work in flight back (and, if it was the circuit's
+    /// half-open probe, the probe), for a wait that is not a dispatch: settling a claim can
+    /// take minutes.
+    pub(crate) fn give_back_permit(&mut self) {
+        self.permit = Permit::unbounded();
+    }
+
+    /// The job holds `permit` from now on.
+    pub(crate) fn hold(&mut self, permit: Permit) {
+        self.permit = permit;
+    }
+
     /// The workspace's installation, as resolved when the job was accepted.
     pub(crate) fn with_installation(self, installation: Option<Installation>) -> Self {
         Self { installation, ..self }

@@ -3,7 +3,7 @@
 use super::Inbound;
 use crate::errors::{DispatchError, RefreshError, StorageError};
 use crate::model::{Claim, Failure, Freshness, Installation, Job, Lifecycle};
-use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, TenantDirectory};
+use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, TenantDirectory, Unready};
 
 /// What became of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,10 +48,15 @@ where
     /// its receipt (on success) or records the failure (otherwise). Unnumbered jobs have no
     /// receipt and only dispatch. A job whose claim was not confirmed settles it first and
     /// goes on only if the claim holds the event.
-    pub async fn handle(&self, job: Job) -> Handled {
-        if let Some(claim) = job.unsettled_claim() {
+    pub async fn handle(&self, mut job: Job) -> Handled {
+        let mut admitted = Ok(());
+        if let Some(claim) = job.unsettled_claim().cloned() {
+            // Settling waits for the database, for minutes if it must: the job's place in the
+            // bounded work (and its circuit's half-open probe, if it had it) goes back
+            // meanwhile, and is taken again once the claim holds the event.
+            job.give_back_permit();
             let key = &claim.key;
-            match self.receipts.settle(claim).await {
+            match self.receipts.settle(&claim).await {
                 Ok(Claim::Claimed) => tracing::info!(
                     tenant.id = %key.tenant,
                     event.id = %key.external_id,
@@ -68,10 +73,26 @@ where
                     return Handled::NotSent(NotSent::Unsettled(error));
                 }
             }
+            admitted = match self.bridge.admit(job.tenant()) {
+                Ok(permit) => {
+                    job.hold(permit);
+                    Ok(())
+                }
+                Err(Unready::CircuitOpen) => {
+                    Err(DispatchError::NotAdmitted("the agent's circuit is open".into()))
+                }
+                Err(Unready::Busy(bound)) => Err(DispatchError::NotAdmitted(format!(
+                    "the {} bound on work in flight is full",
+                    bound.as_str()
+                ))),
+            };
         }
         let key = job.receipt_key();
-        let outcome = match self.authorization(&job).await {
-            Ok(installation) => self.bridge.dispatch(&job, installation).await,
+        let outcome = match admitted {
+            Ok(()) => match self.authorization(&job).await {
+                Ok(installation) => self.bridge.dispatch(&job, installation).await,
+                Err(error) => Err(error),
+            },
             Err(error) => Err(error),
         };
         if let Some(lifecycle) = &job.event().lifecycle {

@@ -350,6 +350,7 @@ async fn an_unconfirmed_claim_that_holds_the_event_is_dispatched_once_settled() 
         .times(1)
         .in_sequence(&mut seq)
         .returning(|_| ready(Ok(Claim::Claimed)));
+    ports.bridge.expect_admit().times(1).in_sequence(&mut seq).returning(|_| Ok(Permit::unbounded()));
     ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(())));
     ports
         .receipts
@@ -359,6 +360,51 @@ async fn an_unconfirmed_claim_that_holds_the_event_is_dispatched_once_settled() 
         .in_sequence(&mut seq)
         .returning(|_, _, _, _| ready(Ok(Completion::default())));
     assert_eq!(ports.build().handle(job).await, Handled::Delivered { pruned: 0 });
+}
+
+/// A permit whose place is `held` until it is dropped.
+fn tracked_permit(held: &Arc<std::sync::atomic::AtomicBool>) -> Permit {
+    struct Place(Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Place {
+        fn drop(&mut self) {
+            self.0.store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    held.store(true, std::sync::atomic::Ordering::SeqCst);
+    Permit::new(Place(held.clone()))
+}
+
+#[tokio::test]
+async fn an_unconfirmed_claim_gives_its_place_back_while_it_settles() {
+    let held = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut acknowledging = Ports::new();
+    let place = held.clone();
+    acknowledging.directory.expect_resolve().returning(|_, _| ready(Ok(Some(tenant()))));
+    acknowledging.bridge.expect_admit().times(1).returning(move |_| Ok(tracked_permit(&place)));
+    let (_, job, _) = acknowledge_unconfirmed(acknowledging).await;
+    assert!(held.load(std::sync::atomic::Ordering::SeqCst), "the accepted job holds its place");
+
+    let mut ports = Ports::new();
+    let during = held.clone();
+    ports.receipts.expect_settle().times(1).returning(move |_| {
+        assert!(!during.load(std::sync::atomic::Ordering::SeqCst), "a settling job holds no place");
+        ready(Ok(Claim::Claimed))
+    });
+    // Admitted again to dispatch; refused here (its circuit opened meanwhile): nothing is sent
+    // and the failure is on the receipt.
+    ports.bridge.expect_admit().times(1).returning(|_| Err(Unready::CircuitOpen));
+    ports.bridge.expect_dispatch().never();
+    ports
+        .receipts
+        .expect_record_failure()
+        .withf(|_, failure| failure.reason == "not_admitted: the agent's circuit is open")
+        .times(1)
+        .returning(|_, _| ready(Ok(())));
+    let handled = ports.build().handle(job).await;
+    assert!(
+        matches!(handled, Handled::Failed { error: DispatchError::NotAdmitted(_), recorded: true }),
+        "{handled:?}"
+    );
 }
 
 #[tokio::test]
