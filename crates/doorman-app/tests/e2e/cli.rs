@@ -133,3 +133,79 @@ async fn an_operator_hands_out_an_install_link_then_lists_and_removes_the_instal
     let again = doorman(url, &["slack", "uninstall", "--tenant", &tenant, "--team-id", "TCLI"]);
     assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("no installation"));
 }
+
+/// Every action the audit trail knows, done once through the command line, and each read back
+/// with its tenant and target: an action whose audit write is removed fails here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_audited_action_is_read_back_from_the_trail() {
+    let slack = FakeSlack::start("localhost", Workspace::team("TAUD", "Audit Co"));
+    let flags = slack_flags(&slack, "https://doorman.example");
+    let app = TestApp::spawn_with(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let url = app.db.url();
+    let slack_app = [
+        ("SLACK_CLIENT_ID", fake_slack::CLIENT_ID),
+        ("SLACK_CLIENT_SECRET", fake_slack::CLIENT_SECRET),
+        ("DOORMAN_PUBLIC_URL", "https://doorman.example/"),
+    ];
+    let tenant = ok(&doorman(url, &["tenant", "add", "--name", "Audited"])).trim().to_owned();
+    let t = tenant.as_str();
+    ok(&doorman(url, &["tenant", "retain-payloads", "--tenant", t, "on"]));
+    ok(&doorman(url, &["workspace", "link", "--tenant", t, "--team-id", "TLINK"]));
+    ok(&doorman(url, &["agent", "set", "--tenant", t, "--url", app.agent.url(), "--secret", AGENT_SECRET]));
+    ok(&doorman(url, &["agent", "pause", "--tenant", t]));
+    ok(&doorman(url, &["agent", "resume", "--tenant", t]));
+    let link = ok(&doorman_with(url, &slack_app, &["slack", "install-link", "--tenant", t]));
+    let token = link.trim().strip_prefix("https://doorman.example/slack/install/").expect("an install link");
+    assert_eq!(install(&app, token).await.0, 200);
+    ok(&doorman(url, &["slack", "uninstall", "--tenant", t, "--team-id", "TAUD"]));
+    ok(&doorman(url, &["workspace", "unlink", "--tenant", t, "--id", "TLINK"]));
+    let _ = doorman(url, &["receipts", "replay", "--tenant", t, "--failed-since", "1h"]);
+    let key: serde_json::Value = serde_json::from_str(&ok(&doorman(
+        url,
+        &["admin", "keys", "create", "--name", "audited key", "--json"],
+    )))
+    .unwrap();
+    let key_id = key["id"].as_str().expect("the key's id").to_owned();
+    ok(&doorman(url, &["admin", "keys", "revoke", &key_id]));
+    ok(&doorman(url, &["secrets", "rotate"]));
+    ok(&doorman(url, &["receipts", "prune"]));
+    ok(&doorman(url, &["slack", "prune-states"]));
+
+    let trail: serde_json::Value =
+        serde_json::from_str(&ok(&doorman(url, &["admin", "audit", "--json"]))).unwrap();
+    let entries = trail.as_array().expect("a list of entries");
+    let entry = |action: &str| {
+        entries
+            .iter()
+            .find(|e| e["action"] == action)
+            .unwrap_or_else(|| panic!("no {action} entry in the trail: {trail}"))
+    };
+    for action in doorman_domain::AuditAction::ALL {
+        let found = entry(action.as_str());
+        assert_eq!(found["actor_kind"], "cli", "{found}");
+    }
+    for (action, target) in [
+        ("tenant.retain_payloads", "on"),
+        ("workspace.link", "TLINK"),
+        ("workspace.unlink", "TLINK"),
+        ("installation.remove", "TAUD"),
+    ] {
+        assert_eq!(entry(action)["tenant_id"], t, "{action}");
+        assert!(
+            entry(action)["target"].as_str().is_some_and(|x| x.contains(target)),
+            "{action}: {}",
+            entry(action)
+        );
+    }
+    for action in
+        ["tenant.create", "agent.set", "agent.pause", "agent.resume", "install_link.create", "events.replay"]
+    {
+        assert_eq!(entry(action)["tenant_id"], t, "{action}: {}", entry(action));
+    }
+    assert!(
+        entry("key.revoke")["target"].as_str().is_some_and(|x| x.contains(&key_id)),
+        "{}",
+        entry("key.revoke")
+    );
+    assert!(!trail.to_string().contains("whsec_") && !trail.to_string().contains("dmk_"), "never a secret");
+}

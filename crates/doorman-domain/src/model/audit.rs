@@ -29,6 +29,25 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
+    /// Every action, for what must cover them all (a test reads each one back).
+    pub const ALL: [Self; 15] = [
+        Self::TenantCreate,
+        Self::TenantRetainPayloads,
+        Self::WorkspaceLink,
+        Self::WorkspaceUnlink,
+        Self::AgentSet,
+        Self::AgentPause,
+        Self::AgentResume,
+        Self::InstallLinkCreate,
+        Self::InstallationRemove,
+        Self::EventsReplay,
+        Self::KeyCreate,
+        Self::KeyRevoke,
+        Self::SecretsRotate,
+        Self::ReceiptsPrune,
+        Self::InstallStatesPrune,
+    ];
+
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::TenantCreate => "tenant.create",
@@ -141,6 +160,40 @@ mod tests {
         ];
         for (action, word) in words {
             assert_eq!(action.as_str(), word);
+        }
+        assert_eq!(
+            AuditAction::ALL.map(AuditAction::as_str),
+            words.map(|(_, word)| word),
+            "ALL lists each once"
+        );
+    }
+
+    /// A new action must be added to `ALL` (the match below fails to compile until it is
+    /// handled here, and here is beside `ALL`).
+    #[test]
+    fn all_lists_every_action() {
+        fn position(action: AuditAction) -> usize {
+            use AuditAction::*;
+            match action {
+                TenantCreate => 0,
+                TenantRetainPayloads => 1,
+                WorkspaceLink => 2,
+                WorkspaceUnlink => 3,
+                AgentSet => 4,
+                AgentPause => 5,
+                AgentResume => 6,
+                InstallLinkCreate => 7,
+                InstallationRemove => 8,
+                EventsReplay => 9,
+                KeyCreate => 10,
+                KeyRevoke => 11,
+                SecretsRotate => 12,
+                ReceiptsPrune => 13,
+                InstallStatesPrune => 14,
+            }
+        }
+        for (i, action) in AuditAction::ALL.into_iter().enumerate() {
+            assert_eq!(position(action), i);
         }
     }
 
