@@ -36,6 +36,13 @@ async fn losing_a_synchronous_primary_mid_commit_loses_and_doubles_nothing() {
     let report = run.load_through_failover(Duration::ZERO).await;
     report.print("synchronous standby");
     report.assert_nothing_lost_or_doubled();
+    // The claim batch whose commit reached the standby unanswered was sent again as a settle
+    // on the new primary, within the claim's 1.5 s (ADR 16, first half).
+    assert!(
+        run.logged("a batch lost its connection before its commit was confirmed; settling it on a fresh one"),
+        "the lost commit was settled by claim id: {}",
+        run.logs()
+    );
     run.pause_applies_everywhere_within(Duration::from_millis(200)).await;
 }
 
@@ -50,6 +57,19 @@ async fn a_slow_promotion_is_answered_503_and_still_loses_and_doubles_nothing() 
     report.print("synchronous standby promoted 2 s late");
     report.assert_nothing_lost_or_doubled();
     assert!(report.refused > 0 && report.re_sent > 0, "deliveries were answered 503 and re-sent");
+    // Past the claim's 1.5 s the claims caught by the loss were answered 503 unconfirmed and
+    // settled after the answer (ADR 16, second half): the one whose commit had reached the
+    // standby was dispatched then, and nothing above found it undelivered.
+    assert!(
+        run.logged("claim not confirmed; answered 503, and it is settled after the answer"),
+        "the domain's unsettled-claim path was reached: {}",
+        run.logs()
+    );
+    assert!(
+        run.logged("an unconfirmed claim holds the event; dispatching it"),
+        "a claim settled after its 503 held its event and was dispatched: {}",
+        run.logs()
+    );
     let seen = readiness.stop().await;
     assert!(seen.contains(&503), "/readyz was 503 while no server accepted writes: {seen:?}");
     assert_eq!(seen.last(), Some(&200), "and ready again after the promotion, without a restart");
@@ -85,7 +105,9 @@ impl Run {
         let tenant =
             doorman_testkit::database::tenant_with_agent(&operator, "T1", agent.url(), AGENT_SECRET).await;
         let url = cluster.url(SERVER_ROLE);
-        let servers = (0..2).map(|_| spawn_serve_on(&url, "warn", &["--workers", "1"])).collect();
+        // The domain's settling is logged at info: the tests read which path a claim took.
+        let logs = "warn,doorman_domain::usecases::handle=info";
+        let servers = (0..2).map(|_| spawn_serve_on(&url, logs, &["--workers", "1"])).collect();
         Self { cluster, replication, agent, servers, operator, tenant, http: http_client() }
     }
 
@@ -114,6 +136,15 @@ impl Run {
             seen
         });
         Watch { stop, task }
+    }
+
+    /// Whether either server logged `line`.
+    fn logged(&self, line: &str) -> bool {
+        self.servers.iter().any(|server| server.logs().contains(line))
+    }
+
+    fn logs(&self) -> String {
+        self.servers.iter().map(ServeProcess::logs).collect::<Vec<_>>().join("\n---\n")
     }
 
     fn bases(&self) -> Vec<String> {
