@@ -14,7 +14,7 @@ use diesel::prelude::*;
 use diesel::result::Error as DieselError;
 use diesel::sql_types::{BigInt, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use doorman_domain::{AuditEntry, StorageError, TenantId};
+use doorman_domain::{StorageError, TenantId};
 use uuid::Uuid;
 
 use super::directory::{AGENT_SECRET_COLUMN, BOT_TOKEN_COLUMN, PAYLOAD_COLUMN, REFRESH_TOKEN_COLUMN};
@@ -50,11 +50,6 @@ impl PgMaintenance {
             super::connect::SessionLimits { lock: std::time::Duration::from_secs(5), ..Default::default() };
         let conn = target.establish(&limits).await.map_err(from_connection)?;
         Ok(Self { conn })
-    }
-
-    /// Records that a maintenance run finished, and what it did.
-    pub async fn audit(&mut self, entry: &AuditEntry) -> Result<(), StorageError> {
-        super::admin::audit::write(&mut self.conn, entry).await.map_err(from_diesel)
     }
 
     /// Re-seals every stored secret that is not sealed with the current key (or not sealed

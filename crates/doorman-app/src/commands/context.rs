@@ -10,9 +10,7 @@ use doorman_adapters::postgres::pool::{self, PoolSettings};
 use doorman_adapters::postgres::{PgMaintenance, PgOperatorPorts, PgPool};
 use doorman_adapters::secrets::Keyring;
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
-use doorman_domain::{
-    Actor, AuditAction, AuditEntry, Caller, OperatorError, ReceiptStatus, RequestId, TenantId,
-};
+use doorman_domain::{Actor, Caller, OperatorError, ReceiptStatus, RequestId, TenantId};
 
 use crate::cli::DatabaseArgs;
 
@@ -51,17 +49,6 @@ impl Cli {
         };
         let ports = PgOperatorPorts::new(pool, needs.keys, needs.destinations);
         Self { operator: Operator::new(ports, settings), caller: caller() }
-    }
-
-    /// Records a maintenance run's outcome in the audit trail.
-    pub async fn audit_maintenance(
-        &self,
-        maintenance: &mut PgMaintenance,
-        action: AuditAction,
-        target: String,
-    ) -> anyhow::Result<()> {
-        let entry = AuditEntry::new(&self.caller, action, None, Some(target));
-        maintenance.audit(&entry).await.context("writing the audit entry")
     }
 }
 

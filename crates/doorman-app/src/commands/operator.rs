@@ -183,10 +183,16 @@ pub async fn secrets(command: SecretsCommand) -> anyhow::Result<()> {
             let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
             let keys = keyring(&keys)?;
             let mut maintenance = maintenance(&db).await?;
-            let rotation = maintenance.rotate_secrets(&keys, batch).await?;
             let cli = Cli::owner(&db, Needs::default());
-            let target = format!("resealed {} with key {}", rotation.resealed, keys.current());
-            cli.audit_maintenance(&mut maintenance, AuditAction::SecretsRotate, target).await?;
+            let run = maintenance.rotate_secrets(&keys, batch);
+            let done = |rotation: &doorman_adapters::postgres::maintenance::Rotation| {
+                format!("resealed {} with key {}", rotation.resealed, keys.current())
+            };
+            let rotation = cli
+                .operator
+                .maintain(&cli.caller, AuditAction::SecretsRotate, run, done)
+                .await
+                .map_err(explain)?;
             if json {
                 output::json(&json!({ "resealed": rotation.resealed, "key": keys.current() }));
             } else {
@@ -260,14 +266,15 @@ pub async fn slack(command: SlackCommand) -> anyhow::Result<()> {
         SlackCommand::PruneStates { batch, json, db } => {
             let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
             let mut maintenance = maintenance(&db).await?;
-            let deleted = maintenance.prune_install_states(batch).await?;
             let cli = Cli::owner(&db, Needs::default());
-            cli.audit_maintenance(
-                &mut maintenance,
-                AuditAction::InstallStatesPrune,
-                format!("deleted {deleted}"),
-            )
-            .await?;
+            let run = maintenance.prune_install_states(batch);
+            let deleted = cli
+                .operator
+                .maintain(&cli.caller, AuditAction::InstallStatesPrune, run, |deleted| {
+                    format!("deleted {deleted}")
+                })
+                .await
+                .map_err(explain)?;
             if json {
                 output::json(&json!({ "deleted": deleted }));
             } else {

@@ -40,11 +40,15 @@ pub async fn run(command: ReceiptsCommand) -> anyhow::Result<()> {
             let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
             let retention = doorman_domain::Retention::new(*retention, batch.get()).context("--retention")?;
             let mut maintenance = maintenance(&db).await?;
-            let deleted = maintenance.prune_expired(retention.expiry_cutoff(Utc::now()), batch).await?;
             let kept = humantime::format_duration(retention.keep_for());
             let cli = Cli::owner(&db, Needs::default());
-            let target = format!("deleted {deleted} older than {kept}");
-            cli.audit_maintenance(&mut maintenance, AuditAction::ReceiptsPrune, target).await?;
+            let run = maintenance.prune_expired(retention.expiry_cutoff(Utc::now()), batch);
+            let done = |deleted: &u64| format!("deleted {deleted} older than {kept}");
+            let deleted = cli
+                .operator
+                .maintain(&cli.caller, AuditAction::ReceiptsPrune, run, done)
+                .await
+                .map_err(explain)?;
             if json {
                 output::json(&json!({ "deleted": deleted }));
             } else {

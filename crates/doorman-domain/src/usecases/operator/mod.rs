@@ -12,13 +12,15 @@
 //! 4. **The change, with its audit entry**, in one transaction of the port that makes it.
 //!
 //! One module per concern: [`tenants`], [`workspaces`], [`agents`], [`installs`],
-//! [`events`] (accounting and replays), [`keys`] and [`audit`].
+//! [`events`] (accounting and replays), [`keys`], [`audit`] and [`maintenance`] (long runs
+//! in batches, recorded before and after).
 
 pub mod agents;
 pub mod audit;
 pub mod events;
 pub mod installs;
 pub mod keys;
+pub mod maintenance;
 pub mod tenants;
 #[cfg(test)]
 mod tests;

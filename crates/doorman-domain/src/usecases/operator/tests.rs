@@ -656,3 +656,86 @@ async fn a_storage_failure_is_passed_on_as_it_is() {
     let error = ports.build().tenant(&cli(), own()).await.unwrap_err();
     assert_eq!(error, OperatorError::Storage(StorageError::Unavailable("down".into())));
 }
+
+mod maintenance {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_run_is_recorded_before_it_changes_anything_and_its_result_after() {
+        let mut ports = Ports::new();
+        let mut seq = Sequence::new();
+        let started = Arc::new(AtomicBool::new(false));
+        let recorded = started.clone();
+        ports
+            .audit
+            .expect_record()
+            .withf(|e| e.action == AuditAction::ReceiptsPrune && e.target.as_deref() == Some("started"))
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(move |_| {
+                recorded.store(true, Ordering::SeqCst);
+                ready(Ok(()))
+            });
+        ports
+            .audit
+            .expect_record()
+            .withf(|e| e.target.as_deref() == Some("deleted 7") && e.tenant.is_none())
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| ready(Ok(())));
+        let ran = started.clone();
+        let run = async move {
+            assert!(ran.load(Ordering::SeqCst), "the run began after its start was recorded");
+            Ok(7_u64)
+        };
+        let deleted =
+            ports.build().maintain(&cli(), AuditAction::ReceiptsPrune, run, |n| format!("deleted {n}")).await;
+        assert_eq!(deleted, Ok(7));
+    }
+
+    #[tokio::test]
+    async fn a_run_that_stops_records_why_and_one_whose_start_cannot_be_recorded_never_runs() {
+        let mut ports = Ports::new();
+        let mut seq = Sequence::new();
+        ports.audit.expect_record().times(1).in_sequence(&mut seq).returning(|_| ready(Ok(())));
+        ports
+            .audit
+            .expect_record()
+            .withf(|e| e.target.as_deref().is_some_and(|t| t.starts_with("stopped: storage unavailable")))
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| ready(Ok(())));
+        let down = StorageError::Unavailable("no primary".into());
+        let failed = ports
+            .build()
+            .maintain(&cli(), AuditAction::SecretsRotate, async { Err::<u64, _>(down) }, |_| String::new())
+            .await;
+        assert!(matches!(failed, Err(OperatorError::Storage(_))), "{failed:?}");
+
+        let mut ports = Ports::new();
+        ports
+            .audit
+            .expect_record()
+            .times(1)
+            .returning(|_| ready(Err(StorageError::Unavailable("down".into()))));
+        let never = async { panic!("ran without its start recorded") };
+        let refused: Result<u64, _> =
+            ports.build().maintain(&cli(), AuditAction::InstallStatesPrune, never, |_| String::new()).await;
+        assert!(refused.is_err());
+    }
+
+    #[tokio::test]
+    async fn only_a_caller_for_every_tenant_may_run_maintenance() {
+        for caller in [key(Some(own()), false), key(None, true)] {
+            let ports = Ports::new().untouched();
+            let refused: Result<u64, _> = ports
+                .build()
+                .maintain(&caller, AuditAction::ReceiptsPrune, async { panic!("ran") }, |_| String::new())
+                .await;
+            assert!(matches!(refused, Err(OperatorError::Forbidden(_))), "{refused:?}");
+        }
+    }
+}
