@@ -38,6 +38,48 @@ impl Tls {
         let cert = params.signed_by(&server_key, &ca, &ca_key).expect("a server certificate");
         Self { ca_pem: ca.pem(), cert_pem: cert.pem(), key_pem: server_key.serialize_pem() }
     }
+
+    /// A self-signed X.509 *version 1* certificate for `name`, as `openssl x509 -req` and
+    /// Citus make them (webpki cannot parse these; libpq connects to them under `require`).
+    pub fn version_1_self_signed(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("doorman-v1-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("a directory for the certificate");
+        let (key, csr, crt) = (dir.join("key.pem"), dir.join("req.csr"), dir.join("crt.pem"));
+        let openssl = |args: &[&str]| {
+            let output = Command::new("openssl").args(args).output().expect("openssl runs");
+            assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        };
+        let subject = format!("/CN={name}");
+        openssl(&[
+            "req",
+            "-new",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            path(&key),
+            "-subj",
+            &subject,
+            "-out",
+            path(&csr),
+        ]);
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            path(&csr),
+            "-signkey",
+            path(&key),
+            "-days",
+            "2",
+            "-out",
+            path(&crt),
+        ]);
+        let read = |file: &Path| std::fs::read_to_string(file).expect("read what openssl wrote");
+        let tls = Self { ca_pem: read(&crt), cert_pem: read(&crt), key_pem: read(&key) };
+        let _ = std::fs::remove_dir_all(dir);
+        tls
+    }
 }
 
 /// How a [`PgServer`] is set up.

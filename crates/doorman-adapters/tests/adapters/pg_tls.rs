@@ -197,3 +197,17 @@ async fn every_pooled_connection_keeps_its_time_limits() {
     assert!(slow.to_string().contains("statement timeout"), "{slow}");
     unit.rollback().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_version_1_certificate_is_encrypted_to_as_libpq_does_when_nothing_is_verified() {
+    // Citus generates such a certificate on every node it finds without TLS.
+    let server = PgServer::start(ServerOptions {
+        tls: Some(Tls::version_1_self_signed("localhost")),
+        ..ServerOptions::default()
+    });
+    for query in ["sslmode=prefer", "sslmode=require"] {
+        let url = format!("{}?{query}", server.url("postgres", "127.0.0.1", "postgres"));
+        let ssl = open(&url).await.unwrap_or_else(|e| panic!("{query}: {e}"));
+        assert!(ssl.ssl, "{query} did not encrypt");
+    }
+}
