@@ -107,14 +107,26 @@ impl Target {
         &mut self.config
     }
 
-    /// Opens a connection: the client, and the connection to poll.
+    /// Opens a connection: the client, and the connection to poll; or what went wrong, in
+    /// words ([`describe`]). The whole handshake (TCP, TLS, authentication) is bounded by the
+    /// connect timeout per host, as libpq bounds it: tokio-postgres bounds only the TCP connect,
+    /// so a peer that accepts and then never answers (a half-dead proxy) would hold the attempt,
+    /// and its place in the pool, for ever.
     pub async fn connect(
         &self,
     ) -> Result<
         (tokio_postgres::Client, tokio_postgres::Connection<tokio_postgres::Socket, RustlsStream>),
-        tokio_postgres::Error,
+        String,
     > {
-        self.config.connect(self.tls.clone()).await
+        let per_host = self.config.get_connect_timeout().copied().unwrap_or(Duration::from_secs(5));
+        let hosts = u32::try_from(self.config.get_hosts().len().max(1)).unwrap_or(u32::MAX);
+        let within = per_host.saturating_mul(hosts);
+        match tokio::time::timeout(within, self.config.connect(self.tls.clone())).await {
+            Ok(connected) => connected.map_err(|e| describe(&e)),
+            Err(_) => Err(format!(
+                "the server did not complete the connection (TLS, authentication) within {within:?}"
+            )),
+        }
     }
 
     /// Opens a connection for Diesel, with `limits` set on it.
@@ -122,8 +134,7 @@ impl Target {
         &self,
         limits: &SessionLimits,
     ) -> Result<diesel_async::AsyncPgConnection, diesel::ConnectionError> {
-        let (client, connection) =
-            self.connect().await.map_err(|e| diesel::ConnectionError::BadConnection(describe(&e)))?;
+        let (client, connection) = self.connect().await.map_err(diesel::ConnectionError::BadConnection)?;
         let conn =
             diesel_async::AsyncPgConnection::try_from_client_and_connection(client, connection).await?;
         limits.apply(conn).await

@@ -71,15 +71,22 @@ pub(crate) fn from_connection(error: ConnectionError) -> StorageError {
 }
 
 /// A pool that gave no connection: with why the last attempt to open one failed, if one did
-/// (refused, TLS, authentication), since waiting is only what it looked like.
+/// (refused, TLS, authentication), since waiting is only what it looked like; and, when none
+/// has failed yet and none is open, that the server has not answered.
 pub(crate) fn from_pool(
     error: bb8::RunError<diesel_async::pooled_connection::PoolError>,
     last_failure: Option<String>,
+    open: u32,
 ) -> StorageError {
     match error {
-        bb8::RunError::TimedOut => StorageError::Unavailable(match last_failure {
-            Some(cause) => format!("no database connection: {cause}"),
-            None => "timed out waiting for a free database connection".into(),
+        bb8::RunError::TimedOut => StorageError::Unavailable(match (last_failure, open) {
+            (Some(cause), _) => format!("no database connection: {cause}"),
+            (None, 0) => "no database connection: the server has not answered a connection attempt yet \
+                          (a host or proxy that accepts and never answers, or a network that drops packets)"
+                .into(),
+            (None, open) => {
+                format!("every database connection is busy ({open} open); none came free in time")
+            }
         }),
         bb8::RunError::User(error) => {
             StorageError::Unavailable(format!("database connection failed: {error}"))

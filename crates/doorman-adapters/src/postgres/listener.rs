@@ -70,7 +70,7 @@ pub fn spawn(database_url: &str, notices: Notices) -> JoinHandle<()> {
 async fn listen(url: &str, notices: &Notices, subscribed: &mut bool) -> Result<(), String> {
     let mut target = Target::parse(url).map_err(|e| e.to_string())?;
     target.config_mut().application_name(APPLICATION_NAME);
-    let (client, mut connection) = target.connect().await.map_err(|e| describe(&e))?;
+    let (client, mut connection) = target.connect().await?;
 
     // The connection must be polled for anything to happen, notices included.
     let (sender, mut received) = mpsc::unbounded_channel();

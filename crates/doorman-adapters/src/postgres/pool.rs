@@ -188,7 +188,7 @@ impl PgPool {
     pub async fn unit(&self) -> Result<Unit<'_>, StorageError> {
         let mut conn = self.connections.get().await.map_err(|error| {
             let last = self.last_failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-            from_pool(error, last)
+            from_pool(error, last, self.connections.state().connections)
         })?;
         let in_transaction = self.mode == PoolMode::Transaction;
         if in_transaction {

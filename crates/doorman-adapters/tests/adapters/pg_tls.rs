@@ -211,3 +211,26 @@ async fn a_version_1_certificate_is_encrypted_to_as_libpq_does_when_nothing_is_v
         assert!(ssl.ssl, "{query} did not encrypt");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_peer_that_accepts_and_never_answers_is_given_up_within_the_connect_timeout() {
+    // Accepts TCP connections and says nothing, as a half-dead proxy does.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            kept.push(socket);
+        }
+    });
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres?sslmode=disable&connect_timeout=1");
+    let settings = PoolSettings { connection_timeout: Duration::from_millis(500), ..PoolSettings::default() };
+    let pool = pool::connect_as(&url, &settings, None);
+    let first = pool.unit().await.map(drop).unwrap_err().to_string();
+    assert!(first.contains("has not answered a connection attempt"), "{first}");
+
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let later = pool.unit().await.map(drop).unwrap_err().to_string();
+    assert!(later.contains("did not complete the connection"), "the attempt was given up: {later}");
+    held.abort();
+}
