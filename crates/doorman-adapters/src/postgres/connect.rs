@@ -281,13 +281,15 @@ impl RustlsConnect {
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsSettingError::Roots(e.to_string()))?;
         let verifier: Arc<dyn ServerCertVerifier> = match (check, roots) {
-            (Check::Nothing, _) | (_, None) => Arc::new(Unverified(provider)),
+            (Check::Nothing, _) | (_, None) => Arc::new(Unverified(Signatures { provider, lenient: true })),
             (Check::ChainAndName, Some(roots)) => {
                 rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider)
                     .build()
                     .map_err(|e| TlsSettingError::Roots(e.to_string()))?
             }
-            (Check::Chain, Some(roots)) => Arc::new(ChainOnly { roots, provider }),
+            (Check::Chain, Some(roots)) => {
+                Arc::new(ChainOnly { roots, signatures: Signatures { provider, lenient: false } })
+            }
         };
         let config = builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
         Ok(Self { config: Arc::new(config) })
@@ -386,9 +388,58 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWr
     }
 }
 
-/// `prefer` and `require`: encrypted, whoever the server is (libpq's behaviour).
+/// The handshake's signatures, checked with the provider's algorithms; `lenient`: accepted when
+/// the certificate cannot be read (see [`Unverified`]).
 #[derive(Debug)]
-struct Unverified(Arc<rustls::crypto::CryptoProvider>);
+struct Signatures {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    lenient: bool,
+}
+
+impl Signatures {
+    fn checked(
+        &self,
+        checked: Result<HandshakeSignatureValid, rustls::Error>,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        match checked {
+            Err(rustls::Error::InvalidCertificate(_)) if self.lenient => {
+                Ok(HandshakeSignatureValid::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn tls12(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        self.checked(rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms))
+    }
+
+    fn tls13(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        self.checked(rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms))
+    }
+
+    fn schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `prefer`, `require` without roots: encrypted, nothing about the server checked (libpq's
+/// behaviour). A handshake signature over a certificate that cannot be read (an X.509 version 1
+/// certificate, as Citus and older `openssl x509 -req` setups generate, which webpki refuses to
+/// parse) is accepted: libpq connects to those, and here any server's certificate would be.
+#[derive(Debug)]
+struct Unverified(Signatures);
 
 impl ServerCertVerifier for Unverified {
     fn verify_server_cert(
@@ -408,12 +459,7 @@ impl ServerCertVerifier for Unverified {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        unverified(rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        ))
+        self.0.tls12(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -422,30 +468,11 @@ impl ServerCertVerifier for Unverified {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        unverified(rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        ))
+        self.0.tls13(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// The handshake's signature where nothing about the certificate is checked: checked when the
-/// certificate can be read, and accepted when it cannot (an X.509 version 1 certificate, as
-/// Citus and older `openssl x509 -req` setups generate, which webpki refuses to parse). libpq
-/// connects to those under `prefer` and `require`, and in these modes the certificate proves
-/// nothing anyway: any server's would be accepted.
-fn unverified(
-    checked: Result<HandshakeSignatureValid, rustls::Error>,
-) -> Result<HandshakeSignatureValid, rustls::Error> {
-    match checked {
-        Err(rustls::Error::InvalidCertificate(_)) => Ok(HandshakeSignatureValid::assertion()),
-        other => other,
+        self.0.schemes()
     }
 }
 
@@ -453,7 +480,7 @@ fn unverified(
 #[derive(Debug)]
 struct ChainOnly {
     roots: Arc<RootCertStore>,
-    provider: Arc<rustls::crypto::CryptoProvider>,
+    signatures: Signatures,
 }
 
 impl ServerCertVerifier for ChainOnly {
@@ -471,7 +498,7 @@ impl ServerCertVerifier for ChainOnly {
             &self.roots,
             intermediates,
             now,
-            self.provider.signature_verification_algorithms.all,
+            self.signatures.provider.signature_verification_algorithms.all,
         )?;
         Ok(ServerCertVerified::assertion())
     }
@@ -482,12 +509,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.signatures.tls12(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -496,16 +518,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.signatures.tls13(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
+        self.signatures.schemes()
     }
 }
 

@@ -126,25 +126,10 @@ async fn the_same_key_twice_in_one_batch_is_claimed_once() {
 async fn a_row_the_database_refuses_fails_only_its_own_claim_not_the_batch() {
     let db = TestDatabase::create().await;
     let (a, b) = (tenant_with_team(&db.operator(), "T1").await, tenant_with_team(&db.operator(), "T2").await);
-    // A row the database will not take (standing in for any: a constraint, a value it refuses).
-    diesel::sql_query(
-        "ALTER TABLE messaging_event_receipts ADD CONSTRAINT test_poison CHECK (external_event_id <> 'EvPoison')",
-    )
-    .execute(&mut db.owner().await)
-    .await
-    .unwrap();
-    let proxy = FaultProxy::start(db.server_addr()).await;
-    let store = store_through(&db, &proxy, ClaimTimeouts::default());
-    assert_eq!(store.claim(&receipt(a, "EvWarm", now())).await.unwrap(), Claim::Claimed);
-    proxy.delay(Duration::from_millis(50));
-    proxy.watch_client(b"EvFirst");
-    let first = {
-        let store = store.clone();
-        tokio::spawn(async move { store.claim(&receipt(a, "EvFirst", now())).await })
-    };
+    let (proxy, store) = poisoned(&db).await;
     // While the first batch is on the wire, the next gathers: tenant B's poisoned row among
     // tenant A's and B's good ones.
-    proxy.wait_for_client(1, Duration::from_secs(10)).await;
+    let first = first_batch_held(&store, &proxy, a).await;
     let claims = (0..12).map(|i| {
         let store = store.clone();
         let (tenant, id) = match i {
@@ -170,22 +155,8 @@ async fn a_row_the_database_refuses_fails_only_its_own_claim_not_the_batch() {
 async fn a_settle_queued_beside_fresh_claims_does_not_make_their_failures_its_own() {
     let db = TestDatabase::create().await;
     let tenant = tenant_with_team(&db.operator(), "T1").await;
-    diesel::sql_query(
-        "ALTER TABLE messaging_event_receipts ADD CONSTRAINT test_poison CHECK (external_event_id <> 'EvPoison')",
-    )
-    .execute(&mut db.owner().await)
-    .await
-    .unwrap();
-    let proxy = FaultProxy::start(db.server_addr()).await;
-    let store = store_through(&db, &proxy, ClaimTimeouts::default());
-    assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
-    proxy.delay(Duration::from_millis(50));
-    proxy.watch_client(b"EvFirst");
-    let first = {
-        let store = store.clone();
-        tokio::spawn(async move { store.claim(&receipt(tenant, "EvFirst", now())).await })
-    };
-    proxy.wait_for_client(1, Duration::from_secs(10)).await;
+    let (proxy, store) = poisoned(&db).await;
+    let first = first_batch_held(&store, &proxy, tenant).await;
     // Queued together behind the first batch: a settle, and a fresh claim the database refuses.
     let settling = {
         let store = store.clone();
@@ -199,6 +170,38 @@ async fn a_settle_queued_beside_fresh_claims_does_not_make_their_failures_its_ow
     assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
     assert_eq!(settling.await.unwrap().unwrap(), Claim::Claimed);
     assert_eq!(first.await.unwrap().unwrap(), Claim::Claimed);
+}
+
+/// A database that refuses any receipt for `EvPoison` (standing in for any row it will not
+/// take: a constraint, a value), and a store reaching it through a proxy.
+async fn poisoned(db: &TestDatabase) -> (FaultProxy, Arc<PgReceiptStore>) {
+    diesel::sql_query(
+        "ALTER TABLE messaging_event_receipts ADD CONSTRAINT test_poison CHECK (external_event_id <> 'EvPoison')",
+    )
+    .execute(&mut db.owner().await)
+    .await
+    .unwrap();
+    let proxy = FaultProxy::start(db.server_addr()).await;
+    let store = store_through(db, &proxy, ClaimTimeouts::default());
+    (proxy, store)
+}
+
+/// Claims `EvFirst` for `tenant` and returns once its batch is on the wire, held by the proxy:
+/// whatever is claimed next gathers into the following batch.
+async fn first_batch_held(
+    store: &Arc<PgReceiptStore>,
+    proxy: &FaultProxy,
+    tenant: doorman_domain::TenantId,
+) -> tokio::task::JoinHandle<Result<Claim, StorageError>> {
+    assert_eq!(store.claim(&receipt(tenant, "EvWarm", now())).await.unwrap(), Claim::Claimed);
+    proxy.delay(Duration::from_millis(50));
+    proxy.watch_client(b"EvFirst");
+    let first = {
+        let store = store.clone();
+        tokio::spawn(async move { store.claim(&receipt(tenant, "EvFirst", now())).await })
+    };
+    proxy.wait_for_client(1, Duration::from_secs(10)).await;
+    first
 }
 
 /// A store whose one pool reaches the database through `proxy`, batching up to 64 claims.
