@@ -13,7 +13,7 @@ DECLARE
     v_caller text := current_setting('app.tenant_ids', true);
     v_ignored text;
 BEGIN
-    PERFORM set_config('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text, true);
+    PERFORM public.doorman_set_local('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text);
     -- A receipt claimed more than half a minute ago (a settle) may be behind the sweep's
     -- watermark: it is marked as the sweep would have. The watermark is read only then.
     IF cardinality(array_remove(p_payloads, NULL)) = 0 THEN
@@ -53,10 +53,15 @@ BEGIN
                        AS u(tenant, platform, event_id, payload)
                     ON u.tenant = i.tenant_id AND u.platform = i.platform AND u.event_id = i.external_event_id
                  WHERE u.payload IS NOT NULL
+                -- Never met on one PostgreSQL (the receipt was just inserted, and a payload goes
+                -- with its receipt); it makes Citus write the shards with INSERT, not COPY, which
+                -- row-level security refuses. A payload left by a receipt pruned away is replaced.
+                ON CONFLICT ON CONSTRAINT messaging_event_payloads_pkey DO UPDATE
+                   SET claimed_at = EXCLUDED.claimed_at, payload = EXCLUDED.payload, leased_until = NULL
             )
             SELECT i.claim_id FROM inserted AS i;
     END IF;
-    v_ignored := set_config('app.tenant_ids', coalesce(v_caller, ''), true);
+    v_ignored := public.doorman_set_local('app.tenant_ids', coalesce(v_caller, ''));
 END
 $$;
 
@@ -73,7 +78,7 @@ DECLARE
     v_caller text := current_setting('app.tenant_ids', true);
     v_ignored text;
 BEGIN
-    PERFORM set_config('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text, true);
+    PERFORM public.doorman_set_local('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text);
     DELETE FROM public.messaging_request_replays AS r
      USING unnest(p_tenants, p_signatures) AS u(tenant, signature)
      WHERE r.tenant_id = u.tenant AND r.signature = u.signature AND r.expires_at < now();
@@ -87,7 +92,7 @@ BEGIN
             RETURNING r.tenant_id, r.signature
         )
         SELECT * FROM inserted;
-    v_ignored := set_config('app.tenant_ids', coalesce(v_caller, ''), true);
+    v_ignored := public.doorman_set_local('app.tenant_ids', coalesce(v_caller, ''));
 END
 $$;
 
@@ -270,17 +275,17 @@ DECLARE
     v_callers text := current_setting('app.tenant_ids', true);
     v_ignored text;
 BEGIN
-    PERFORM set_config('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text, true);
+    PERFORM public.doorman_set_local('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text);
     PERFORM public.doorman_write_outcomes(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at);
-    v_ignored := set_config('app.tenant_ids', coalesce(v_callers, ''), true);
+    v_ignored := public.doorman_set_local('app.tenant_ids', coalesce(v_callers, ''));
     IF cardinality(p_prune_tenants) > 0 THEN
         FOR v_tenant IN SELECT DISTINCT t FROM unnest(p_prune_tenants) AS t ORDER BY t LOOP
-            v_ignored := set_config('app.tenant_id', v_tenant::text, true);
+            v_ignored := public.doorman_set_local('app.tenant_id', v_tenant::text);
             outcome_tenant := v_tenant;
             pruned := public.doorman_prune_expired_receipts(v_tenant, p_expired_before, p_prune_batch);
             RETURN NEXT;
         END LOOP;
-        v_ignored := set_config('app.tenant_id', coalesce(v_caller, ''), true);
+        v_ignored := public.doorman_set_local('app.tenant_id', coalesce(v_caller, ''));
     END IF;
 END
 $$;
@@ -390,6 +395,19 @@ CREATE FUNCTION public.doorman_secret_key_ids() RETURNS TABLE(key_id text, secre
      GROUP BY 1
 $$;
 
+CREATE FUNCTION public.doorman_set_local(p_name text, p_value text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_name NOT IN ('app.tenant_id', 'app.tenant_ids', 'app.all_tenants') THEN
+        RAISE EXCEPTION 'doorman_set_local sets only Doorman''s own settings, not %', p_name;
+    END IF;
+    EXECUTE format('SET LOCAL %s = %L', p_name, coalesce(p_value, ''));
+    RETURN p_value;
+END
+$$;
+
 CREATE FUNCTION public.doorman_settle_receipts(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_claim_ids uuid[], p_event_types text[], p_attempts integer[], p_claimed_at timestamp with time zone[], p_payloads text[]) RETURNS TABLE(held_by uuid)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -404,14 +422,14 @@ DECLARE
 BEGIN
     PERFORM * FROM public.doorman_claim_receipts(
         p_tenants, p_platforms, p_event_ids, p_claim_ids, p_event_types, p_attempts, p_claimed_at, p_payloads);
-    PERFORM set_config('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text, true);
+    PERFORM public.doorman_set_local('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text);
     RETURN QUERY
         SELECT r.claim_id
           FROM unnest(p_tenants, p_platforms, p_event_ids, p_claim_ids) AS u(tenant, platform, event_id, claim_id)
           JOIN public.messaging_event_receipts AS r
             ON r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
          WHERE r.claim_id = u.claim_id;
-    v_ignored := set_config('app.tenant_ids', coalesce(v_caller, ''), true);
+    v_ignored := public.doorman_set_local('app.tenant_ids', coalesce(v_caller, ''));
 END
 $$;
 
@@ -798,9 +816,9 @@ CREATE POLICY tenant_isolation ON public.admin_audit USING ((tenant_id = (NULLIF
 
 CREATE POLICY tenant_isolation ON public.agent_bridges USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
-CREATE POLICY tenant_isolation ON public.messaging_event_payloads USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
+CREATE POLICY tenant_isolation ON public.messaging_event_payloads USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[])))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]))));
 
-CREATE POLICY tenant_isolation ON public.messaging_event_receipts USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
+CREATE POLICY tenant_isolation ON public.messaging_event_receipts USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[])))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]))));
 
 CREATE POLICY tenant_isolation ON public.messaging_install_links USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
@@ -808,7 +826,7 @@ CREATE POLICY tenant_isolation ON public.messaging_install_states USING ((tenant
 
 CREATE POLICY tenant_isolation ON public.messaging_installations USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
-CREATE POLICY tenant_isolation ON public.messaging_request_replays USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
+CREATE POLICY tenant_isolation ON public.messaging_request_replays USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[])))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]))));
 
 CREATE POLICY tenant_isolation ON public.messaging_workspaces USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 

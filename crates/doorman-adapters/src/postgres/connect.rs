@@ -160,7 +160,7 @@ pub fn describe(error: &tokio_postgres::Error) -> String {
 }
 
 /// The time limits a session keeps, set when it is opened (and, through a transaction pooler,
-/// per transaction: [`SessionLimits::local_sql`]). Zero means none.
+/// per transaction: [`SessionLimits::local_settings`]). Zero means none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SessionLimits {
     /// `statement_timeout`: the longest any statement may run.
@@ -186,9 +186,14 @@ impl SessionLimits {
         self.settings().iter().map(|(name, d)| format!("SET {name} = {}; ", d.as_millis())).collect()
     }
 
-    /// `SET LOCAL …` for one transaction.
-    pub fn local_sql(&self) -> String {
-        self.settings().iter().map(|(name, d)| format!("SET LOCAL {name} = {}; ", d.as_millis())).collect()
+    /// `set_config(…, true)` for one transaction, each an item of one `SELECT` list. Not
+    /// `SET LOCAL`: Citus forwards a `SET LOCAL` to its workers with the whole query string it
+    /// came in, and the rest of a `BEGIN; …` string must not run there.
+    pub fn local_settings(&self) -> Vec<String> {
+        self.settings()
+            .iter()
+            .map(|(name, d)| format!("set_config('{name}', '{}', true)", d.as_millis()))
+            .collect()
     }
 
     async fn apply(
@@ -574,6 +579,6 @@ mod tests {
             limits.session_sql(),
             "SET statement_timeout = 1500; SET lock_timeout = 1000; SET idle_in_transaction_session_timeout = 10000; "
         );
-        assert!(limits.local_sql().starts_with("SET LOCAL statement_timeout = 1500;"));
+        assert_eq!(limits.local_settings()[0], "set_config('statement_timeout', '1500', true)");
     }
 }

@@ -138,14 +138,18 @@ impl MigrationError {
 
 /// Applies every pending migration as the connecting (owner) user, one `doorman migrate` at a
 /// time, each statement waiting at most [`LOCK_TIMEOUT`] for its locks (a migration that times
-/// out is tried again); returns the versions applied. Runs the synchronous harness on a
+/// out is tried again), then, on a Citus coordinator, distributes the receipts
+/// ([`super::citus`]); returns the versions applied. Runs the synchronous harness on a
 /// blocking thread.
 pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationError> {
     with_sync_connection(database_url, |conn| {
         take_migrate_lock(conn)?;
         conn.batch_execute(&format!("SET lock_timeout = '{}ms'", LOCK_TIMEOUT.as_millis()))
             .map_err(MigrationError::failed)?;
-        let applied = with_lock_retries(conn);
+        let applied = with_lock_retries(conn).and_then(|applied| {
+            super::citus::distribute_if_citus(conn)?;
+            Ok(applied)
+        });
         let unlocked =
             conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATE_LOCK}); RESET lock_timeout"));
         let applied = applied?;

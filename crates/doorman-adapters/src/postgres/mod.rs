@@ -3,9 +3,9 @@
 //! Two kinds of connection, never mixed:
 //! - the **server pool** ([`pool::connect`]): every connection switches to the `doorman_app`
 //!   role when it opens, so row-level security applies even when the login user owns the
-//!   tables; each transaction names its tenant with `set_config('app.tenant_id', …, true)`
-//!   (inside the hot-path SQL functions), which ends with the transaction and so never leaks from one
-//!   request into the next;
+//!   tables; each transaction names its tenant with `SET LOCAL app.tenant_id`
+//!   (`doorman_set_local`, inside the hot-path SQL functions; on Citus it reaches the workers
+//!   too), which ends with the transaction and so never leaks from one request into the next;
 //! - the **admin pool** ([`pool::connect_as`] with `doorman_admin`) for the admin API's
 //!   operator actions ([`admin`]), under row-level security like the server's;
 //! - **owner connections** for migrations, the command line's operator actions ([`admin`]
@@ -16,6 +16,7 @@
 //! [`errors`]; nothing here panics on a database failure.
 
 pub mod admin;
+pub mod citus;
 pub mod claims;
 pub mod connect;
 mod cycle;

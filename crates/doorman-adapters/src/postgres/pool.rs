@@ -4,11 +4,11 @@
 //! it holds it: it takes its role once (`SET ROLE`) and keeps its prepared statements. Through
 //! a pooler in transaction mode (PgBouncer's `pool_mode = transaction`) it is not: each
 //! transaction may run on another server connection. So in [`PoolMode::Transaction`] each
-//! [`Unit`] of work is a transaction of its own that names its role first (`BEGIN; SET LOCAL
-//! ROLE …` in one round trip), and nothing is prepared for later. Nothing else Doorman does
-//! relies on the session: tenants are named per transaction (`set_config(…, true)`), and the
-//! one thing that needs a session, the directory's `LISTEN`, has a connection of its own
-//! ([`super::listener`]).
+//! [`Unit`] of work is a transaction of its own that names its role first (`BEGIN; SELECT
+//! set_config('role', …, true), …` in one round trip), and nothing is prepared for later.
+//! Nothing else Doorman does relies on the session: tenants are named per transaction
+//! ([`act_for`]), and the one thing that needs a session, the directory's `LISTEN`, has a
+//! connection of its own ([`super::listener`]).
 //!
 //! Every connection is made as the URL's `sslmode` says ([`super::connect`]) and keeps its
 //! pool's [`SessionLimits`] (statement, lock and idle-in-transaction timeouts), set once for the
@@ -192,10 +192,9 @@ impl PgPool {
         })?;
         let in_transaction = self.mode == PoolMode::Transaction;
         if in_transaction {
-            let begin = match self.role {
-                Some(role) => format!("BEGIN; SET LOCAL ROLE {role}; {}", self.limits.local_sql()),
-                None => format!("BEGIN; {}", self.limits.local_sql()),
-            };
+            let role = self.role.map(|role| format!("set_config('role', '{role}', true)"));
+            let settings: Vec<String> = role.into_iter().chain(self.limits.local_settings()).collect();
+            let begin = format!("BEGIN; SELECT {}", settings.join(", "));
             AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await.map_err(from_diesel)?;
         }
         Ok(Unit { conn, in_transaction })
@@ -262,20 +261,21 @@ impl std::ops::DerefMut for Unit<'_> {
     }
 }
 
-/// `set_config('app.all_tenants', 'on', true)`: the rest of this transaction may read every
-/// tenant's row of `tenants` and `admin_audit` as `doorman_admin` (listings across tenants);
-/// nothing else, and nothing after the transaction.
+/// `SET LOCAL app.all_tenants = on`: the rest of this transaction may read every tenant's row
+/// of `tenants` and `admin_audit` as `doorman_admin` (listings across tenants); nothing else,
+/// and nothing after the transaction.
 pub async fn across_tenants(conn: &mut AsyncPgConnection) -> Result<(), diesel::result::Error> {
-    diesel::sql_query("SELECT set_config('app.all_tenants', 'on', true)").execute(conn).await.map(drop)
+    diesel::sql_query("SELECT doorman_set_local('app.all_tenants', 'on')").execute(conn).await.map(drop)
 }
 
-/// `set_config('app.tenant_id', …, true)`: the rest of this transaction acts for `tenant`
-/// under row-level security (the setting ends with the transaction).
+/// `SET LOCAL app.tenant_id = …`: the rest of this transaction acts for `tenant` under
+/// row-level security (the setting ends with the transaction). A `SET LOCAL` (through
+/// `doorman_set_local`), not `set_config`: on Citus it reaches the workers' shards too (ADR 22).
 pub async fn act_for(
     conn: &mut AsyncPgConnection,
     tenant: doorman_domain::TenantId,
 ) -> Result<(), diesel::result::Error> {
-    diesel::sql_query("SELECT set_config('app.tenant_id', $1, true)")
+    diesel::sql_query("SELECT doorman_set_local('app.tenant_id', $1)")
         .bind::<diesel::sql_types::Text, _>(tenant.to_string())
         .execute(conn)
         .await

@@ -3,8 +3,9 @@
 //! Each adapter runs on a pool its face chose: the admin API's, whose connections act as
 //! `doorman_admin` under row-level security, or the command line's, logged in as the tables'
 //! owner. The code is the same for both: every transaction names the one tenant it acts for
-//! (`set_config('app.tenant_id', …, true)`), and the two listings that cross tenants (every
-//! tenant, every audit entry) say so (`set_config('app.all_tenants', 'on', true)`). Every
+//! ([`act_for`](super::pool::act_for): `SET LOCAL app.tenant_id`), and the two listings that
+//! cross tenants (every tenant, every audit entry) say so
+//! ([`across_tenants`](super::pool::across_tenants)). Every
 //! change writes its audit entry in its own transaction ([`audit::write`]).
 
 mod agents;

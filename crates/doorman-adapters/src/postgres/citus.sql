@@ -1,0 +1,39 @@
+-- Doorman on a Citus coordinator (ADR 22). Run by `doorman migrate` after the migrations, when
+-- the database has the citus extension; every statement is safe to run again.
+--
+-- The receipts, the payloads kept for replay and the request fingerprints are distributed by
+-- tenant_id and co-located: one tenant's rows of all three sit in shards on the same worker,
+-- so a batch's claims, payloads and outcomes for that tenant are one worker's work. Existing
+-- rows are copied into the shards (the table is locked while they are).
+--
+-- The directory (tenants, workspaces, agents, installations, install links and states, keys,
+-- audit, idempotency) and the sweep's watermark stay ordinary tables on the coordinator: small,
+-- written rarely, read through each process's cached directory, and their triggers' NOTIFY
+-- reaches every process LISTENing on the coordinator as before.
+DO $citus$
+DECLARE
+    v_table text;
+BEGIN
+    FOREACH v_table IN ARRAY ARRAY['messaging_event_receipts', 'messaging_event_payloads', 'messaging_request_replays'] LOOP
+        IF NOT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = v_table::regclass) THEN
+            IF v_table = 'messaging_event_receipts' THEN
+                PERFORM create_distributed_table(v_table, 'tenant_id');
+            ELSE
+                PERFORM create_distributed_table(v_table, 'tenant_id', colocate_with => 'messaging_event_receipts');
+            END IF;
+            RAISE NOTICE 'distributed % by tenant_id', v_table;
+        END IF;
+    END LOOP;
+    -- A SET LOCAL (doorman_set_local) is forwarded to the workers that run a transaction's
+    -- statements, so the shards' row-level security sees the tenants it names. Every new
+    -- session of this database has it; without it the shards see no tenant and refuse every
+    -- row (fail closed).
+    EXECUTE format('ALTER DATABASE %I SET citus.propagate_set_commands = %L', current_database(), 'local');
+END
+$citus$;
+
+-- Citus reaches the workers as the role a statement runs as: inside `SET ROLE doorman_app`
+-- that is doorman_app, so the two process roles must be allowed to log in (on the workers;
+-- the coordinator's pg_hba.conf need not let them in from anywhere else, docs/operations.md).
+ALTER ROLE doorman_app LOGIN;
+ALTER ROLE doorman_admin LOGIN;
