@@ -15,7 +15,9 @@
 //! go in a statement of their own, so fresh claims queued beside them are never sent as
 //! settles nor answered unconfirmed because of them. And a statement the database refuses
 //! (`Unexpected`: a row it will not take; nothing was written) is sent again in halves, down
-//! to the requests it refuses, so one tenant's bad row fails that row, not the cycle.
+//! to the requests it refuses, so one tenant's bad row fails that row, not the cycle. On
+//! Citus, a statement that could not reach one of the workers is sent again tenant by tenant,
+//! so a lost worker fails the tenants whose shards it holds, not the cycle.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -27,7 +29,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::claims::{ClaimRows, SealedClaim, may_have_committed, unconfirmed};
-use super::errors::from_diesel;
+use super::errors::{from_diesel, is_node_unreachable};
 use super::outcomes::{OutcomeRows, PendingOutcome, PruneSchedule, pruned_per_outcome};
 use super::pool::PgPool;
 use super::statement::{Kept, bind};
@@ -157,7 +159,9 @@ fn answer_each(written: Result<Vec<Written>, StorageError>, requests: usize) -> 
 }
 
 /// Writes `batch` in one statement; if the database refuses it (`Unexpected`, nothing
-/// written), writes each half on its own, down to the requests it refuses.
+/// written), writes each half on its own, down to the requests it refuses. If a node of a
+/// distributed database could not be reached (Citus, ADR 22: nothing was written), writes each
+/// tenant's part on its own, so the tenants whose shards are on the nodes still up are served.
 fn isolating<'a>(
     pool: &'a PgPool,
     batch: &'a [&'a Write],
@@ -166,6 +170,14 @@ fn isolating<'a>(
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Written>, StorageError>> + Send + 'a>> {
     Box::pin(async move {
         match write_once(pool, batch, settings).await {
+            Err(error) if is_node_unreachable(&error) && spans_tenants(batch) => {
+                tracing::warn!(
+                    size = batch.len(),
+                    error = %error,
+                    "a database node is unreachable; writing the batch tenant by tenant so that only its tenants fail"
+                );
+                Ok(by_tenant(pool, batch, settings).await)
+            }
             Err(error @ StorageError::Unexpected(_)) if batch.len() > 1 => {
                 if whole {
                     tracing::warn!(
@@ -186,6 +198,49 @@ fn isolating<'a>(
             other => other,
         }
     })
+}
+
+/// Each tenant's requests of `batch` written in a statement of their own, all at once; one
+/// answer per request, in the requests' order.
+async fn by_tenant(pool: &PgPool, batch: &[&Write], settings: &CycleSettings) -> Vec<Written> {
+    let mut parts: Vec<(TenantId, Vec<&Write>)> = Vec::new();
+    for write in batch.iter().copied() {
+        match parts.iter_mut().find(|(tenant, _)| *tenant == write.tenant()) {
+            Some((_, part)) => part.push(write),
+            None => parts.push((write.tenant(), vec![write])),
+        }
+    }
+    let written = futures_util::future::join_all(
+        parts
+            .iter()
+            .map(|(_, part)| async move { answer_each(write_once(pool, part, settings).await, part.len()) }),
+    )
+    .await;
+    let mut answers: HashMap<TenantId, std::vec::IntoIter<Written>> =
+        parts.iter().map(|(tenant, _)| *tenant).zip(written.into_iter().map(Vec::into_iter)).collect();
+    batch
+        .iter()
+        .map(|write| {
+            answers.get_mut(&write.tenant()).and_then(Iterator::next).unwrap_or_else(|| {
+                Written::Refused(StorageError::Unexpected("a request lost its answer".into()))
+            })
+        })
+        .collect()
+}
+
+fn spans_tenants(batch: &[&Write]) -> bool {
+    batch.first().is_some_and(|first| batch.iter().any(|write| write.tenant() != first.tenant()))
+}
+
+impl Write {
+    /// The tenant the request writes for: its rows' distribution column on Citus.
+    fn tenant(&self) -> TenantId {
+        match self {
+            Self::Claim(claim) => claim.receipt.key.tenant,
+            Self::Request(tenant, _) => *tenant,
+            Self::Outcome(outcome) => outcome.key.tenant,
+        }
+    }
 }
 
 /// Writes one batch in one statement; one answer per request, in the requests' order.

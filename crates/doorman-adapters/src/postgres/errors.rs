@@ -34,7 +34,7 @@ pub fn from_diesel(error: DieselError) -> StorageError {
 /// fixes that Diesel reports as `Unknown`: diesel-async keeps the SQLSTATE to itself, so the
 /// message is what there is. Each with its SQLSTATE, for a server whose messages are not in
 /// English (there these are `Unexpected`: answered 500, and Slack still retries).
-const TRANSIENT: [&str; 13] = [
+const TRANSIENT: [&str; 15] = [
     "deadlock detected",                                                 // 40P01
     "canceling statement due to lock timeout",                           // 55P03
     "could not obtain lock on",                                          // 55P03 (NOWAIT)
@@ -48,7 +48,21 @@ const TRANSIENT: [&str; 13] = [
     "sorry, too many clients already", // 53300
     "remaining connection slots are reserved", // 53300
     "server closed the connection unexpectedly", // a connection lost mid-statement
+    NODE_UNREACHABLE[0],      // Citus: a worker is down or cut off (08001)
+    NODE_UNREACHABLE[1],      // Citus: a worker lost mid-transaction (08006)
 ];
+
+/// How Citus words an error about a node (a worker) it could not connect to, and about one
+/// whose connection broke inside the transaction (the transaction is aborted on every node).
+const NODE_UNREACHABLE: [&str; 2] =
+    ["connection to the remote node", "failure on connection marked as essential"];
+
+/// Whether `error` says a node of a distributed database (a Citus worker) could not be
+/// reached: the statement wrote nothing, and the tenants whose shards are elsewhere can still
+/// be written.
+pub(crate) fn is_node_unreachable(error: &StorageError) -> bool {
+    matches!(error, StorageError::Unavailable(message) if NODE_UNREACHABLE.iter().any(|m| message.contains(m)))
+}
 
 fn is_transient(message: &str) -> bool {
     TRANSIENT.iter().any(|known| message.starts_with(known) || message.contains(known))
