@@ -11,8 +11,9 @@ default:
 # `--all-targets` leaves out doc tests, so they run second (the sealed Job's compile-fail
 # tests are among them).
 # Run every test: the alert rules' (promtool), then the workspace's (needs PostgreSQL and
-# Chromium: see `just postgres`, `just browser`), then Schemathesis against the admin API.
-test: postgres browser alerts pgbouncer previous-release
+# Chromium: see `just postgres`, `just browser`; the Citus tests need `just citus`), then
+# Schemathesis against the admin API.
+test: postgres browser alerts pgbouncer previous-release citus
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
     just api-contract
@@ -365,6 +366,13 @@ browser:
     echo "installing chromium and chromium-driver from Debian's packages" >&2
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+
+# The Citus tests start their own coordinator and workers from the machine's PostgreSQL 15; this
+# builds the extension into it from the vendored source (deploy/citus, a few minutes on two
+# cores, needs root for apt-get and make install) and does nothing when it is already there.
+# Build and install Citus 13.2.2 into the local PostgreSQL 15 when it is missing.
+citus: postgres
+    bash deploy/citus/install.sh
 
 # Make sure a local PostgreSQL is up (installs and starts it on a fresh Debian machine).
 postgres:

@@ -4,6 +4,7 @@
 //! dev-dependency, and only `doorman-loadgen` as a normal one (`just check-hexagon` proves
 //! `doorman-app`'s normal dependency tree does not contain it).
 //!
+//! - [`citus`]: a Citus coordinator and two workers of a test's own, receipts distributed.
 //! - [`cluster`]: a primary and a streaming standby of a test's own, for failover tests.
 //! - [`database`]: a fresh PostgreSQL database per test, cloned from a migrated template.
 //! - [`migrations`]: reverting and listing migrations, for tests of the down scripts.
@@ -18,6 +19,7 @@
 //! - [`slack`]: requests signed as Slack signs them.
 
 mod as_postgres;
+pub mod citus;
 pub mod cluster;
 pub mod database;
 pub mod fake_agent;

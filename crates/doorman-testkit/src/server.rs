@@ -159,6 +159,22 @@ impl PgServer {
     pub fn data(&self) -> &Path {
         &self.data
     }
+
+    /// Stops the server at once, as a crash would (`pg_ctl stop -m immediate`): its clients'
+    /// connections close and new ones are refused until [`PgServer::start_again`].
+    pub fn stop_immediately(&self) {
+        run_as_postgres(&self.bin, "pg_ctl", &["-D", path(&self.data), "-m", "immediate", "-w", "stop"]);
+    }
+
+    /// Starts the stopped server again on the same port.
+    pub fn start_again(&self) {
+        let log = self.data.with_extension("log");
+        run_as_postgres(
+            &self.bin,
+            "pg_ctl",
+            &["-D", path(&self.data), "-l", path(&log), "-w", "-t", "30", "start"],
+        );
+    }
 }
 
 impl Drop for PgServer {

@@ -4,6 +4,7 @@
 mod admin_api;
 mod bad_input;
 mod browser;
+mod citus;
 mod cli;
 mod database_tls;
 mod deploy;

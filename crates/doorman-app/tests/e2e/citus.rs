@@ -1,0 +1,576 @@
+//! Doorman on Citus (ADR 22): a coordinator and two workers of the test's own, migrated by
+//! `doorman migrate`'s code (receipts, kept payloads and request fingerprints distributed by
+//! tenant), two `doorman serve` processes on the coordinator, and tenants chosen so that one's
+//! shard is on each worker.
+//!
+//! Each test checks on the cluster what the rest of the suite checks on one PostgreSQL: an
+//! event is claimed once under concurrent re-sends; a tenant's statements see and write only
+//! its own rows, on every worker; the directory's changes reach both processes within 200 ms;
+//! replay, prune and the admin API's event queries work; and a worker lost mid-load costs only
+//! its own tenants, 503 with nothing written, nothing lost or doubled once it is back.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use doorman_domain::{KeyName, KeyScope, TenantId};
+use doorman_testkit::citus::{CitusCluster, WORKERS};
+use doorman_testkit::database::{ADMIN_ROLE, SERVER_ROLE, TEST_KEYS, tenant_with_agent};
+use doorman_testkit::operator::TestOperator;
+use doorman_testkit::slack::sign;
+use doorman_testkit::{FakeAgent, ServeProcess};
+use serde_json::Value;
+
+use crate::helpers::{
+    AGENT_SECRET, SIGNING_SECRET, WAIT, doorman, event_body, http_client, ok, quiesce, spawn_serve_on,
+};
+
+/// One tenant of the cluster, and the worker its shard is on.
+#[derive(Debug, Clone)]
+struct Placed {
+    team: String,
+    tenant: TenantId,
+    worker: usize,
+}
+
+/// The cluster, its agent, two servers and a tenant on each worker.
+struct Run {
+    cluster: Arc<CitusCluster>,
+    agent: FakeAgent,
+    operator: TestOperator,
+    /// `placed[w]` has its shard on worker `w`.
+    placed: Vec<Placed>,
+    servers: Vec<ServeProcess>,
+    http: reqwest::Client,
+}
+
+impl Run {
+    async fn start() -> Self {
+        let cluster = Arc::new(tokio::task::spawn_blocking(CitusCluster::start).await.unwrap());
+        cluster.migrate().await;
+        let agent = FakeAgent::start(AGENT_SECRET);
+        let operator = TestOperator::owner(&cluster.url("postgres"));
+        // Tenants' ids are random: make them until each worker holds one.
+        let mut placed: Vec<Option<Placed>> = vec![None; WORKERS];
+        for n in 0.. {
+            assert!(n < 40, "no tenant landed on some worker after {n} tries: {placed:?}");
+            let team = format!("TC{n}");
+            let tenant = tenant_with_agent(&operator, &team, agent.url(), AGENT_SECRET).await;
+            let worker = cluster.worker_of(tenant);
+            if placed[worker].is_none() {
+                placed[worker] = Some(Placed { team, tenant, worker });
+            }
+            if placed.iter().all(Option::is_some) {
+                break;
+            }
+        }
+        let placed = placed.into_iter().map(Option::unwrap).collect();
+        let url = cluster.url(SERVER_ROLE);
+        let logs = "warn,doorman_domain::usecases::handle=info";
+        let servers = (0..2).map(|_| spawn_serve_on(&url, logs, &["--workers", "1"])).collect();
+        Self { cluster, agent, operator, placed, servers, http: http_client() }
+    }
+
+    fn bases(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.base().to_owned()).collect()
+    }
+
+    fn logs(&self) -> String {
+        self.servers.iter().map(ServeProcess::logs).collect::<Vec<_>>().join("\n---\n")
+    }
+
+    async fn quiesce(&self) {
+        for base in self.bases() {
+            quiesce(&self.http, &base).await;
+        }
+    }
+
+    /// Receipts of `event_id` on the coordinator's view of the cluster.
+    fn receipts_of(&self, event_id: &str) -> usize {
+        self.cluster
+            .coordinator_sql(&format!(
+                "SELECT count(*) FROM messaging_event_receipts WHERE external_event_id = '{event_id}'"
+            ))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(usize::MAX)
+    }
+
+    /// Rows of `tenant` in worker `w`'s own shards of the receipts, read there as the owner.
+    fn rows_on_worker(&self, w: usize, tenant: TenantId) -> usize {
+        let shards = self.cluster.shards_on(w, "messaging_event_receipts");
+        let counts: Vec<String> = shards
+            .iter()
+            .map(|shard| format!("SELECT count(*) AS n FROM {shard} WHERE tenant_id = '{tenant}'"))
+            .collect();
+        self.cluster
+            .worker_sql(w, &format!("SELECT sum(n) FROM ({}) AS each", counts.join(" UNION ALL ")))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(usize::MAX)
+    }
+}
+
+/// Posts a signed delivery of `id` for `team`, marked as Slack's `attempt`-th retry.
+async fn post(http: &reqwest::Client, base: &str, team: &str, id: &str, attempt: u32) -> Option<u16> {
+    let body = event_body(team, id);
+    let now = chrono::Utc::now().timestamp();
+    let mut request = http
+        .post(format!("{base}/slack/events"))
+        .header("content-type", "application/json")
+        .header("x-slack-request-timestamp", now.to_string())
+        .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()))
+        .timeout(Duration::from_secs(5))
+        .body(body);
+    if attempt > 0 {
+        request = request
+            .header("x-slack-retry-num", attempt.to_string())
+            .header("x-slack-retry-reason", "http_timeout");
+    }
+    request.send().await.ok().map(|r| r.status().as_u16())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_on_every_worker() {
+    let run = Run::start().await;
+    let bases = run.bases();
+    // Each event sent 8 times at once, to both servers, as Slack re-sends a slow answer.
+    let mut sends = Vec::new();
+    for placed in &run.placed {
+        for e in 0..10 {
+            let id = format!("EvOnce{}x{e}", placed.worker);
+            for copy in 0..8u32 {
+                let (http, base, team, id) =
+                    (run.http.clone(), bases[copy as usize % 2].clone(), placed.team.clone(), id.clone());
+                sends.push(tokio::spawn(async move { post(&http, &base, &team, &id, copy).await }));
+            }
+        }
+    }
+    for send in sends {
+        assert_eq!(send.await.unwrap(), Some(200), "every copy is acknowledged");
+    }
+    run.quiesce().await;
+    for placed in &run.placed {
+        for e in 0..10 {
+            let id = format!("EvOnce{}x{e}", placed.worker);
+            assert_eq!(run.agent.count_for(&id), 1, "{id} dispatched once: {}", run.logs());
+            assert_eq!(run.receipts_of(&id), 1, "{id} has one receipt");
+        }
+        assert_eq!(
+            run.rows_on_worker(placed.worker, placed.tenant),
+            10,
+            "the tenant's receipts are on its worker"
+        );
+    }
+
+    // On every worker, in every shard of the three tables: acting for one tenant, the server's
+    // role reads only that tenant's rows, and cannot write another's.
+    let [a, b] = [&run.placed[0], &run.placed[1]];
+    for w in 0..WORKERS {
+        for table in doorman_adapters::postgres::citus::DISTRIBUTED {
+            for shard in run.cluster.shards_on(w, table) {
+                let as_app = |tenant: &str, sql: &str| {
+                    run.cluster.worker_sql(
+                        w,
+                        &format!(
+                            "BEGIN; SET LOCAL ROLE doorman_app; SET LOCAL app.tenant_id = '{tenant}'; {sql}"
+                        ),
+                    )
+                };
+                let visible = as_app(
+                    &a.tenant.to_string(),
+                    &format!("SELECT count(*) FROM {shard} WHERE tenant_id <> '{}'", a.tenant),
+                );
+                assert_eq!(
+                    visible.as_deref(),
+                    Some("0"),
+                    "{shard} on worker {w} shows another tenant's rows"
+                );
+                let unnamed = as_app("", &format!("SELECT count(*) FROM {shard}"));
+                assert_eq!(unnamed.as_deref(), Some("0"), "{shard} on worker {w} shows rows to no tenant");
+            }
+        }
+        let shard = run.cluster.shards_on(w, "messaging_event_receipts").remove(0);
+        let written = run.cluster.worker_sql(
+            w,
+            &format!(
+                "BEGIN; SET LOCAL ROLE doorman_app; SET LOCAL app.tenant_id = '{}'; \
+                 INSERT INTO {shard} (tenant_id, platform, external_event_id, claim_id, event_type, delivery_attempt, claimed_at) \
+                 VALUES ('{}', 'slack', 'EvForeign', gen_random_uuid(), 'message', 1, now()) RETURNING 1",
+                a.tenant, b.tenant
+            ),
+        );
+        assert_eq!(written, None, "worker {w}'s shard took a row for another tenant");
+    }
+    // Through the coordinator, as the servers connect: one tenant's rows from both workers.
+    // (psql prints doorman_set_local's answer first: the statement's is the last line.)
+    let through = |tenant: TenantId, sql: &str| {
+        run.cluster
+            .coordinator_sql(&format!(
+                "BEGIN; SET ROLE doorman_app; SELECT doorman_set_local('app.tenant_id', '{tenant}'); {sql}"
+            ))
+            .and_then(|out| out.lines().last().map(str::to_owned))
+    };
+    assert_eq!(through(a.tenant, "SELECT count(*) FROM messaging_event_receipts").as_deref(), Some("10"));
+    assert_eq!(
+        through(
+            a.tenant,
+            &format!("SELECT count(*) FROM messaging_event_receipts WHERE tenant_id = '{}'", b.tenant)
+        )
+        .as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        through(
+            a.tenant,
+            &format!(
+                "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, claim_id, event_type, delivery_attempt, claimed_at) \
+                 VALUES ('{}', 'slack', 'EvForeign', gen_random_uuid(), 'message', 1, now()) RETURNING 1",
+                b.tenant
+            )
+        ),
+        None,
+        "the coordinator forwarded a write for another tenant"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_pause_and_agent_changes_reach_both_servers_within_200_ms() {
+    let run = Run::start().await;
+    for base in run.bases() {
+        wait_for_metric(&run.http, &base, "doorman_directory_listening 1").await;
+    }
+    let placed = &run.placed[1];
+    run.operator.pause(placed.tenant, true).await.expect("pause");
+    let paused_at = Instant::now();
+    for (i, base) in run.bases().iter().enumerate() {
+        let mut n = 0;
+        while post(&run.http, base, &placed.team, &format!("EvPaused{i}x{n}"), 0).await != Some(503) {
+            n += 1;
+            assert!(paused_at.elapsed() < WAIT, "{base} never applied the pause");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let applied = paused_at.elapsed();
+        eprintln!("citus: pause applied by {base} within {} ms", applied.as_millis());
+        assert!(applied <= Duration::from_millis(200), "{base} applied the pause after {applied:?}");
+    }
+
+    let second = FakeAgent::start(AGENT_SECRET);
+    run.operator.set_agent(placed.tenant, second.url(), AGENT_SECRET).await.expect("set the agent");
+    run.operator.pause(placed.tenant, false).await.expect("resume");
+    let changed_at = Instant::now();
+    // Both servers sent a delivery every 5 ms for 400 ms; then, per server, the first delivery
+    // from which on every one answered 200 reached the new agent: when it was sent.
+    let sends: Vec<_> = run
+        .bases()
+        .into_iter()
+        .enumerate()
+        .map(|(i, base)| {
+            let (http, team) = (run.http.clone(), placed.team.clone());
+            tokio::spawn(async move {
+                let mut sent = Vec::new();
+                for n in 0.. {
+                    let at = changed_at.elapsed();
+                    if at > Duration::from_millis(400) {
+                        break;
+                    }
+                    let id = format!("EvMoved{i}x{n}");
+                    let status = post(&http, &base, &team, &id, 0).await;
+                    assert!(matches!(status, Some(200 | 503)), "{id}: {status:?}");
+                    sent.push((id, at, status));
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                (base, sent)
+            })
+        })
+        .collect();
+    for send in sends {
+        let (base, sent) = send.await.unwrap();
+        quiesce(&run.http, &base).await;
+        let answered: Vec<_> = sent.iter().filter(|(_, _, status)| *status == Some(200)).collect();
+        let moved = answered
+            .iter()
+            .rposition(|(id, _, _)| second.count_for(id) == 0)
+            .map_or(0, |last_old| last_old + 1);
+        let (_, applied, _) =
+            answered.get(moved).unwrap_or_else(|| panic!("{base} never dispatched to the new agent"));
+        eprintln!("citus: agent change applied by {base} within {} ms", applied.as_millis());
+        assert!(*applied <= Duration::from_millis(200), "{base} applied the agent change after {applied:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_failed_events_are_listed_replayed_once_and_pruned_after_the_retention() {
+    let run = Run::start().await;
+    let owner = run.cluster.url("postgres");
+    for placed in &run.placed {
+        ok(&doorman(&owner, &["tenant", "retain-payloads", "--tenant", &placed.tenant.to_string(), "on"]));
+    }
+    run.agent.answer_with(500);
+    for placed in &run.placed {
+        for e in 0..3 {
+            let id = format!("EvFail{}x{e}", placed.worker);
+            assert_eq!(post(&run.http, &run.bases()[e % 2], &placed.team, &id, 0).await, Some(200));
+        }
+    }
+    run.quiesce().await;
+    run.agent.answer_with(200);
+
+    // The admin API, logged in as doorman_admin's member, on the coordinator.
+    let env = [
+        ("DATABASE_URL", run.cluster.url(ADMIN_ROLE)),
+        ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS.to_owned()),
+        ("DOORMAN_AGENT_ALLOW_PRIVATE", "true".to_owned()),
+        ("RUST_LOG", "warn".to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let admin = ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
+        .expect("doorman admin serve starts");
+    let (_, key) = run
+        .operator
+        .use_cases()
+        .create_key(
+            run.operator.caller(),
+            KeyName::new("citus").unwrap(),
+            KeyScope { tenant: None, read_only: false },
+        )
+        .await
+        .unwrap();
+    let call = |method: reqwest::Method, path: String| {
+        let request = run.http.request(method, format!("{}{path}", admin.base())).bearer_auth(key.expose());
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    for placed in &run.placed {
+        let t = placed.tenant;
+        let (status, failed) =
+            call(reqwest::Method::GET, format!("/admin/v1/tenants/{t}/events?state=failed")).await;
+        assert_eq!(status, 200, "{failed}");
+        let mut ids: Vec<&str> = failed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["external_event_id"].as_str().unwrap())
+            .collect();
+        ids.sort_unstable();
+        let expected: Vec<String> = (0..3).map(|e| format!("EvFail{}x{e}", placed.worker)).collect();
+        assert_eq!(ids, expected, "tenant on worker {} lists its own failures only", placed.worker);
+
+        let id = format!("EvFail{}x0", placed.worker);
+        let (status, replayed) =
+            call(reqwest::Method::POST, format!("/admin/v1/tenants/{t}/events/{id}/replay")).await;
+        assert_eq!((status, replayed["events"][0]["outcome"].as_str()), (200, Some("handled")), "{replayed}");
+        let (status, shown) = call(reqwest::Method::GET, format!("/admin/v1/tenants/{t}/events/{id}")).await;
+        assert_eq!((status, shown["status"].as_str()), (200, Some("handled")), "{shown}");
+        // (The agent counts what it accepted: the live dispatch it answered 500 is not among them.)
+        assert_eq!(run.agent.count_for(&id), 1, "the one replay");
+        let (again, _) =
+            call(reqwest::Method::POST, format!("/admin/v1/tenants/{t}/events/{id}/replay")).await;
+        assert_eq!(again, 200);
+        assert_eq!(run.agent.count_for(&id), 1, "a handled event is not replayed again");
+    }
+
+    // Everything but one event per tenant claimed eight days ago: prune takes exactly those.
+    run.cluster
+        .coordinator_sql(
+            "UPDATE messaging_event_receipts SET claimed_at = now() - interval '8 days' WHERE external_event_id NOT LIKE '%x2'; \
+             UPDATE messaging_event_payloads SET claimed_at = now() - interval '8 days' WHERE external_event_id NOT LIKE '%x2'",
+        )
+        .expect("age the receipts");
+    let pruned: Value =
+        serde_json::from_str(&ok(&doorman(&owner, &["receipts", "prune", "--json"]))).unwrap();
+    assert_eq!(pruned["deleted"], 4, "{pruned}");
+    let left = run.cluster.coordinator_sql(
+        "SELECT string_agg(external_event_id, ',' ORDER BY external_event_id) FROM messaging_event_receipts",
+    );
+    assert_eq!(left.as_deref(), Some("EvFail0x2,EvFail1x2"));
+}
+
+/// Concurrent senders per team, as many connections as Slack might hold open for a workspace.
+const SENDERS: usize = 8;
+/// Events answered before the worker is lost; the outage lasts `OUTAGE`; events after.
+const BEFORE: usize = 200;
+const OUTAGE: Duration = Duration::from_millis(1500);
+const AFTER: usize = 200;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_a_citus_worker_mid_load_costs_only_its_tenants_and_loses_or_doubles_nothing() {
+    let run = Run::start().await;
+    let (kept, lost) = (run.placed[0].clone(), run.placed[1].clone());
+    let load = Arc::new(Load::new(run.http.clone(), run.bases(), vec![kept.team.clone(), lost.team.clone()]));
+    let total = BEFORE + AFTER;
+    // Each team has its own senders: a sender re-sending the lost tenant's event until its
+    // worker is back does not hold up the other tenant's.
+    let senders: Vec<_> =
+        (0..SENDERS * 2).map(|k| tokio::spawn(load.clone().send_until(k % 2, total / 2))).collect();
+    while load.answered.load(Ordering::SeqCst) < BEFORE {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let cluster = run.cluster.clone();
+    tokio::task::spawn_blocking(move || cluster.stop_worker(lost.worker)).await.unwrap();
+    let stopped = load.started.elapsed();
+    tokio::time::sleep(OUTAGE).await;
+    let cluster = run.cluster.clone();
+    tokio::task::spawn_blocking(move || cluster.start_worker(lost.worker)).await.unwrap();
+    let restarted = load.started.elapsed();
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    run.quiesce().await;
+
+    let sent = load.sent.lock().unwrap();
+    // Settled a moment after the stop, before the restart: what the outage was answered.
+    let during: Vec<&Sent> = sent
+        .iter()
+        .filter(|s| s.at > stopped + Duration::from_millis(100) && s.at + s.waited < restarted)
+        .collect();
+    let of = |team: &str, status: Option<u16>| {
+        during.iter().filter(|s| s.team == team && s.status == status).count()
+    };
+    let (kept_ok, kept_refused) = (
+        of(&kept.team, Some(200)),
+        during.iter().filter(|s| s.team == kept.team && s.status != Some(200)).count(),
+    );
+    // The other worker's tenant's pace before the stop and during the outage (answered 200 per second).
+    let kept_before = sent
+        .iter()
+        .filter(|s| s.team == kept.team && s.status == Some(200) && s.at + s.waited < stopped)
+        .count();
+    let pace = |n: usize, over: Duration| n as f64 / over.as_secs_f64().max(0.001);
+    let (pace_before, pace_during) = (
+        pace(kept_before, stopped),
+        pace(kept_ok, restarted.saturating_sub(stopped + Duration::from_millis(100))),
+    );
+    // An event first sent before the stop may have been claimed then, its answer lost with the
+    // worker: a re-send to the server that holds the claim is rightly answered 200 (nothing
+    // new is written). An event first sent during the outage must not be.
+    let first_sent: std::collections::HashMap<&str, Duration> =
+        sent.iter().rev().map(|s| (s.id.as_str(), s.at)).collect();
+    let claimed_before = |s: &Sent| first_sent[s.id.as_str()] < stopped;
+    let lost_ok =
+        during.iter().filter(|s| s.team == lost.team && s.status == Some(200) && !claimed_before(s)).count();
+    let lost_503 = of(&lost.team, Some(503));
+    let lost_ok_before = of(&lost.team, Some(200)) - lost_ok;
+    let lost_other: Vec<(Option<u16>, Duration)> = during
+        .iter()
+        .filter(|s| s.team == lost.team && !matches!(s.status, Some(200 | 503)))
+        .map(|s| (s.status, s.waited))
+        .collect();
+    let delivered = load.delivered.lock().unwrap();
+    let lost_events: Vec<&String> = delivered.iter().filter(|id| run.receipts_of(id) != 1).collect();
+    let doubled: Vec<&String> = delivered.iter().filter(|id| run.agent.count_for(id) > 1).collect();
+    let undelivered: Vec<&String> = delivered.iter().filter(|id| run.agent.count_for(id) == 0).collect();
+    let unhandled = run
+        .cluster
+        .coordinator_sql("SELECT count(*) FROM messaging_event_receipts WHERE handled_at IS NULL")
+        .unwrap_or_default();
+    eprintln!(
+        "citus worker lost for {} ms: the other worker's tenant answered {kept_ok} deliveries 200 and {kept_refused} otherwise \
+         ({pace_during:.0}/s, {pace_before:.0}/s before the stop); \
+         the lost worker's tenant {lost_503} answered 503, {lost_ok} 200 ({lost_ok_before} more 200 re-sends of events first sent before the stop), {lost_other:?} otherwise; {} events answered 200 in all, \
+         lost {}, doubled {}, undelivered {}, receipts not handled {unhandled}",
+        (restarted - stopped).as_millis(),
+        delivered.len(),
+        lost_events.len(),
+        doubled.len(),
+        undelivered.len(),
+    );
+    assert!(kept_ok >= 20, "the other worker's tenant kept being served: {kept_ok} answered 200");
+    assert_eq!(kept_refused, 0, "and none of its deliveries was refused: {}", run.logs());
+    assert!(lost_503 > 0, "the lost worker's tenant was answered 503");
+    assert_eq!(
+        (lost_ok, lost_other.len()),
+        (0, 0),
+        "and nothing but 503 for what was first sent while its worker was down: {}",
+        run.logs()
+    );
+    assert_eq!(delivered.len(), total);
+    assert!(lost_events.is_empty(), "every event answered 200 has one receipt: {lost_events:?}");
+    assert!(doubled.is_empty(), "no event dispatched twice: {doubled:?}");
+    assert!(undelivered.is_empty(), "every event answered 200 was dispatched: {undelivered:?}");
+}
+
+/// One request as the load sent it.
+struct Sent {
+    team: String,
+    id: String,
+    /// Since the load started.
+    at: Duration,
+    waited: Duration,
+    status: Option<u16>,
+}
+
+/// Signed deliveries of unique events for each team, each re-sent until answered 200 (as Slack
+/// re-sends), to both servers in turn.
+struct Load {
+    http: reqwest::Client,
+    bases: Vec<String>,
+    teams: Vec<String>,
+    started: Instant,
+    /// The next event of each team.
+    next: Vec<AtomicUsize>,
+    answered: AtomicUsize,
+    delivered: Mutex<Vec<String>>,
+    sent: Mutex<Vec<Sent>>,
+}
+
+impl Load {
+    fn new(http: reqwest::Client, bases: Vec<String>, teams: Vec<String>) -> Self {
+        Self {
+            next: teams.iter().map(|_| AtomicUsize::new(0)).collect(),
+            http,
+            bases,
+            teams,
+            started: Instant::now(),
+            answered: AtomicUsize::new(0),
+            delivered: Mutex::default(),
+            sent: Mutex::default(),
+        }
+    }
+
+    /// Sends team `t`'s events until it has sent `per_team`.
+    async fn send_until(self: Arc<Self>, t: usize, per_team: usize) {
+        loop {
+            let i = self.next[t].fetch_add(1, Ordering::SeqCst);
+            if i >= per_team {
+                return;
+            }
+            let team = &self.teams[t];
+            let id = format!("EvWorker{t}x{i}");
+            for attempt in 0u32.. {
+                let base = &self.bases[(i + attempt as usize) % self.bases.len()];
+                let at = self.started.elapsed();
+                let started = Instant::now();
+                let status = post(&self.http, base, team, &id, attempt).await;
+                self.sent.lock().unwrap().push(Sent {
+                    team: team.clone(),
+                    id: id.clone(),
+                    at,
+                    waited: started.elapsed(),
+                    status,
+                });
+                if status == Some(200) {
+                    break;
+                }
+                assert!(attempt < 1000, "{id} was never answered 200");
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            self.delivered.lock().unwrap().push(id);
+            self.answered.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+async fn wait_for_metric(http: &reqwest::Client, base: &str, line: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+        if metrics.lines().any(|l| l == line) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{base} never reported `{line}`");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
