@@ -53,6 +53,11 @@ pub struct Args {
     /// A PostgreSQL server URL; a fresh `doorman_bench` database is created on it.
     #[arg(long, env = "TEST_DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
     pub database_server: String,
+    /// With `--database-server` a Citus coordinator: its workers' server URLs (comma-separated).
+    /// The bench database is made on every node with the extension, the workers are added, and
+    /// each binary's `doorman migrate` distributes the receipts (ADR 22).
+    #[arg(long, value_delimiter = ',')]
+    pub citus_workers: Vec<String>,
     /// Unique deliveries per configuration (before re-deliveries).
     #[arg(long, default_value_t = 20_000)]
     pub events: usize,

@@ -26,6 +26,7 @@ pub struct Run {
     pub tenants: Vec<(TenantId, String)>,
     pub run_id: String,
     admin_url: String,
+    citus_workers: Vec<String>,
 }
 
 impl Run {
@@ -44,6 +45,9 @@ impl Run {
     ) -> anyhow::Result<Self> {
         let admin_url = args.database_server.clone();
         recreate_database(&admin_url).await?;
+        if !args.citus_workers.is_empty() {
+            form_citus_cluster(&admin_url, &args.citus_workers).await?;
+        }
         let database_url = plaintext_unless_asked(&with_database(&admin_url, DATABASE));
         match server {
             // Each binary migrates its own database, so an earlier revision (`--compare`)
@@ -63,15 +67,18 @@ impl Run {
         }
         let server = server.map(|binary| Server::start(binary, &database_url, args, env)).transpose()?;
         let run_id = format!("{:x}", chrono::Utc::now().timestamp_millis() % 0xfffff);
-        Ok(Self { database_url, agent, server, tenants, run_id, admin_url })
+        let citus_workers = args.citus_workers.clone();
+        Ok(Self { database_url, agent, server, tenants, run_id, admin_url, citus_workers })
     }
 
     pub async fn finish(self) -> anyhow::Result<()> {
         drop(self.agent);
-        let mut admin = AsyncPgConnection::establish(&self.admin_url).await?;
-        diesel::sql_query(format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"))
-            .execute(&mut admin)
-            .await?;
+        for server in std::iter::once(&self.admin_url).chain(&self.citus_workers) {
+            let mut admin = AsyncPgConnection::establish(server).await?;
+            diesel::sql_query(format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"))
+                .execute(&mut admin)
+                .await?;
+        }
         Ok(())
     }
 }
@@ -147,6 +154,46 @@ async fn recreate_database(admin_url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Makes the coordinator's fresh bench database a Citus cluster's: the database and the
+/// extension on every worker, then the coordinator's own host and each worker added (what
+/// docs/operations.md's "Running on Citus" has an operator do once).
+async fn form_citus_cluster(coordinator: &str, workers: &[String]) -> anyhow::Result<()> {
+    for worker in workers {
+        recreate_database(worker).await.with_context(|| format!("the bench database on worker {worker}"))?;
+        let mut conn = AsyncPgConnection::establish(&with_database(worker, DATABASE)).await?;
+        diesel::sql_query("CREATE EXTENSION citus")
+            .execute(&mut conn)
+            .await
+            .context("CREATE EXTENSION citus")?;
+    }
+    let mut conn = AsyncPgConnection::establish(&with_database(coordinator, DATABASE)).await?;
+    diesel::sql_query("CREATE EXTENSION citus").execute(&mut conn).await.context("CREATE EXTENSION citus")?;
+    // postgres://user@host:port/db: the node's address as the other nodes will reach it.
+    let host_port = |url: &str| -> anyhow::Result<(String, i32)> {
+        let authority = url.split("://").nth(1).and_then(|rest| rest.split('/').next()).unwrap_or_default();
+        let address = authority.rsplit('@').next().unwrap_or_default();
+        let (host, port) = address.rsplit_once(':').unwrap_or((address, "5432"));
+        anyhow::ensure!(!host.is_empty(), "a Citus node's URL must name its host: {url}");
+        Ok((host.to_owned(), port.parse().with_context(|| format!("the port of {url}"))?))
+    };
+    let (host, port) = host_port(coordinator)?;
+    diesel::sql_query("SELECT citus_set_coordinator_host($1, $2)")
+        .bind::<Text, _>(host)
+        .bind::<diesel::sql_types::Integer, _>(port)
+        .execute(&mut conn)
+        .await?;
+    for worker in workers {
+        let (host, port) = host_port(worker)?;
+        diesel::sql_query("SELECT citus_add_node($1, $2)")
+            .bind::<Text, _>(host)
+            .bind::<diesel::sql_types::Integer, _>(port)
+            .execute(&mut conn)
+            .await
+            .with_context(|| format!("adding worker {worker}"))?;
+    }
+    Ok(())
+}
+
 /// The `doorman serve` under measurement.
 pub struct Server {
     process: ServeProcess,
@@ -186,7 +233,8 @@ impl Server {
     /// The server's own acknowledgement-latency quantiles for `route`, from its `/metrics`
     /// histogram (bucket upper bounds, so each figure is "at most"), in milliseconds.
     pub async fn server_side_latency(&self, route: &str, quantiles: &[f64]) -> Option<Vec<f64>> {
-        let text = reqwest::get(format!("{}/metrics", self.base())).await.ok()?.text().await.ok()?;
+        let text =
+            reqwest::get(format!("{}/metrics", self.process.metrics_base())).await.ok()?.text().await.ok()?;
         let needle = format!("route=\"{route}\"");
         let mut buckets: Vec<(f64, f64)> = text
             .lines()

@@ -36,9 +36,12 @@ impl CitusCluster {
         let node = || {
             PgServer::start(ServerOptions {
                 // Two-phase commit for a transaction that writes on both workers needs prepared
-                // transactions; each coordinator backend opens connections to every worker.
+                // transactions; each coordinator backend opens connections to every worker; a
+                // worker that does not answer is given up inside Doorman's 1.5 s statement
+                // timeout (docs/operations.md, "Running on Citus").
                 conf: "shared_preload_libraries = 'citus'\nmax_prepared_transactions = 100\n\
-                       max_connections = 200\ncitus.shard_count = 8\n"
+                       max_connections = 200\ncitus.shard_count = 8\n\
+                       citus.node_connection_timeout = 1000\n"
                     .to_owned(),
                 ..ServerOptions::default()
             })

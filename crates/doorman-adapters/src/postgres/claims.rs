@@ -18,7 +18,7 @@ use diesel_async::pooled_connection::PoolableConnection;
 use doorman_domain::{NewReceipt, StorageError};
 use uuid::Uuid;
 
-use super::errors::is_dead_connection;
+use super::errors::{commit_may_have_happened, is_dead_connection};
 use super::statement::{Kept, bind};
 
 /// How long claims may take.
@@ -102,8 +102,9 @@ impl<'a> ClaimRows<'a> {
 /// Whether a statement that failed with `error` may still have committed: the connection
 /// broke under it, or the server ended the session (a shutdown terminates sessions even while
 /// their commit waits for a synchronous standby: "terminating connection due to …", SQLSTATE
-/// 57P01/57P02, which Diesel reports by message only). Any other error the database answered
-/// rolled the statement back.
+/// 57P01/57P02, which Diesel reports by message only), or, on Citus, the worker the statement
+/// wrote on did not answer its `COMMIT` (it may have committed before it went). Any other
+/// error the database answered rolled the statement back.
 pub(super) fn may_have_committed(
     error: &diesel::result::Error,
     conn: &mut diesel_async::AsyncPgConnection,
@@ -112,7 +113,7 @@ pub(super) fn may_have_committed(
     match error {
         _ if is_dead_connection(error) => true,
         Error::DatabaseError(DatabaseErrorKind::Unknown, info) => {
-            info.message().starts_with("terminating connection") || conn.is_broken()
+            commit_may_have_happened(info.message()) || conn.is_broken()
         }
         _ => conn.is_broken(),
     }

@@ -130,27 +130,48 @@ pub(super) async fn write(
     batch: Vec<Write>,
     settings: CycleSettings,
 ) -> Result<Vec<Written>, StorageError> {
+    let all: Vec<&Write> = batch.iter().collect();
     let settling = |write: &Write| matches!(write, Write::Claim(claim) if claim.settle);
-    let (settles, rest): (Vec<&Write>, Vec<&Write>) = batch.iter().partition(|write| settling(write));
-    if settles.is_empty() || rest.is_empty() {
-        let all: Vec<&Write> = batch.iter().collect();
+    if all.iter().all(|write| settling(write)) || !all.iter().any(|write| settling(write)) {
         return isolating(&pool, &all, &settings, true).await;
     }
-    let (rest_answers, settle_answers) =
-        tokio::join!(isolating(&pool, &rest, &settings, true), isolating(&pool, &settles, &settings, true));
-    let (mut rest_answers, mut settle_answers) = (
-        answer_each(rest_answers, rest.len()).into_iter(),
-        answer_each(settle_answers, settles.len()).into_iter(),
-    );
-    Ok(batch
+    let (pool, settings) = (&pool, &settings);
+    Ok(in_parts(&all, settling, |part| async move { isolating(pool, &part, settings, true).await }).await)
+}
+
+/// `batch` cut into parts by `key`, each written by `write` at the same time as the others;
+/// one answer per request, in the requests' order (a part that failed answers its error for
+/// each of its requests).
+async fn in_parts<'a, K, F, Fut>(batch: &[&'a Write], key: impl Fn(&Write) -> K, write: F) -> Vec<Written>
+where
+    K: Eq + std::hash::Hash + Copy,
+    F: Fn(Vec<&'a Write>) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<Written>, StorageError>>,
+{
+    let mut parts: Vec<(K, Vec<&'a Write>)> = Vec::new();
+    for write in batch.iter().copied() {
+        let k = key(write);
+        match parts.iter_mut().find(|(part, _)| *part == k) {
+            Some((_, part)) => part.push(write),
+            None => parts.push((k, vec![write])),
+        }
+    }
+    let written = futures_util::future::join_all(parts.iter().map(|(_, part)| {
+        let requests = part.len();
+        let answered = write(part.clone());
+        async move { answer_each(answered.await, requests) }
+    }))
+    .await;
+    let mut answers: HashMap<K, std::vec::IntoIter<Written>> =
+        parts.iter().map(|(k, _)| *k).zip(written.into_iter().map(Vec::into_iter)).collect();
+    batch
         .iter()
         .map(|write| {
-            let next = if settling(write) { settle_answers.next() } else { rest_answers.next() };
-            next.unwrap_or_else(|| {
+            answers.get_mut(&key(write)).and_then(Iterator::next).unwrap_or_else(|| {
                 Written::Refused(StorageError::Unexpected("a request lost its answer".into()))
             })
         })
-        .collect())
+        .collect()
 }
 
 /// A part's answers, or its error as each request's.
@@ -203,29 +224,7 @@ fn isolating<'a>(
 /// Each tenant's requests of `batch` written in a statement of their own, all at once; one
 /// answer per request, in the requests' order.
 async fn by_tenant(pool: &PgPool, batch: &[&Write], settings: &CycleSettings) -> Vec<Written> {
-    let mut parts: Vec<(TenantId, Vec<&Write>)> = Vec::new();
-    for write in batch.iter().copied() {
-        match parts.iter_mut().find(|(tenant, _)| *tenant == write.tenant()) {
-            Some((_, part)) => part.push(write),
-            None => parts.push((write.tenant(), vec![write])),
-        }
-    }
-    let written = futures_util::future::join_all(
-        parts
-            .iter()
-            .map(|(_, part)| async move { answer_each(write_once(pool, part, settings).await, part.len()) }),
-    )
-    .await;
-    let mut answers: HashMap<TenantId, std::vec::IntoIter<Written>> =
-        parts.iter().map(|(tenant, _)| *tenant).zip(written.into_iter().map(Vec::into_iter)).collect();
-    batch
-        .iter()
-        .map(|write| {
-            answers.get_mut(&write.tenant()).and_then(Iterator::next).unwrap_or_else(|| {
-                Written::Refused(StorageError::Unexpected("a request lost its answer".into()))
-            })
-        })
-        .collect()
+    in_parts(batch, Write::tenant, |part| async move { write_once(pool, &part, settings).await }).await
 }
 
 fn spans_tenants(batch: &[&Write]) -> bool {
@@ -234,7 +233,7 @@ fn spans_tenants(batch: &[&Write]) -> bool {
 
 impl Write {
     /// The tenant the request writes for: its rows' distribution column on Citus.
-    fn tenant(&self) -> TenantId {
+    pub(super) fn tenant(&self) -> TenantId {
         match self {
             Self::Claim(claim) => claim.receipt.key.tenant,
             Self::Request(tenant, _) => *tenant,

@@ -34,7 +34,7 @@ pub fn from_diesel(error: DieselError) -> StorageError {
 /// fixes that Diesel reports as `Unknown`: diesel-async keeps the SQLSTATE to itself, so the
 /// message is what there is. Each with its SQLSTATE, for a server whose messages are not in
 /// English (there these are `Unexpected`: answered 500, and Slack still retries).
-const TRANSIENT: [&str; 15] = [
+const TRANSIENT: [&str; 16] = [
     "deadlock detected",                                                 // 40P01
     "canceling statement due to lock timeout",                           // 55P03
     "could not obtain lock on",                                          // 55P03 (NOWAIT)
@@ -50,7 +50,20 @@ const TRANSIENT: [&str; 15] = [
     "server closed the connection unexpectedly", // a connection lost mid-statement
     NODE_UNREACHABLE[0],      // Citus: a worker is down or cut off (08001)
     NODE_UNREACHABLE[1],      // Citus: a worker lost mid-transaction (08006)
+    CITUS_COMMIT_UNKNOWN,     // Citus: a worker lost under a one-phase COMMIT (XX000)
 ];
+
+/// How Citus says that a worker did not answer the `COMMIT` of a transaction that wrote only
+/// there (a one-phase commit): the coordinator rolls back, but the worker may have committed.
+/// A statement that failed so may have been written ([`super::claims::may_have_committed`]).
+pub(crate) const CITUS_COMMIT_UNKNOWN: &str = "could not commit transaction for shard";
+
+/// Whether a server's error message says the statement's commit may have happened although
+/// the statement failed: the session was ended under it, or a Citus worker did not answer its
+/// one-phase `COMMIT`.
+pub(crate) fn commit_may_have_happened(message: &str) -> bool {
+    message.starts_with("terminating connection") || message.starts_with(CITUS_COMMIT_UNKNOWN)
+}
 
 /// How Citus words an error about a node (a worker) it could not connect to, and about one
 /// whose connection broke inside the transaction (the transaction is aborted on every node).
@@ -105,5 +118,34 @@ pub(crate) fn from_pool(
         bb8::RunError::User(error) => {
             StorageError::Unavailable(format!("database connection failed: {error}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(message: &str) -> DieselError {
+        DieselError::DatabaseError(DatabaseErrorKind::Unknown, Box::new(message.to_owned()))
+    }
+
+    /// Citus's words for a worker that could not be reached, and for one that did not answer a
+    /// one-phase COMMIT (Citus 13.2's `ErrorIfPostCommitFailedShardPlacements`), are worth
+    /// retrying; only the second may have written.
+    #[test]
+    fn citus_node_failures_are_unavailable_and_a_lost_commit_may_have_written() {
+        let unreachable = "connection to the remote node postgres@127.0.0.1:5461 failed with the following error: Connection refused";
+        let essential = "failure on connection marked as essential: 127.0.0.1:5461";
+        let commit = "could not commit transaction for shard 102008 on at least one active node";
+        for message in [unreachable, essential, commit] {
+            assert!(matches!(from_diesel(server_error(message)), StorageError::Unavailable(_)), "{message}");
+        }
+        assert!(is_node_unreachable(&from_diesel(server_error(unreachable))));
+        assert!(is_node_unreachable(&from_diesel(server_error(essential))));
+        assert!(commit_may_have_happened(commit));
+        assert!(commit_may_have_happened("terminating connection due to administrator command"));
+        assert!(!commit_may_have_happened(unreachable));
+        assert!(!commit_may_have_happened(essential));
+        assert!(!commit_may_have_happened("duplicate key value violates unique constraint"));
     }
 }

@@ -30,8 +30,9 @@ use super::claims::{ClaimTimeouts, SealedClaim};
 use super::cycle::{self, CycleSettings, Write, Written};
 use super::directory::PAYLOAD_COLUMN;
 use super::errors::from_diesel;
-use super::group_commit::{GroupCommit, GroupSettings, Writer};
+use super::group_commit::{GroupSettings, Writer};
 use super::outcomes::{OutcomeRows, PRUNE_EVERY, PendingKind, PendingOutcome, PruneSchedule};
+use super::placements::{PlacedWriters, Placements};
 use super::pool::PgPool;
 
 /// The longest failure reason stored; the rest is cut (the reason is for an operator's eye).
@@ -48,7 +49,7 @@ const OUTCOME_PATIENCE: Duration = Duration::from_secs(30);
 /// the floor two queues measured 1.1–1.3× one shared queue (ADR 17).
 #[derive(Clone)]
 pub struct PgReceiptStore {
-    claims: GroupCommit<Write, Written>,
+    claims: Arc<PlacedWriters<Write, Written>>,
     outcomes: Outcomes,
     keys: Arc<Keyring>,
     timeouts: ClaimTimeouts,
@@ -58,7 +59,7 @@ pub struct PgReceiptStore {
 #[derive(Clone)]
 enum Outcomes {
     /// The server's: across tenants, one statement per cycle (`doorman_record_outcomes`).
-    Batched(GroupCommit<Write, Written>),
+    Batched(Arc<PlacedWriters<Write, Written>>),
     /// Replays': each in a transaction that names its one tenant (`app.tenant_id`), written by
     /// `doorman_write_outcomes`, which names none itself. Never prunes.
     PerTenant(PgPool),
@@ -131,22 +132,20 @@ impl PgReceiptStore {
         settings: GroupSettings,
         timeouts: ClaimTimeouts,
     ) -> Self {
-        let writer_on = |pool: PgPool, prune: Option<Arc<PruneSchedule>>| -> Writer<Write, Written> {
+        // Both kinds of writer learn where tenants' rows are (on Citus) from the same map.
+        let placements = Arc::new(Placements::default());
+        let writers_on = |name, pool: PgPool, prune: Option<Arc<PruneSchedule>>| {
             let cycle = CycleSettings { confirm_within: timeouts.confirm_within, prune };
-            Arc::new(move |batch| Box::pin(cycle::write(pool.clone(), batch, cycle.clone())))
+            let on = pool.clone();
+            let write: Writer<Write, Written> =
+                Arc::new(move |batch| Box::pin(cycle::write(on.clone(), batch, cycle.clone())));
+            Arc::new(PlacedWriters::start(name, pool, settings, write, placements.clone()))
         };
         let outcomes = match outcomes {
-            OutcomesOn::Batched(pool, prune) => {
-                Outcomes::Batched(GroupCommit::start("outcome", settings, writer_on(pool, prune)))
-            }
+            OutcomesOn::Batched(pool, prune) => Outcomes::Batched(writers_on("outcome", pool, prune)),
             OutcomesOn::PerTenant(pool) => Outcomes::PerTenant(pool),
         };
-        Self {
-            claims: GroupCommit::start("claim", settings, writer_on(claims, None)),
-            outcomes,
-            keys,
-            timeouts,
-        }
+        Self { claims: writers_on("claim", claims, None), outcomes, keys, timeouts }
     }
 
     /// The claim as the writer takes it: its payload sealed here, on the caller's task, so the
@@ -161,7 +160,10 @@ impl PgReceiptStore {
 
     /// A claim or a fingerprint, within the claims' time.
     async fn claim_within(&self, write: Write) -> Result<Claim, StorageError> {
-        match self.claims.submit_within(write, self.timeouts.confirm_within).await? {
+        let started = Instant::now();
+        let writer = self.claims.writer_for(write.tenant()).await;
+        let within = self.timeouts.confirm_within.saturating_sub(started.elapsed());
+        match writer.submit_within(write, within).await? {
             Written::Claim(claim) => Ok(claim),
             Written::Unconfirmed(error) | Written::Refused(error) => Err(error),
             Written::Outcome(_) => {
@@ -175,7 +177,12 @@ impl PgReceiptStore {
         let mut backoff = Backoff::new(OUTCOME_PATIENCE, Duration::from_millis(50), Duration::from_secs(2));
         loop {
             let written = match &self.outcomes {
-                Outcomes::Batched(writer) => match writer.submit(Write::Outcome(outcome.clone())).await {
+                Outcomes::Batched(writers) => match writers
+                    .writer_for(outcome.key.tenant)
+                    .await
+                    .submit(Write::Outcome(outcome.clone()))
+                    .await
+                {
                     Ok(Written::Outcome(pruned)) => Ok(pruned),
                     Ok(Written::Refused(error)) => Err(error),
                     Ok(_) => {

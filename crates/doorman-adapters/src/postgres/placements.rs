@@ -1,0 +1,183 @@
+//! On Citus, a writer per node: each tenant's claims and outcomes go to the writer of the node
+//! that holds its receipts (ADR 22). On one PostgreSQL there is one writer, as before.
+//!
+//! Two things follow from writing per node. A batch never writes on two workers, so it never
+//! commits in two phases: Citus answers a two-phase `COMMIT` once the coordinator has recorded
+//! its decision, and a worker lost between its `PREPARE` and its `COMMIT PREPARED` keeps that
+//! transaction's rows there, invisible and their keys locked, until Citus's recovery finishes
+//! it (every `citus.recover_2pc_interval`, a minute by default): an acknowledged, dispatched
+//! event whose receipt nobody can read, complete or find, and which later reads as stranded.
+//! Committed in one phase, a worker lost under the `COMMIT` is reported ("could not commit
+//! transaction for shard …") and the batch is settled by its claim ids like any commit whose
+//! answer was lost ([`super::claims`]). And a node that is down holds up only its own writer:
+//! the other nodes' tenants' claims and completions never wait behind a batch that is waiting
+//! for it.
+//!
+//! Where a tenant's rows are is Citus's metadata, read on the coordinator (no worker is asked)
+//! and trusted for [`TRUSTED_FOR`]. A tenant whose node cannot be looked up in time goes to the
+//! shared writer, as on one PostgreSQL.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use diesel::sql_types::{Bool, Integer, Uuid as SqlUuid};
+use doorman_domain::{StorageError, TenantId};
+use tokio::time::Instant;
+
+use super::errors::from_diesel;
+use super::group_commit::{GroupCommit, GroupSettings, Writer};
+use super::pool::PgPool;
+
+/// How long a tenant's node is trusted. After a rebalance moves a tenant's shard, its batches
+/// may go to the old node's writer for this long: they then write on two nodes and commit in
+/// two phases, which is correct, only without the guarantee above.
+const TRUSTED_FOR: Duration = Duration::from_secs(30);
+
+/// How long a request waits for its tenant's node to be looked up before it goes to the
+/// shared writer: the look-up must not eat the claim's share of Slack's 3 seconds.
+const LOOK_UP_WITHIN: Duration = Duration::from_millis(250);
+
+const UNKNOWN: u8 = 0;
+const ONE_SERVER: u8 = 1;
+const CITUS: u8 = 2;
+
+/// A kind of write (claims, or outcomes) with one writer per node on Citus.
+pub(super) struct PlacedWriters<R, A> {
+    name: &'static str,
+    pool: PgPool,
+    settings: GroupSettings,
+    write: Writer<R, A>,
+    /// The writer for one PostgreSQL, and on Citus for tenants whose node is not known.
+    shared: GroupCommit<R, A>,
+    nodes: RwLock<HashMap<i32, GroupCommit<R, A>>>,
+    placements: Arc<Placements>,
+}
+
+impl<R: Send + 'static, A: Send + 'static> PlacedWriters<R, A> {
+    /// Starts the shared writer; a node's is started when its first tenant writes.
+    pub(super) fn start(
+        name: &'static str,
+        pool: PgPool,
+        settings: GroupSettings,
+        write: Writer<R, A>,
+        placements: Arc<Placements>,
+    ) -> Self {
+        Self {
+            name,
+            shared: GroupCommit::start(name, settings, write.clone()),
+            pool,
+            settings,
+            write,
+            nodes: RwLock::default(),
+            placements,
+        }
+    }
+
+    /// The writer `tenant`'s rows go to.
+    pub(super) async fn writer_for(&self, tenant: TenantId) -> GroupCommit<R, A> {
+        let Some(node) = self.placements.node_of(&self.pool, tenant).await else {
+            return self.shared.clone();
+        };
+        if let Some(writer) = self.nodes.read().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&node) {
+            return writer.clone();
+        }
+        let mut nodes = self.nodes.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        nodes
+            .entry(node)
+            .or_insert_with(|| {
+                tracing::info!(writer = self.name, node.group = node, "a writer of its own for a Citus node");
+                GroupCommit::start(self.name, self.settings, self.write.clone())
+            })
+            .clone()
+    }
+}
+
+/// Which node holds each tenant's receipts, learnt from the database; shared by a store's
+/// writers.
+#[derive(Debug, Default)]
+pub(super) struct Placements {
+    layout: AtomicU8,
+    nodes: RwLock<HashMap<TenantId, (i32, Instant)>>,
+}
+
+impl Placements {
+    /// The node group holding `tenant`'s shards on Citus; `None` on one PostgreSQL, or when it
+    /// could not be looked up in time.
+    async fn node_of(&self, pool: &PgPool, tenant: TenantId) -> Option<i32> {
+        let layout = match self.layout.load(Ordering::Acquire) {
+            UNKNOWN => match tokio::time::timeout(LOOK_UP_WITHIN, is_citus(pool)).await {
+                Ok(Ok(citus)) => {
+                    let layout = if citus { CITUS } else { ONE_SERVER };
+                    self.layout.store(layout, Ordering::Release);
+                    layout
+                }
+                Ok(Err(error)) => {
+                    tracing::debug!(error = %error, "could not ask whether the database is Citus");
+                    return None;
+                }
+                Err(_) => return None,
+            },
+            known => known,
+        };
+        if layout != CITUS {
+            return None;
+        }
+        let now = Instant::now();
+        if let Some(&(node, looked_up)) =
+            self.nodes.read().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&tenant)
+            && now.duration_since(looked_up) < TRUSTED_FOR
+        {
+            return Some(node);
+        }
+        match tokio::time::timeout(LOOK_UP_WITHIN, look_up(pool, tenant)).await {
+            Ok(Ok(node)) => {
+                self.nodes
+                    .write()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .insert(tenant, (node, now));
+                Some(node)
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(tenant.id = %tenant, error = %error, "could not look up which Citus node holds a tenant; its write goes to the shared writer");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(tenant.id = %tenant, "looking up which Citus node holds a tenant took too long; its write goes to the shared writer");
+                None
+            }
+        }
+    }
+}
+
+async fn is_citus(pool: &PgPool) -> Result<bool, StorageError> {
+    #[derive(diesel::QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = Bool)]
+        citus: bool,
+    }
+    let mut unit = pool.unit().await?;
+    let query =
+        diesel::sql_query("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus");
+    let found = diesel_async::RunQueryDsl::get_result::<Found>(query, &mut unit).await.map_err(from_diesel);
+    unit.finish(found).await.map(|found| found.citus)
+}
+
+/// The node group holding `tenant`'s shard of the receipts (its payloads and request
+/// fingerprints are co-located with it).
+async fn look_up(pool: &PgPool, tenant: TenantId) -> Result<i32, StorageError> {
+    #[derive(diesel::QueryableByName)]
+    struct Placed {
+        #[diesel(sql_type = Integer)]
+        node: i32,
+    }
+    let mut unit = pool.unit().await?;
+    let query = diesel::sql_query(
+        "SELECT p.groupid AS node FROM pg_dist_placement AS p \
+          WHERE p.shardid = get_shard_id_for_distribution_column('public.messaging_event_receipts', $1::uuid)",
+    )
+    .bind::<SqlUuid, _>(*tenant.as_uuid());
+    let found = diesel_async::RunQueryDsl::get_result::<Placed>(query, &mut unit).await.map_err(from_diesel);
+    unit.finish(found).await.map(|placed| placed.node)
+}
