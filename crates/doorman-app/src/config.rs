@@ -58,6 +58,8 @@ pub struct ServeConfig {
     /// database URL).
     pub listen_database_url: Secret,
     pub bind: SocketAddr,
+    /// Where `/metrics` answers.
+    pub metrics_bind: SocketAddr,
     pub verifier: Verifier,
     pub retention: Retention,
     pub max_body_bytes: usize,
@@ -173,6 +175,8 @@ impl DispatchConfig {
 pub struct AdminConfig {
     pub database_url: Secret,
     pub bind: SocketAddr,
+    /// Where `/metrics` answers.
+    pub metrics_bind: SocketAddr,
     pub workers: usize,
     pub pool: PoolSettings,
     /// For replays (the same bridge, bounds and keys as `serve`), sealing agents' secrets,
@@ -185,6 +189,7 @@ impl AdminConfig {
         Ok(Self {
             database_url: args.db.database_url.clone(),
             bind: args.bind,
+            metrics_bind: args.metrics_bind,
             workers: workers(args.workers),
             // Operator actions are few and short; a replay holds one connection at a time.
             pool: PoolSettings {
@@ -246,6 +251,7 @@ impl ServeConfig {
                 .clone()
                 .unwrap_or_else(|| args.db.database_url.clone()),
             bind: args.bind,
+            metrics_bind: args.metrics_bind,
             verifier: Verifier::new(secrets, *args.signature_window),
             retention,
             max_body_bytes: args.max_body_bytes,

@@ -23,6 +23,7 @@ pub mod documents;
 pub mod http;
 pub mod log_summary;
 pub mod metrics;
+pub mod metrics_listener;
 pub mod replays;
 pub mod runner;
 pub mod server;

@@ -18,6 +18,7 @@ use crate::config::{ServeConfig, SlackInstall};
 use crate::http::{self, AppState, InstallFlow};
 use crate::log_summary::LogSummary;
 use crate::metrics::Metrics;
+use crate::metrics_listener::MetricsListener;
 use crate::runner::DeliveryRunner;
 
 /// How long in-flight HTTP requests may take to finish once shutdown starts. Answers are
@@ -28,6 +29,7 @@ const REQUEST_GRACE: u64 = 5;
 #[derive(Debug)]
 pub struct RunningServer {
     addr: SocketAddr,
+    metrics: MetricsListener,
     handle: actix_web::dev::ServerHandle,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     directory_listener: tokio::task::JoinHandle<()>,
@@ -50,6 +52,11 @@ impl RunningServer {
         self.addr
     }
 
+    /// Where `/metrics` answers (`DOORMAN_METRICS_BIND`).
+    pub fn metrics_addr(&self) -> SocketAddr {
+        self.metrics.addr()
+    }
+
     /// Stops accepting, lets in-flight requests answer, then waits up to the drain timeout
     /// for in-flight dispatches.
     pub async fn shutdown(self) -> Drained {
@@ -60,6 +67,7 @@ impl RunningServer {
         self.handle.stop(true).await;
         let _ = self.task.await;
         let unfinished = self.runner.drain(self.drain_timeout).await;
+        self.metrics.stop().await;
         self.directory_listener.abort();
         self.watch.abort();
         self.refusal_flush.abort();
@@ -93,6 +101,7 @@ pub(crate) fn outbound(
 /// Builds everything and starts serving on `config.bind` (port 0 picks a free one). Must
 /// run on the main (multi-threaded) runtime: the pool and the dispatches live there.
 pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
+    check_login(config.database_url.expose(), postgres::pool::APP_ROLE).await?;
     let pool = postgres::pool::connect(config.database_url.expose(), &config.pool);
     let background_pool = postgres::pool::connect(config.database_url.expose(), &config.background_pool);
     check_keys(&pool, &config).await?;
@@ -138,6 +147,11 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         refusals,
     });
 
+    let render_state = state.clone();
+    let metrics = MetricsListener::start(
+        config.metrics_bind,
+        Arc::new(move || http::ops::render_metrics(&render_state)),
+    )?;
     let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr()?;
     let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(http::routes))
@@ -165,6 +179,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     );
     Ok(RunningServer {
         addr,
+        metrics,
         handle,
         task,
         directory_listener,
@@ -188,6 +203,27 @@ fn spawn_refusal_flush(refusals: Arc<LogSummary>) -> tokio::task::JoinHandle<()>
             }
         }
     })
+}
+
+/// Refuses to start with a login that cannot act as `role` (it does not exist, its password
+/// is refused, the role is missing, it is not a member), saying which; warns when it can do
+/// more than the process needs; starts anyway when the database cannot be reached (503 until
+/// it can). Shared with `doorman admin serve`.
+pub(crate) async fn check_login(database_url: &str, role: &str) -> anyhow::Result<()> {
+    match postgres::login::check(database_url, role).await {
+        Ok(postgres::login::Login::Ready { user, warnings }) => {
+            tracing::info!(login = %user, role, "database login checked");
+            for warning in warnings {
+                tracing::warn!(role, "{warning}");
+            }
+            Ok(())
+        }
+        Ok(postgres::login::Login::Unreachable(why)) => {
+            tracing::warn!(error = %why, "the database cannot be reached yet; requests are answered 503 until it can");
+            Ok(())
+        }
+        Err(refused) => Err(anyhow::anyhow!("cannot start: {refused}")),
+    }
 }
 
 /// Refuses to start when a stored secret is sealed with a key that is not configured (or not
@@ -223,9 +259,13 @@ async fn check_keys(pool: &postgres::PgPool, config: &ServeConfig) -> anyhow::Re
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully. `started` is told the address
 /// once it listens (the command prints it).
-pub async fn run(config: ServeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::Result<Drained> {
+/// `started` is told where it listens, and where its metrics answer.
+pub async fn run(
+    config: ServeConfig,
+    started: impl FnOnce(SocketAddr, SocketAddr),
+) -> anyhow::Result<Drained> {
     let server = start(config).await?;
-    started(server.addr());
+    started(server.addr(), server.metrics_addr());
     wait_for_signal().await?;
     Ok(server.shutdown().await)
 }

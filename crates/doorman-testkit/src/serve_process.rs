@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 pub struct ServeProcess {
     child: Child,
     base: String,
+    metrics: Option<String>,
     logs: Arc<Mutex<Vec<u8>>>,
 }
 
@@ -41,6 +42,9 @@ impl ServeProcess {
             .args(command)
             .args(["--bind", "127.0.0.1:0"])
             .args(args)
+            // A release before metrics had an address of their own ignores these.
+            .env("DOORMAN_METRICS_BIND", "127.0.0.1:0")
+            .env("DOORMAN_ADMIN_METRICS_BIND", "127.0.0.1:0")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -52,18 +56,31 @@ impl ServeProcess {
 
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout is piped")).read_line(&mut line)?;
-        let Some(base) = line.trim().strip_prefix(banner) else {
+        let Some(said) = line.trim().strip_prefix(banner) else {
             let _ = child.kill();
             let _ = child.wait();
             let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
             return Err(std::io::Error::other(format!("doorman serve did not start: {line:?}\n{logs}")));
         };
-        Ok(Self { base: base.to_owned(), child, logs })
+        // `http://… (metrics on http://…/metrics)`; an earlier release says the first part only.
+        let (base, metrics) = match said.split_once(" (metrics on ") {
+            Some((base, rest)) => {
+                (base, Some(rest.trim_end_matches(')').trim_end_matches("/metrics").to_owned()))
+            }
+            None => (said, None),
+        };
+        Ok(Self { base: base.to_owned(), metrics, child, logs })
     }
 
     /// `http://127.0.0.1:PORT`
     pub fn base(&self) -> &str {
         &self.base
+    }
+
+    /// Where its `/metrics` answers: `http://127.0.0.1:PORT` of its metrics listener (an
+    /// earlier release, which served them on its one listener: [`ServeProcess::base`]).
+    pub fn metrics_base(&self) -> &str {
+        self.metrics.as_deref().unwrap_or(&self.base)
     }
 
     pub fn pid(&self) -> u32 {

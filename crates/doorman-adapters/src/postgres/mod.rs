@@ -25,9 +25,11 @@ pub mod errors;
 pub mod group_commit;
 pub mod installations;
 pub mod listener;
+pub mod login;
 pub mod maintenance;
 pub mod migrations;
 mod outcomes;
+mod placements;
 pub mod pool;
 mod receipt_row;
 pub mod receipts;
@@ -37,7 +39,8 @@ mod statement;
 pub mod stored_events;
 
 pub use admin::{
-    PgAdminKeys, PgAgents, PgAuditTrail, PgInstallRecords, PgLedger, PgOperatorPorts, PgTenants, PgWorkspaces,
+    PgAdminKeys, PgAgents, PgAuditTrail, PgInstallRecords, PgLedger, PgOperatorPorts, PgReplayJobs,
+    PgTenants, PgWorkspaces,
 };
 pub use claims::ClaimTimeouts;
 pub use directory::PgTenantDirectory;

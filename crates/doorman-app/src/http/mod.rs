@@ -55,6 +55,5 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/slack/install/{token}", web::get().to(install::start))
         .route("/slack/oauth/callback", web::get().to(install::callback))
         .route("/healthz", web::get().to(ops::healthz))
-        .route("/readyz", web::get().to(ops::readyz))
-        .route("/metrics", web::get().to(ops::metrics));
+        .route("/readyz", web::get().to(ops::readyz));
 }

@@ -1,4 +1,5 @@
-//! Operational endpoints: liveness, readiness, metrics.
+//! Operational endpoints: liveness and readiness (on the Slack-facing listener, for a load
+//! balancer), and what `/metrics` renders (on a listener of its own, `crate::metrics_listener`).
 
 use actix_web::{HttpResponse, web};
 use doorman_adapters::postgres::migrations::{self, Readiness};
@@ -37,7 +38,8 @@ pub fn readiness(found: Result<Readiness, doorman_domain::StorageError>) -> Http
     }
 }
 
-pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+/// The server's metrics, now.
+pub fn render_metrics(state: &AppState) -> String {
     let gauges = Gauges {
         open_circuits: state.runner.live_path().bridge().open_circuits(),
         in_flight: state.runner.live_path().bridge().in_flight(),
@@ -46,7 +48,5 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
         directory_lookups: state.directory.lookups(),
         directory_notices: state.directory.notices(),
     };
-    HttpResponse::Ok()
-        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
-        .body(state.metrics.render(&gauges))
+    state.metrics.render(&gauges)
 }

@@ -39,7 +39,7 @@ async fn migrate_and_serve_over_verify_full_encrypt_every_connection() {
     let process = spawn_serve_on(&serve_url, "warn", &["--workers", "1"]);
     let http = http_client();
     assert_eq!(post_event(&http, process.base(), "T1", "EvOverTls").await, 200);
-    quiesce(&http, process.base()).await;
+    quiesce(&http, process.metrics_base()).await;
     assert_eq!(agent.count_for("EvOverTls"), 1);
 
     let plain = server

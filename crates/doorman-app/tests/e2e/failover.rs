@@ -151,6 +151,11 @@ impl Run {
         self.servers.iter().map(|s| s.base().to_owned()).collect()
     }
 
+    /// Where each server's `/metrics` answers.
+    fn metrics_bases(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.metrics_base().to_owned()).collect()
+    }
+
     /// Sends `BEFORE` events, loses the primary, sends `AFTER` more; then reads what the new
     /// primary holds and what the agent got.
     async fn load_through_failover(&self, promote_after: Duration) -> Report {
@@ -168,7 +173,7 @@ impl Run {
         for sender in senders {
             sender.await.unwrap();
         }
-        for base in self.bases() {
+        for base in self.metrics_bases() {
             quiesce(&self.http, &base).await;
         }
         self.report(&load, commit_was_waiting)
@@ -213,7 +218,7 @@ impl Run {
     /// Pauses the tenant through the new primary once both servers listen there again: the
     /// next delivery to either is refused within `within`.
     async fn pause_applies_everywhere_within(&self, within: Duration) {
-        for base in self.bases() {
+        for base in self.metrics_bases() {
             wait_for_metric(&self.http, &base, "doorman_directory_listening 1").await;
         }
         self.operator.pause(self.tenant, true).await.expect("pause through the new primary");

@@ -56,7 +56,8 @@ async fn a_slow_agent_holds_at_most_its_bound_and_every_event_is_dispatched_once
 
     slow.wait_until("64 dispatches held", WAIT, |a| a.in_flight() == 64).await;
     assert_eq!(refused.len(), 300 - 64, "everything past the bound was answered 503");
-    let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics =
+        http.get(format!("{}/metrics", server.metrics_base())).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains("doorman_in_flight 64"), "{metrics}");
     assert!(metrics.contains(r#"doorman_busy_total{limit="tenant"} 236"#), "{metrics}");
     assert!(metrics.contains(r#"doorman_unavailable_total{reason="busy"} 236"#));
@@ -73,7 +74,7 @@ async fn a_slow_agent_holds_at_most_its_bound_and_every_event_is_dispatched_once
 
     // Released: Slack's retries of the refused events are handled, each once.
     slow.open_gate();
-    quiesce(&http, &base).await;
+    quiesce(&http, server.metrics_base()).await;
     for id in &refused {
         let deadline = Instant::now() + WAIT;
         while post_event(&http, &base, "TSLOW", id).await != 200 {
@@ -84,7 +85,7 @@ async fn a_slow_agent_holds_at_most_its_bound_and_every_event_is_dispatched_once
     for id in &ids {
         assert_eq!(post_event(&http, &base, "TSLOW", id).await, 200, "{id}: a duplicate now");
     }
-    quiesce(&http, &base).await;
+    quiesce(&http, server.metrics_base()).await;
     for id in &ids {
         assert_eq!(slow.count_for(id), 1, "{id} dispatched exactly once");
     }
@@ -151,7 +152,8 @@ async fn a_thousand_busy_answers_are_each_counted_and_logged_in_a_few_summary_li
     }
     let seconds = started.elapsed().as_secs_f64();
     assert_eq!(busy, 1_000, "every one past the bound was answered 503");
-    let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics =
+        http.get(format!("{}/metrics", server.metrics_base())).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains(r#"doorman_unavailable_total{reason="busy"} 1000"#), "{metrics}");
 
     // The once-a-second flush reports what no answer did, within two seconds.
@@ -177,7 +179,7 @@ async fn a_thousand_busy_answers_are_each_counted_and_logged_in_a_few_summary_li
         lines.len()
     );
     slow.open_gate();
-    quiesce(&http, &base).await;
+    quiesce(&http, server.metrics_base()).await;
 }
 
 /// A log line without its terminal colours.
@@ -331,7 +333,7 @@ async fn by_default_a_private_agent_gets_nothing_and_agent_set_says_why() {
         doorman_testkit::ServeProcess::spawn(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &[]).unwrap();
     let http = http_client();
     assert_eq!(post_event(&http, server.base(), "T1", "EvPrivate").await, 200);
-    quiesce(&http, server.base()).await;
+    quiesce(&http, server.metrics_base()).await;
     let failed = db.operator().failed().await;
     assert_eq!(failed.len(), 1);
     assert!(failed[0].failure.as_ref().unwrap().reason.starts_with("destination_not_allowed"), "{failed:?}");

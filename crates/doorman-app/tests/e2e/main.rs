@@ -22,3 +22,4 @@ mod replay;
 mod rolling_deploy;
 mod security;
 mod seed_cases;
+mod startup;

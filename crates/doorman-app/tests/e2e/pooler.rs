@@ -31,7 +31,7 @@ async fn a_delivery_is_claimed_once_dispatched_completed_and_paused_through_a_tr
     // Claim, then a duplicate; dispatch and completion.
     assert_eq!(post_event(&http, &base, "T1", "EvPooled").await, 200);
     assert_eq!(post_event(&http, &base, "T1", "EvPooled").await, 200);
-    quiesce(&http, &base).await;
+    quiesce(&http, server.metrics_base()).await;
     assert_eq!(agent.count_for("EvPooled"), 1, "dispatched once");
 
     // Many at once, so statements of different deliveries interleave on shared server
@@ -49,7 +49,7 @@ async fn a_delivery_is_claimed_once_dispatched_completed_and_paused_through_a_tr
     }))
     .await;
     assert!(answers.iter().flatten().all(|s| *s == 200), "{answers:?}\n{}", server.logs());
-    quiesce(&http, &base).await;
+    quiesce(&http, server.metrics_base()).await;
     for id in events.iter().chain([&"EvPooled".to_owned()]) {
         assert_eq!(agent.count_for(id), 1, "{id}");
     }

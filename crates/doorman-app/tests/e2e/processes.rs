@@ -55,8 +55,8 @@ async fn two_processes_receiving_the_same_event_at_the_same_moment_dispatch_it_o
         );
         assert_eq!((a, b), (200, 200), "{id}");
     }
-    quiesce(&http, first.base()).await;
-    quiesce(&http, second.base()).await;
+    quiesce(&http, first.metrics_base()).await;
+    quiesce(&http, second.metrics_base()).await;
 
     for id in &events {
         assert_eq!(agent.count_for(id), 1, "{id} dispatched once across both processes");
@@ -113,7 +113,7 @@ async fn a_server_killed_mid_dispatch_leaves_the_receipt_stranded_and_the_retry_
     // client died is the agent's business). A second dispatch would be a second request.
     assert_eq!(agent.requests(), 1);
     assert_eq!(post_event(&http, restarted.base(), "T1", "EvKilled").await, 200);
-    quiesce(&http, restarted.base()).await;
+    quiesce(&http, restarted.metrics_base()).await;
     assert_eq!(agent.requests(), 1, "the retry is a duplicate and is not dispatched again");
     let still = db.operator().stranded().await;
     assert_eq!(still.len(), 1, "still listed for an operator to look at");

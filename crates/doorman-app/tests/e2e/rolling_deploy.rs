@@ -138,7 +138,7 @@ async fn the_previous_release_keeps_serving_on_todays_schema() {
     assert_eq!(send("/slack/events", "application/json", event_body("TPREV", "EvPrev0"), Some(1)).await, 200);
     let form = "application/x-www-form-urlencoded";
     assert_eq!(send("/slack/commands", form, command_body("TPREV"), None).await, 200);
-    quiesce(&http, &base).await;
+    quiesce(&http, previous.metrics_base()).await;
     assert_eq!(agent.count(), 6, "five events once each and the command");
     for i in 0..5 {
         assert_eq!(agent.count_for(&format!("EvPrev{i}")), 1);

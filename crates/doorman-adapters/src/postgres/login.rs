@@ -1,0 +1,167 @@
+//! What a process checks of its login when it starts: that the login exists, its password is
+//! accepted, the role its process acts as exists (migrations ran) and the login may act as it.
+//! Any of these wrong, every request would fail for as long as the process runs (a pool that
+//! never opens a connection answers 503 after its wait, logging only a timeout), so the
+//! process refuses to start and says which. A database that cannot be reached at all is not
+//! refused: the process starts, answers 503, and serves once the database is back.
+//!
+//! A login that is a superuser, or owns the tables, passes row-level security by its own
+//! right: the process starts, with a warning (acting as the role still applies the policies,
+//! but a login that can `RESET ROLE` is more than the process needs).
+
+use diesel::sql_types::{Bool, Text};
+use diesel_async::RunQueryDsl;
+
+use super::connect::{SessionLimits, Target};
+
+/// The login, as the check found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Login {
+    /// It may act as the role; `warnings` say what it has beyond that.
+    Ready { user: String, warnings: Vec<String> },
+    /// The database did not answer (refused, timed out, TLS): nothing could be checked.
+    Unreachable(String),
+}
+
+/// Why the process must not start, in words an operator can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+#[derive(diesel::QueryableByName)]
+struct Found {
+    #[diesel(sql_type = Text)]
+    user: String,
+    #[diesel(sql_type = Bool)]
+    superuser: bool,
+    #[diesel(sql_type = Bool)]
+    role_exists: bool,
+    #[diesel(sql_type = Bool)]
+    member: bool,
+    #[diesel(sql_type = Bool)]
+    owner: bool,
+}
+
+/// How long the check may take: a database that answers nothing in time is `Unreachable`.
+const CHECK_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Checks the login `database_url` names against `role` (`doorman_app` or `doorman_admin`).
+pub async fn check(database_url: &str, role: &str) -> Result<Login, Refused> {
+    match tokio::time::timeout(CHECK_WITHIN, check_now(database_url, role)).await {
+        Ok(checked) => checked,
+        Err(_) => Ok(Login::Unreachable(format!("the database did not answer within {CHECK_WITHIN:?}"))),
+    }
+}
+
+async fn check_now(database_url: &str, role: &str) -> Result<Login, Refused> {
+    let target = Target::parse(database_url).map_err(|e| Refused(format!("DATABASE_URL: {e}")))?;
+    let mut conn = match target.establish(&SessionLimits::default()).await {
+        Ok(conn) => conn,
+        Err(error) => return refused_or_unreachable(&error.to_string(), role),
+    };
+    let found = diesel::sql_query(
+        "SELECT current_user::text AS user, \
+                coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user), false) AS superuser, \
+                EXISTS (SELECT FROM pg_roles r WHERE r.rolname = $1) AS role_exists, \
+                CASE WHEN EXISTS (SELECT FROM pg_roles r WHERE r.rolname = $1) \
+                     THEN pg_has_role(current_user, $1, 'MEMBER') ELSE false END AS member, \
+                coalesce((SELECT t.tableowner = current_user FROM pg_tables t \
+                           WHERE t.schemaname = 'public' AND t.tablename = 'tenants'), false) AS owner",
+    )
+    .bind::<Text, _>(role)
+    .get_result::<Found>(&mut conn)
+    .await;
+    let found = match found {
+        Ok(found) => found,
+        Err(error) => return Ok(Login::Unreachable(format!("checking the login: {error}"))),
+    };
+    if !found.role_exists {
+        return Err(Refused(format!(
+            "the role {role} does not exist in this database: run `doorman migrate` (as the tables' owner) first"
+        )));
+    }
+    if !found.member {
+        return Err(Refused(format!(
+            "the login {user:?} is not a member of {role}: `GRANT {role} TO \"{user}\"` as the tables' owner \
+             (docs/operations.md, \"Security model\")",
+            user = found.user
+        )));
+    }
+    let mut warnings = Vec::new();
+    if found.superuser {
+        warnings.push(format!(
+            "logged in as {:?}, a superuser: use a login whose only membership is {role} (docs/operations.md, \"Security model\")",
+            found.user
+        ));
+    } else if found.owner {
+        warnings.push(format!(
+            "logged in as {:?}, the tables' owner: use a login whose only membership is {role} (docs/operations.md, \"Security model\")",
+            found.user
+        ));
+    }
+    Ok(Login::Ready { user: found.user, warnings })
+}
+
+/// A connection that failed: refused for good when the server said who the login is not
+/// (no such role, a wrong password, no `pg_hba.conf` entry, no such database); unreachable
+/// otherwise.
+fn refused_or_unreachable(said: &str, role: &str) -> Result<Login, Refused> {
+    let refusal = if said.contains("password authentication failed") {
+        Some("the database refused the login's password (password authentication failed)".to_owned())
+    } else if said.contains("role \"") && said.contains("does not exist") {
+        Some(format!(
+            "the login does not exist on the database server ({}): create it, a member of {role} only",
+            fatal(said)
+        ))
+    } else if said.contains("database \"") && said.contains("does not exist") {
+        Some(format!("the database does not exist ({}): create it and run `doorman migrate`", fatal(said)))
+    } else if said.contains("no pg_hba.conf entry") {
+        Some(format!(
+            "the database server's pg_hba.conf lets this login in from nowhere here ({})",
+            fatal(said)
+        ))
+    } else {
+        None
+    };
+    match refusal {
+        Some(why) => Err(Refused(why)),
+        None => Ok(Login::Unreachable(said.to_owned())),
+    }
+}
+
+/// The server's own sentence (from `FATAL:` on), without the layers around it.
+fn fatal(said: &str) -> &str {
+    said.find("FATAL:").map_or(said, |at| said[at..].trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_saying_who_the_login_is_not_refuses_and_anything_else_waits() {
+        let refused = |said: &str| refused_or_unreachable(said, "doorman_admin").unwrap_err().0;
+        assert!(
+            refused("db error: FATAL: password authentication failed for user \"x\"").contains("password")
+        );
+        assert!(
+            refused("db error: FATAL: role \"ghost\" does not exist")
+                .contains("FATAL: role \"ghost\" does not exist")
+        );
+        assert!(
+            refused("db error: FATAL: database \"nope\" does not exist").contains("database does not exist")
+        );
+        assert!(
+            refused("db error: FATAL: no pg_hba.conf entry for host \"1.2.3.4\"").contains("pg_hba.conf")
+        );
+        for waits in [
+            "error connecting to server: Connection refused (os error 111)",
+            "the server did not complete the connection (TLS, authentication) within 5s",
+        ] {
+            assert_eq!(
+                refused_or_unreachable(waits, "doorman_app"),
+                Ok(Login::Unreachable(waits.to_owned()))
+            );
+        }
+    }
+}
