@@ -403,8 +403,7 @@ BEGIN
     IF p_name NOT IN ('app.tenant_id', 'app.tenant_ids', 'app.all_tenants') THEN
         RAISE EXCEPTION 'doorman_set_local sets only Doorman''s own settings, not %', p_name;
     END IF;
-    EXECUTE format('SET LOCAL %s = %L', p_name, coalesce(p_value, ''));
-    RETURN p_value;
+    RETURN set_config(p_name, coalesce(p_value, ''), true);
 END
 $$;
 
@@ -563,8 +562,45 @@ CREATE TABLE public.admin_keys (
     secret_hash text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    last_used_at timestamp with time zone,
     CONSTRAINT admin_keys_name_check CHECK (((length(name) >= 1) AND (length(name) <= 255))),
     CONSTRAINT admin_keys_secret_hash_check CHECK ((length(secret_hash) = 64))
+);
+
+COMMENT ON COLUMN public.admin_keys.expires_at IS 'From then on the key authenticates nothing (NULL: it does not expire).';
+
+COMMENT ON COLUMN public.admin_keys.last_used_at IS 'When the key last authenticated a request, to the minute.';
+
+CREATE TABLE public.admin_replay_job_events (
+    job_id uuid NOT NULL,
+    "position" integer NOT NULL,
+    tenant_id uuid NOT NULL,
+    platform text NOT NULL,
+    external_event_id text NOT NULL,
+    started_at timestamp with time zone,
+    ended_at timestamp with time zone,
+    outcome text,
+    detail text,
+    failure_before text,
+    failed_before_at timestamp with time zone,
+    CONSTRAINT admin_replay_job_events_position_check CHECK (("position" >= 0)),
+    CONSTRAINT outcome_when_ended CHECK (((outcome IS NULL) = (ended_at IS NULL)))
+);
+
+CREATE TABLE public.admin_replay_jobs (
+    id uuid NOT NULL,
+    tenant_id uuid NOT NULL,
+    selection text NOT NULL,
+    actor_kind text NOT NULL,
+    actor_id text NOT NULL,
+    actor_name text NOT NULL,
+    request_id text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    runner_until timestamp with time zone,
+    CONSTRAINT admin_replay_jobs_actor_kind_check CHECK ((actor_kind = ANY (ARRAY['key'::text, 'cli'::text])))
 );
 
 CREATE TABLE public.agent_bridges (
@@ -573,6 +609,12 @@ CREATE TABLE public.agent_bridges (
     signing_secret text NOT NULL,
     paused boolean DEFAULT false NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.deleted_tenants (
+    tenant_id uuid NOT NULL,
+    name text NOT NULL,
+    deleted_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
 CREATE TABLE public.messaging_event_payloads (
@@ -699,8 +741,17 @@ ALTER TABLE ONLY public.admin_idempotency
 ALTER TABLE ONLY public.admin_keys
     ADD CONSTRAINT admin_keys_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.admin_replay_job_events
+    ADD CONSTRAINT admin_replay_job_events_pkey PRIMARY KEY (job_id, "position");
+
+ALTER TABLE ONLY public.admin_replay_jobs
+    ADD CONSTRAINT admin_replay_jobs_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.agent_bridges
     ADD CONSTRAINT agent_bridges_pkey PRIMARY KEY (tenant_id);
+
+ALTER TABLE ONLY public.deleted_tenants
+    ADD CONSTRAINT deleted_tenants_pkey PRIMARY KEY (tenant_id);
 
 ALTER TABLE ONLY public.messaging_event_payloads
     ADD CONSTRAINT messaging_event_payloads_pkey PRIMARY KEY (tenant_id, platform, external_event_id);
@@ -732,6 +783,12 @@ ALTER TABLE ONLY public.tenants
 CREATE INDEX admin_audit_newest ON public.admin_audit USING btree (at DESC, id DESC);
 
 CREATE INDEX admin_audit_tenant_newest ON public.admin_audit USING btree (tenant_id, at DESC, id DESC);
+
+CREATE INDEX admin_replay_job_events_by_event ON public.admin_replay_job_events USING btree (tenant_id, platform, external_event_id, started_at);
+
+CREATE INDEX admin_replay_jobs_tenant_newest ON public.admin_replay_jobs USING btree (tenant_id, created_at DESC, id DESC);
+
+CREATE INDEX admin_replay_jobs_unfinished ON public.admin_replay_jobs USING btree (created_at, id) WHERE (finished_at IS NULL);
 
 CREATE INDEX messaging_event_payloads_expiry ON public.messaging_event_payloads USING btree (tenant_id, claimed_at) WHERE (claimed_at IS NOT NULL);
 
@@ -775,6 +832,12 @@ ALTER TABLE ONLY public.admin_idempotency
 ALTER TABLE ONLY public.admin_keys
     ADD CONSTRAINT admin_keys_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
+ALTER TABLE ONLY public.admin_replay_job_events
+    ADD CONSTRAINT admin_replay_job_events_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.admin_replay_jobs(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.admin_replay_jobs
+    ADD CONSTRAINT admin_replay_jobs_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
+
 ALTER TABLE ONLY public.agent_bridges
     ADD CONSTRAINT agent_bridges_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
@@ -794,9 +857,19 @@ ALTER TABLE public.admin_audit ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY admin_lists_every_tenant ON public.admin_audit FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
 
+CREATE POLICY admin_lists_every_tenant ON public.admin_replay_jobs FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
+
 CREATE POLICY admin_lists_every_tenant ON public.tenants FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
 
+ALTER TABLE public.admin_replay_job_events ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE public.admin_replay_jobs ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY admin_writes_entries_without_tenant ON public.admin_audit FOR INSERT TO doorman_admin WITH CHECK ((tenant_id IS NULL));
+
 ALTER TABLE public.agent_bridges ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE public.deleted_tenants ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.messaging_event_payloads ENABLE ROW LEVEL SECURITY;
 
@@ -814,11 +887,17 @@ ALTER TABLE public.messaging_workspaces ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY tenant_isolation ON public.admin_audit USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
+CREATE POLICY tenant_isolation ON public.admin_replay_job_events USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
+
+CREATE POLICY tenant_isolation ON public.admin_replay_jobs USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
+
 CREATE POLICY tenant_isolation ON public.agent_bridges USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
-CREATE POLICY tenant_isolation ON public.messaging_event_payloads USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[])))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]))));
+CREATE POLICY tenant_isolation ON public.deleted_tenants USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
-CREATE POLICY tenant_isolation ON public.messaging_event_receipts USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[])))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]))));
+CREATE POLICY tenant_isolation ON public.messaging_event_payloads USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
+
+CREATE POLICY tenant_isolation ON public.messaging_event_receipts USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
 
 CREATE POLICY tenant_isolation ON public.messaging_install_links USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
@@ -826,7 +905,7 @@ CREATE POLICY tenant_isolation ON public.messaging_install_states USING ((tenant
 
 CREATE POLICY tenant_isolation ON public.messaging_installations USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
-CREATE POLICY tenant_isolation ON public.messaging_request_replays USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[])))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY ((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]))));
+CREATE POLICY tenant_isolation ON public.messaging_request_replays USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
 
 CREATE POLICY tenant_isolation ON public.messaging_workspaces USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
@@ -911,16 +990,26 @@ GRANT SELECT,INSERT ON TABLE public.admin_audit TO doorman_admin;
 
 GRANT SELECT,INSERT,DELETE ON TABLE public.admin_idempotency TO doorman_admin;
 
-GRANT SELECT ON TABLE public.admin_keys TO doorman_admin;
+GRANT SELECT,INSERT ON TABLE public.admin_keys TO doorman_admin;
+
+GRANT UPDATE(revoked_at) ON TABLE public.admin_keys TO doorman_admin;
+
+GRANT UPDATE(last_used_at) ON TABLE public.admin_keys TO doorman_admin;
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.admin_replay_job_events TO doorman_admin;
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.admin_replay_jobs TO doorman_admin;
 
 GRANT SELECT ON TABLE public.agent_bridges TO doorman_app;
-GRANT SELECT,INSERT,UPDATE ON TABLE public.agent_bridges TO doorman_admin;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_bridges TO doorman_admin;
+
+GRANT SELECT,INSERT ON TABLE public.deleted_tenants TO doorman_admin;
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.messaging_event_payloads TO doorman_app;
 GRANT SELECT,DELETE,UPDATE ON TABLE public.messaging_event_payloads TO doorman_admin;
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.messaging_event_receipts TO doorman_app;
-GRANT SELECT,UPDATE ON TABLE public.messaging_event_receipts TO doorman_admin;
+GRANT SELECT,DELETE,UPDATE ON TABLE public.messaging_event_receipts TO doorman_admin;
 
 GRANT SELECT,INSERT ON TABLE public.messaging_install_links TO doorman_admin;
 
@@ -930,9 +1019,10 @@ GRANT SELECT,UPDATE ON TABLE public.messaging_installations TO doorman_app;
 GRANT SELECT,UPDATE ON TABLE public.messaging_installations TO doorman_admin;
 
 GRANT SELECT,INSERT,DELETE ON TABLE public.messaging_request_replays TO doorman_app;
+GRANT SELECT,DELETE ON TABLE public.messaging_request_replays TO doorman_admin;
 
 GRANT SELECT ON TABLE public.messaging_workspaces TO doorman_app;
 GRANT SELECT,INSERT,DELETE ON TABLE public.messaging_workspaces TO doorman_admin;
 
 GRANT SELECT ON TABLE public.tenants TO doorman_app;
-GRANT SELECT,INSERT,UPDATE ON TABLE public.tenants TO doorman_admin;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.tenants TO doorman_admin;

@@ -98,6 +98,10 @@ pub enum ApiKeysCommand {
         /// The key may read, never change anything.
         #[arg(long)]
         read_only: bool,
+        /// The key stops working this long from now (`90d`, `12h`); without it, it never
+        /// expires (revoke it when it is no longer needed).
+        #[arg(long)]
+        expires_in: Option<humantime::Duration>,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -130,6 +134,11 @@ pub struct AdminServeArgs {
     /// needs it.
     #[arg(long, env = "DOORMAN_ADMIN_BIND", default_value = "127.0.0.1:3001")]
     pub bind: SocketAddr,
+
+    /// Where `GET /metrics` answers: an address of its own, loopback by default (never the
+    /// API's).
+    #[arg(long, env = "DOORMAN_ADMIN_METRICS_BIND", default_value = "127.0.0.1:9301")]
+    pub metrics_bind: SocketAddr,
 
     /// HTTP worker threads (0: one per CPU).
     #[arg(long, env = "DOORMAN_ADMIN_WORKERS", default_value_t = 0)]
@@ -302,6 +311,11 @@ pub struct ServeArgs {
     #[arg(long, env = "DOORMAN_BIND", default_value = "127.0.0.1:3000")]
     pub bind: SocketAddr,
 
+    /// Where `GET /metrics` answers: an address of its own, loopback by default (never the
+    /// Slack-facing listener).
+    #[arg(long, env = "DOORMAN_METRICS_BIND", default_value = "127.0.0.1:9300")]
+    pub metrics_bind: SocketAddr,
+
     /// Slack signing secret(s), comma-separated; several at once during a rotation.
     #[arg(
         long,
@@ -435,6 +449,29 @@ pub enum TenantCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Rename a tenant.
+    Rename {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Offboard a customer: delete the tenant, its workspace links (its next event is answered
+    /// as an unknown workspace's), installations and tokens, agent, kept payloads, scoped keys
+    /// and receipts. The audit trail keeps its entries. Asks for --yes.
+    Delete {
+        #[arg(long)]
+        tenant: String,
+        /// Delete without asking: there is no undo.
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -508,6 +545,9 @@ pub enum AgentCommand {
     Pause(TenantTarget),
     /// Resume a paused agent.
     Resume(TenantTarget),
+    /// Remove a tenant's agent (and its secret): deliveries are answered 503 (no agent) until
+    /// one is set again.
+    Remove(TenantTarget),
 }
 
 /// A command that acts on one tenant and nothing else.

@@ -81,6 +81,10 @@ pub enum OperatorError {
     /// tenant's link receives (decision 20).
     #[error("that workspace is already linked to another tenant, or its enterprise (or a team inside it) is")]
     WorkspaceTaken,
+    /// The tenant has the team linked, but otherwise (inside another enterprise, or none):
+    /// relinking does not move it. Nothing was written.
+    #[error("the tenant has that team linked as {0}: unlink it before linking it otherwise")]
+    LinkedOtherwise(String),
     /// The idempotency key was used before for a different request.
     #[error("this Idempotency-Key was used for a different request")]
     IdempotencyKeyReused,

@@ -116,8 +116,11 @@ impl TestOperator {
             PageRequest { limit: PageLimit::new(PageLimit::MAX).expect("the largest page"), after: None };
         let mut found = Vec::new();
         loop {
-            let listed =
-                self.operator.events(&self.caller, None, state, None, &page).await.expect("list events");
+            let listed = self
+                .operator
+                .events(&self.caller, None, state, Default::default(), &page)
+                .await
+                .expect("list events");
             found.extend(listed.items.into_iter().map(|report| report.receipt));
             match listed.next {
                 Some(next) => page.after = Some(next),

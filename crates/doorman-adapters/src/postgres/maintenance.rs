@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::directory::{AGENT_SECRET_COLUMN, BOT_TOKEN_COLUMN, PAYLOAD_COLUMN, REFRESH_TOKEN_COLUMN};
 use super::errors::{from_connection, from_diesel};
-use super::schema::{agent_bridges, messaging_event_payloads as payloads, tenants};
+use super::schema::{agent_bridges, deleted_tenants, messaging_event_payloads as payloads, tenants};
 use crate::secrets::{Keyring, OpenError, SealedIn};
 
 diesel::define_sql_function! {
@@ -251,7 +251,9 @@ impl PgMaintenance {
 
     /// Deletes every tenant's receipts claimed before `expired_before`, tenant by tenant and
     /// at most `batch` rows per statement (each its own short transaction), with the same
-    /// bounded prune a completed dispatch runs. Returns how many were deleted.
+    /// bounded prune a completed dispatch runs; then whatever deleted tenants left (an
+    /// offboarding stopped half way, or a claim written in the moment before its deletion
+    /// reached the serving processes), whatever its age. Returns how many were deleted.
     pub async fn prune_expired(
         &mut self,
         expired_before: DateTime<Utc>,
@@ -259,7 +261,8 @@ impl PgMaintenance {
     ) -> Result<u64, StorageError> {
         let tenant_ids: Vec<Uuid> =
             tenants::table.select(tenants::id).load(&mut self.conn).await.map_err(from_diesel)?;
-        let batch = u64::from(batch.get());
+        let per_statement = batch.get();
+        let batch = u64::from(per_statement);
         let mut total = 0;
         for tenant in tenant_ids {
             loop {
@@ -274,6 +277,26 @@ impl PgMaintenance {
                 let pruned = u64::try_from(pruned).unwrap_or(0);
                 total += pruned;
                 if pruned < batch {
+                    break;
+                }
+            }
+        }
+        let deleted: Vec<Uuid> = deleted_tenants::table
+            .select(deleted_tenants::tenant_id)
+            .load(&mut self.conn)
+            .await
+            .map_err(from_diesel)?;
+        for tenant in deleted.into_iter().map(TenantId::from_uuid) {
+            loop {
+                let purged = self
+                    .conn
+                    .transaction::<_, DieselError, _>(async |conn| {
+                        super::admin::purge_deleted_tenant(conn, tenant, per_statement).await
+                    })
+                    .await
+                    .map_err(from_diesel)?;
+                total += purged;
+                if purged < batch {
                     break;
                 }
             }

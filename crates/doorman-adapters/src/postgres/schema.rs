@@ -33,6 +33,40 @@ diesel::table! {
         secret_hash -> Text,
         created_at -> Timestamptz,
         revoked_at -> Nullable<Timestamptz>,
+        expires_at -> Nullable<Timestamptz>,
+        last_used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    admin_replay_job_events (job_id, position) {
+        job_id -> Uuid,
+        position -> Int4,
+        tenant_id -> Uuid,
+        platform -> Text,
+        external_event_id -> Text,
+        started_at -> Nullable<Timestamptz>,
+        ended_at -> Nullable<Timestamptz>,
+        outcome -> Nullable<Text>,
+        detail -> Nullable<Text>,
+        failure_before -> Nullable<Text>,
+        failed_before_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    admin_replay_jobs (id) {
+        id -> Uuid,
+        tenant_id -> Uuid,
+        selection -> Text,
+        actor_kind -> Text,
+        actor_id -> Text,
+        actor_name -> Text,
+        request_id -> Text,
+        created_at -> Timestamptz,
+        started_at -> Nullable<Timestamptz>,
+        finished_at -> Nullable<Timestamptz>,
+        runner_until -> Nullable<Timestamptz>,
     }
 }
 
@@ -43,6 +77,14 @@ diesel::table! {
         signing_secret -> Text,
         paused -> Bool,
         updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    deleted_tenants (tenant_id) {
+        tenant_id -> Uuid,
+        name -> Text,
+        deleted_at -> Timestamptz,
     }
 }
 
@@ -151,6 +193,8 @@ diesel::table! {
 
 diesel::joinable!(admin_idempotency -> tenants (tenant_id));
 diesel::joinable!(admin_keys -> tenants (tenant_id));
+diesel::joinable!(admin_replay_job_events -> admin_replay_jobs (job_id));
+diesel::joinable!(admin_replay_jobs -> tenants (tenant_id));
 diesel::joinable!(agent_bridges -> tenants (tenant_id));
 diesel::joinable!(messaging_install_links -> tenants (tenant_id));
 diesel::joinable!(messaging_install_states -> tenants (tenant_id));
@@ -161,7 +205,10 @@ diesel::allow_tables_to_appear_in_same_query!(
     admin_audit,
     admin_idempotency,
     admin_keys,
+    admin_replay_job_events,
+    admin_replay_jobs,
     agent_bridges,
+    deleted_tenants,
     messaging_event_payloads,
     messaging_event_receipts,
     messaging_install_links,

@@ -9,12 +9,13 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_adapters::bridge::DestinationPolicy;
 use doorman_adapters::postgres::PgOperatorPorts;
+use doorman_adapters::postgres::admin::keys::Presented;
 use doorman_adapters::postgres::pool::{self, ADMIN_ROLE, PoolSettings, act_for};
 use doorman_domain::ports::{OperatorPorts, ReceiptStore};
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
 use doorman_domain::{
-    Actor, ApiKey, AuditCursor, Caller, Failure, IdempotencyKey, KeyId, KeyName, KeyScope, OperatorError,
-    PageLimit, PageRequest, RequestId, TenantCursor, TenantId, TenantName,
+    Actor, ApiKey, AuditCursor, Caller, Failure, IdempotencyKey, KeyId, KeyName, KeyRefusal, KeyScope,
+    OperatorError, PageLimit, PageRequest, RequestId, TenantCursor, TenantId, TenantName,
 };
 use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
@@ -127,15 +128,17 @@ async fn the_admin_role_writes_the_directory_reads_one_tenant_at_a_time_and_clai
         .unwrap();
     assert_eq!(seen, 1, "tenant A's receipt only");
 
-    // It may not claim, nor read what only the server needs, nor see keys' secrets.
+    // It may not claim, nor read what only the server needs, nor change a key's secret or
+    // scope (it may revoke one, and record its use: keys are managed over HTTP by a key that
+    // may do everything).
     for refused in [
         format!(
             "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
              VALUES ('{a}', 'slack', 'EvX', 'x', 0, now())"
         ),
-        "SELECT count(*) AS n FROM messaging_request_replays".to_owned(),
         "SELECT count(*) AS n FROM messaging_install_states".to_owned(),
-        "UPDATE admin_keys SET revoked_at = now()".to_owned(),
+        "UPDATE admin_keys SET secret_hash = repeat('0', 64)".to_owned(),
+        "UPDATE admin_keys SET tenant_id = NULL, read_only = false".to_owned(),
         "INSERT INTO messaging_installations (tenant_id, platform, team_id, is_enterprise_install, app_id, bot_user_id, scopes) \
          VALUES (gen_random_uuid(), 'slack', 'T', false, 'A', 'U', '')"
             .to_owned(),
@@ -242,7 +245,13 @@ async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
     let admin = admin(&db);
     let reader = key_caller(Some(a), true);
     let stranded = admin
-        .events(&reader, Some(a), doorman_domain::EventState::Stranded, None, &PageRequest::default())
+        .events(
+            &reader,
+            Some(a),
+            doorman_domain::EventState::Stranded,
+            Default::default(),
+            &PageRequest::default(),
+        )
         .await
         .unwrap();
     let names: Vec<_> = stranded.items.iter().map(|r| r.receipt.key.external_id.as_str()).collect();
@@ -274,16 +283,23 @@ async fn a_key_authenticates_by_its_secret_until_revoked_and_only_its_hash_is_st
     let op = db.operator();
     let tenant = op.create_tenant("Acme").await;
     let scope = KeyScope { tenant: Some(tenant), read_only: true };
-    let (id, secret) =
-        op.use_cases().create_key(op.caller(), KeyName::new("support").unwrap(), scope).await.unwrap();
+    let (made, secret) =
+        op.use_cases().create_key(op.caller(), KeyName::new("support").unwrap(), scope, None).await.unwrap();
+    let id = made.id;
     let admin = admin(&db);
     let keys = admin.ports().keys();
 
-    let found = keys.authenticate(secret.expose()).await.unwrap().expect("the key authenticates");
+    let Presented::Valid(found) = keys.authenticate(secret.expose()).await.unwrap() else {
+        panic!("the key authenticates")
+    };
     assert_eq!((found.id, found.name.as_str(), found.scope), (id, "support", scope));
+    let refused = |reason, key| Presented::Refused { reason, key };
     let wrong = format!("{}x", secret.expose());
-    assert_eq!(keys.authenticate(&wrong).await.unwrap(), None);
-    assert_eq!(keys.authenticate("dmk_nothing").await.unwrap(), None);
+    assert_eq!(keys.authenticate(&wrong).await.unwrap(), refused(KeyRefusal::WrongSecret, Some(id)));
+    assert_eq!(keys.authenticate("dmk_nothing").await.unwrap(), refused(KeyRefusal::Malformed, None));
+    let stranger = KeyId::generate();
+    let unknown = format!("dmk_{}_c2VjcmV0", stranger.as_uuid().simple());
+    assert_eq!(keys.authenticate(&unknown).await.unwrap(), refused(KeyRefusal::Unknown, Some(stranger)));
 
     #[derive(diesel::QueryableByName)]
     struct Row {
@@ -299,8 +315,70 @@ async fn a_key_authenticates_by_its_secret_until_revoked_and_only_its_hash_is_st
     assert!(stored.iter().all(|r| !r.row.contains(secret_part)), "the secret is not stored");
 
     op.use_cases().revoke_key(op.caller(), id).await.unwrap();
-    assert_eq!(keys.authenticate(secret.expose()).await.unwrap(), None, "revoked at once");
+    assert_eq!(
+        keys.authenticate(secret.expose()).await.unwrap(),
+        refused(KeyRefusal::Revoked, Some(id)),
+        "revoked at once"
+    );
     assert!(matches!(op.use_cases().revoke_key(op.caller(), id).await, Err(OperatorError::NotFound { .. })));
+}
+
+/// When the key last authenticated, read as the owner.
+async fn last_used(db: &TestDatabase, id: KeyId) -> Option<chrono::DateTime<chrono::Utc>> {
+    #[derive(diesel::QueryableByName)]
+    struct Used {
+        #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+        at: Option<chrono::DateTime<chrono::Utc>>,
+    }
+    diesel::sql_query(format!("SELECT last_used_at AS at FROM admin_keys WHERE id = '{id}'"))
+        .get_result::<Used>(&mut db.owner().await)
+        .await
+        .unwrap()
+        .at
+}
+
+#[tokio::test]
+async fn a_key_stops_at_its_expiry_and_its_use_is_recorded_at_most_once_a_minute() {
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let scope = KeyScope { tenant: None, read_only: false };
+    let in_an_hour = chrono::Utc::now() + chrono::Duration::hours(1);
+    let (made, secret) = op
+        .use_cases()
+        .create_key(op.caller(), KeyName::new("temporary").unwrap(), scope, Some(in_an_hour))
+        .await
+        .unwrap();
+    let admin = admin(&db);
+    let keys = admin.ports().keys();
+    assert_eq!(last_used(&db, made.id).await, None, "never used yet");
+    assert!(matches!(keys.authenticate(secret.expose()).await.unwrap(), Presented::Valid(_)));
+    let first = last_used(&db, made.id).await.expect("its use is recorded");
+    assert!(matches!(keys.authenticate(secret.expose()).await.unwrap(), Presented::Valid(_)));
+    assert_eq!(last_used(&db, made.id).await, Some(first), "not again within the minute");
+    // A minute later (moved back here), the next use is recorded again.
+    diesel::sql_query(format!(
+        "UPDATE admin_keys SET last_used_at = now() - interval '61 seconds' WHERE id = '{}'",
+        made.id
+    ))
+    .execute(&mut db.owner().await)
+    .await
+    .unwrap();
+    assert!(matches!(keys.authenticate(secret.expose()).await.unwrap(), Presented::Valid(_)));
+    assert!(last_used(&db, made.id).await.unwrap() > first);
+
+    diesel::sql_query(format!(
+        "UPDATE admin_keys SET expires_at = now() - interval '1 second' WHERE id = '{}'",
+        made.id
+    ))
+    .execute(&mut db.owner().await)
+    .await
+    .unwrap();
+    assert_eq!(
+        keys.authenticate(secret.expose()).await.unwrap(),
+        Presented::Refused { reason: KeyRefusal::Expired, key: Some(made.id) }
+    );
+    let listed = op.use_cases().keys(op.caller()).await.unwrap();
+    assert!(listed[0].expires_at.is_some() && listed[0].last_used_at.is_some(), "{listed:?}");
 }
 
 #[tokio::test]
@@ -338,4 +416,46 @@ async fn the_audit_trail_says_who_did_what_newest_first_and_a_scoped_key_reads_i
     let scoped = key_caller(Some(b), true);
     let own = admin.audit(&scoped, None, &PageRequest::default()).await.unwrap();
     assert!(own.items.iter().all(|r| r.tenant == Some(b)) && own.items.len() == 2, "{:?}", own.items);
+}
+
+/// Two admin processes asking at once: each unfinished job goes to one of them, and a job
+/// whose hold lapsed goes to the next that asks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_job_is_taken_by_one_process_at_a_time_and_again_once_its_hold_lapses() {
+    use doorman_domain::ports::ReplayJobs;
+    use doorman_domain::{AuditAction, AuditEntry, ExternalEventId, NewReplayJob, ReplayJobId};
+
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let tenant = op.create_tenant("Acme").await;
+    let (first, second) = (admin(&db), admin(&db));
+    let caller = key_caller(None, false);
+    let id = ReplayJobId::generate();
+    let job = NewReplayJob {
+        id,
+        tenant,
+        selection: "event Ev1".into(),
+        requested_by: caller.clone(),
+        events: vec![ExternalEventId::new("Ev1").unwrap()],
+        held_until: None,
+    };
+    let audit = AuditEntry::new(&caller, AuditAction::EventsReplay, Some(tenant), Some("job".into()));
+    first.ports().jobs().create(&job, &audit).await.unwrap();
+
+    let soon = chrono::Utc::now() + Duration::milliseconds(600);
+    let mut taken = Vec::new();
+    for _ in 0..5 {
+        let (a, b) = tokio::join!(first.ports().jobs().take(soon), second.ports().jobs().take(soon));
+        taken.extend([a.unwrap(), b.unwrap()].into_iter().flatten());
+    }
+    assert_eq!(taken, [(tenant, id)], "one process, once, while its hold lasts");
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let later = chrono::Utc::now() + Duration::minutes(1);
+    assert_eq!(
+        second.ports().jobs().take(later).await.unwrap(),
+        Some((tenant, id)),
+        "taken again once it lapsed"
+    );
+    second.ports().jobs().finish(tenant, id).await.unwrap();
+    assert_eq!(first.ports().jobs().take(later).await.unwrap(), None, "a finished job is not taken");
 }

@@ -7,15 +7,22 @@ use doorman_domain::{AgentSecret, AgentUrl, OperatorError};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::body::Object;
 use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
 use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::AgentDoc;
 
 /// The agent to set.
 #[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewAgent {
-    /// An https URL on a public address (unless the server allows private ones).
-    #[schema(pattern = "^https?://[^/?#@ ]+")]
+    /// An https URL on a public address (unless the server allows private ones): a DNS name
+    /// or an IPv4 address, no credentials, no spaces.
+    #[schema(
+        max_length = 2048,
+        pattern = "^[hH][tT][tT][pP][sS]?://(([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?|(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3})(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?([/?#][^\\x00-\\x20\\x7f-\\x9f]*)?$",
+        example = "https://agent.example/slack"
+    )]
     pub url: String,
     /// `whsec_` and base64 of at least 16 bytes (Standard Webhooks): the agent verifies
     /// dispatches with it. Never returned.
@@ -34,22 +41,16 @@ impl fmt::Debug for NewAgent {
     }
 }
 
-/// The agent, or 404 when none is set.
-fn no_agent_is_not_found(error: OperatorError) -> ApiError {
-    match error {
-        OperatorError::NoAgent(tenant) => ApiError::not_found(format!("tenant {tenant} has no agent set")),
-        other => other.into(),
-    }
-}
-
-/// The tenant's agent (never its secret).
+/// The tenant's agent (never its secret); `url: null` when none is set (pausing, resuming or
+/// removing it then answers 409 `no-agent`).
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants/{id}/agent",
+    operation_id = "getAgent",
     tag = "agents",
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
-        (status = 200, description = "The agent", body = AgentDoc),
+        (status = 200, description = "The agent, or `url: null` when none is set", body = AgentDoc),
         ReadRefusals,
     ),
     security(("bearer" = []))
@@ -60,14 +61,19 @@ pub async fn get(
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ApiError> {
     let tenant = tenant_path(&path)?;
-    let agent = state.operator.agent(&caller.0, tenant).await.map_err(no_agent_is_not_found)?;
-    Ok(HttpResponse::Ok().json(AgentDoc::from(agent)))
+    let agent = match state.operator.agent(&caller.0, tenant).await {
+        Ok(agent) => AgentDoc::from(agent),
+        Err(OperatorError::NoAgent(_)) => AgentDoc::NONE,
+        Err(other) => return Err(other.into()),
+    };
+    Ok(HttpResponse::Ok().json(agent))
 }
 
 /// Sets (or replaces) the tenant's agent. A paused agent stays paused.
 #[utoipa::path(
     put,
     path = "/admin/v1/tenants/{id}/agent",
+    operation_id = "setAgent",
     tag = "agents",
     request_body = NewAgent,
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
@@ -81,12 +87,12 @@ pub async fn get(
 pub async fn set(
     caller: Authenticated,
     path: web::Path<String>,
-    body: web::Json<NewAgent>,
+    body: Object<NewAgent>,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ApiError> {
     let tenant = tenant_path(&path)?;
     let body = body.into_inner();
-    let url = AgentUrl::parse(&body.url).map_err(|e| ApiError::invalid_value("url", &e))?;
+    let url = AgentUrl::from_operator(&body.url).map_err(|e| ApiError::invalid_value("url", &e))?;
     let secret = AgentSecret::parse(&body.signing_secret)
         .map_err(|e| ApiError::invalid_value("signing_secret", &e))?;
     state
@@ -103,6 +109,7 @@ pub async fn set(
 #[utoipa::path(
     post,
     path = "/admin/v1/tenants/{id}/agent/pause",
+    operation_id = "pauseAgent",
     tag = "agents",
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
@@ -124,6 +131,7 @@ pub async fn pause(
 #[utoipa::path(
     post,
     path = "/admin/v1/tenants/{id}/agent/resume",
+    operation_id = "resumeAgent",
     tag = "agents",
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
@@ -151,4 +159,29 @@ async fn set_paused(
     state.operator.pause_agent(&caller.0, tenant, paused).await?;
     let agent = state.operator.agent(&caller.0, tenant).await?;
     Ok(HttpResponse::Ok().json(AgentDoc::from(agent)))
+}
+
+/// Removes the tenant's agent and its secret: deliveries are answered 503 (no agent), and
+/// Slack retries them, until one is set again.
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/tenants/{id}/agent",
+    operation_id = "removeAgent",
+    tag = "agents",
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
+    responses(
+        (status = 204, description = "Removed"),
+        ChangeRefusals,
+        (status = 409, description = "The tenant has no agent", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn remove(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    state.operator.remove_agent(&caller.0, tenant).await?;
+    Ok(HttpResponse::NoContent().finish())
 }

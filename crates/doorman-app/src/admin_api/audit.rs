@@ -6,13 +6,14 @@ use doorman_domain::AuditCursor;
 use super::problem::{ApiError, Problem, ReadRefusals};
 use super::query::Query;
 use super::{AdminState, Authenticated, tenant_path};
-use crate::documents::{AuditDoc, Page};
+use crate::documents::AuditPage;
 
 /// Audit entries: who (key id and name, or `cli` and the OS user), what, on which tenant, in
 /// which request. A key scoped to a tenant reads that tenant's entries only.
 #[utoipa::path(
     get,
     path = "/admin/v1/audit",
+    operation_id = "listAuditEntries",
     tag = "audit",
     params(
         ("tenant" = Option<uuid::Uuid>, Query, description = "One tenant's entries"),
@@ -20,7 +21,7 @@ use crate::documents::{AuditDoc, Page};
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
     ),
     responses(
-        (status = 200, description = "A page of entries", body = Page<AuditDoc>),
+        (status = 200, description = "A page of entries", body = AuditPage),
         ReadRefusals,
         (status = 422, description = "A refused limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
@@ -35,5 +36,5 @@ pub async fn list(
     let tenant = query.get("tenant").map(tenant_path).transpose()?;
     let page = query.page::<AuditCursor>()?;
     let listed = state.operator.audit(&caller.0, tenant, &page).await?;
-    Ok(HttpResponse::Ok().json(Page::<AuditDoc>::of(listed)))
+    Ok(HttpResponse::Ok().json(AuditPage::of(listed)))
 }

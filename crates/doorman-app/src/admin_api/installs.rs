@@ -8,15 +8,18 @@ use doorman_domain::usecases::operator::installs::LinkLifetime;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::body::Object;
 use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
 use super::{AdminState, Authenticated, tenant_path, workspace_path};
-use crate::documents::{InstallLinkDoc, InstallationDoc, Items};
+use crate::documents::{InstallLinkDoc, InstallationList};
 
 /// An install link to make.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewInstallLink {
     /// How long the link may be used: 60 seconds to 30 days (86,400 unless given).
-    #[schema(minimum = 60, maximum = 2_592_000)]
+    #[schema(minimum = 60, maximum = 2_592_000, example = 86_400)]
+    #[serde(default, deserialize_with = "super::numbers::optional_whole")]
     pub expires_in_seconds: Option<u64>,
 }
 
@@ -25,6 +28,7 @@ pub struct NewInstallLink {
 #[utoipa::path(
     post,
     path = "/admin/v1/tenants/{id}/install-links",
+    operation_id = "createInstallLink",
     tag = "installations",
     request_body = NewInstallLink,
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
@@ -39,7 +43,7 @@ pub struct NewInstallLink {
 pub async fn create_link(
     caller: Authenticated,
     path: web::Path<String>,
-    body: web::Json<NewInstallLink>,
+    body: Object<NewInstallLink>,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ApiError> {
     let tenant = tenant_path(&path)?;
@@ -54,10 +58,11 @@ pub async fn create_link(
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants/{id}/installations",
+    operation_id = "listInstallations",
     tag = "installations",
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
-        (status = 200, description = "The tenant's installations", body = Items<InstallationDoc>),
+        (status = 200, description = "The tenant's installations", body = InstallationList),
         ReadRefusals,
     ),
     security(("bearer" = []))
@@ -69,7 +74,7 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let tenant = tenant_path(&path)?;
     let found = state.operator.installations(&caller.0, Some(tenant)).await?;
-    Ok(HttpResponse::Ok().json(Items { items: found.into_iter().map(InstallationDoc::from).collect() }))
+    Ok(HttpResponse::Ok().json(found.into_iter().collect::<InstallationList>()))
 }
 
 /// Removes the tenant's installation of the workspace (team id, or an org-wide install's
@@ -77,6 +82,7 @@ pub async fn list(
 #[utoipa::path(
     delete,
     path = "/admin/v1/tenants/{id}/installations/{workspace_id}",
+    operation_id = "removeInstallation",
     tag = "installations",
     params(
         ("id" = uuid::Uuid, Path, description = "The tenant's id"),

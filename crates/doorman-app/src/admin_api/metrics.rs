@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use doorman_domain::KeyRefusal;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -17,12 +18,18 @@ struct Request {
     status: u16,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Refusal {
+    reason: &'static str,
+}
+
 #[derive(Debug)]
 pub struct AdminMetrics {
     registry: Registry,
     requests: Family<Request, Counter>,
     seconds: Histogram,
     ready: Gauge,
+    refusals: Family<Refusal, Counter>,
 }
 
 impl Default for AdminMetrics {
@@ -46,7 +53,17 @@ impl Default for AdminMetrics {
             "1 while the database answers and has every migration (as of /readyz)",
             ready.clone(),
         );
-        Self { registry, requests, seconds, ready }
+        let refusals = Family::<Refusal, Counter>::default();
+        registry.register(
+            "auth_failures",
+            "Requests refused for want of a valid key, by reason (missing, malformed, unknown_key, wrong_secret, revoked, expired)",
+            refusals.clone(),
+        );
+        // Every reason is reported from the start (at 0), so an alert can compare rates.
+        for reason in KeyRefusal::ALL {
+            let _ = refusals.get_or_create(&Refusal { reason: reason.as_str() });
+        }
+        Self { registry, requests, seconds, ready, refusals }
     }
 }
 
@@ -56,6 +73,10 @@ impl AdminMetrics {
         let label = Request { method: method.to_owned(), route: route.to_owned(), status };
         self.requests.get_or_create(&label).inc();
         self.seconds.observe(elapsed.as_secs_f64());
+    }
+
+    pub fn refused(&self, reason: KeyRefusal) {
+        self.refusals.get_or_create(&Refusal { reason: reason.as_str() }).inc();
     }
 
     pub fn readiness(&self, ready: bool) {

@@ -10,18 +10,23 @@
 
 mod agents;
 mod audit;
+mod body;
 mod events;
 mod installs;
+mod keys;
 mod metrics;
+mod numbers;
 pub mod openapi;
 pub mod problem;
 mod query;
+mod replays;
 mod tenants;
 mod workspaces;
 
 use std::future::{Ready, ready};
 use std::net::{SocketAddr, TcpListener};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
@@ -29,15 +34,17 @@ use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, FromRequest, HttpMessage, HttpRequest, HttpResponse, HttpServer, web};
 use anyhow::Context;
+use doorman_adapters::postgres::admin::keys::Presented;
 use doorman_adapters::postgres::pool::{self, ADMIN_ROLE};
 use doorman_adapters::postgres::{PgAdminKeys, PgOperatorPorts, PgPool, migrations};
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
-use doorman_domain::{Actor, Caller, ReceiptStatus, RequestId, TenantId, WorkspaceId};
+use doorman_domain::{Actor, Caller, KeyId, KeyRefusal, ReceiptStatus, RequestId, TenantId, WorkspaceId};
 
 use self::metrics::AdminMetrics;
 use self::problem::{ApiError, PROBLEM_JSON, json_error};
 use crate::config::AdminConfig;
-use crate::replays::Replays;
+use crate::metrics_listener::MetricsListener;
+use crate::replays::{Replays, Runner};
 
 /// The most a request body may be.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -86,47 +93,70 @@ pub(crate) fn workspace_path(raw: &str) -> Result<WorkspaceId, ApiError> {
     WorkspaceId::new(raw).map_err(|_| ApiError::not_found("no such workspace"))
 }
 
+/// A path's routes, one per method, and for any other method 405 with `Allow` naming them.
+macro_rules! resource {
+    ($path:literal, $($method:ident => $handler:path),+ $(,)?) => {{
+        let allow: &'static str = concat!($(stringify!($method), ", "),+).trim_end_matches(", ");
+        web::resource($path)
+            $(.route(web::method(actix_web::http::Method::$method).to($handler)))+
+            .default_service(web::to(move || async move { not_allowed(allow) }))
+    }};
+}
+
 pub fn routes(config: &mut web::ServiceConfig) {
     let json =
         web::JsonConfig::default().limit(MAX_BODY_BYTES).error_handler(|error, _| json_error(&error).into());
     config
         .app_data(json)
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
-        .route("/healthz", web::get().to(healthz))
-        .route("/readyz", web::get().to(readyz))
-        .route("/metrics", web::get().to(render_metrics))
-        .route("/admin/v1/openapi.json", web::get().to(openapi_document))
+        .service(resource!("/healthz", GET => healthz))
+        .service(resource!("/readyz", GET => readyz))
+        .service(resource!("/admin/v1/openapi.json", GET => openapi_document))
         .service(
             web::scope("/admin/v1")
                 .wrap(from_fn(authenticate))
-                .route("/tenants", web::post().to(tenants::create))
-                .route("/tenants", web::get().to(tenants::list))
-                .route("/tenants/{id}", web::get().to(tenants::get))
-                .route("/tenants/{id}/retain-payloads", web::put().to(tenants::retain_payloads))
-                .route("/tenants/{id}/workspaces", web::get().to(workspaces::list))
-                .route("/tenants/{id}/workspaces", web::post().to(workspaces::link))
-                .route("/tenants/{id}/workspaces/{workspace_id}", web::delete().to(workspaces::unlink))
-                .route("/tenants/{id}/agent", web::get().to(agents::get))
-                .route("/tenants/{id}/agent", web::put().to(agents::set))
-                .route("/tenants/{id}/agent/pause", web::post().to(agents::pause))
-                .route("/tenants/{id}/agent/resume", web::post().to(agents::resume))
-                .route("/tenants/{id}/install-links", web::post().to(installs::create_link))
-                .route("/tenants/{id}/installations", web::get().to(installs::list))
-                .route("/tenants/{id}/installations/{workspace_id}", web::delete().to(installs::remove))
-                .route("/tenants/{id}/events", web::get().to(events::list))
-                .route("/tenants/{id}/events/{event_id}", web::get().to(events::get))
-                .route("/tenants/{id}/events/{event_id}/replay", web::post().to(events::replay_one))
-                .route("/tenants/{id}/replays", web::post().to(events::replay_many))
-                .route("/audit", web::get().to(audit::list)),
+                .service(resource!("/tenants", GET => tenants::list, POST => tenants::create))
+                .service(resource!("/tenants/{id}", GET => tenants::get, PATCH => tenants::rename, DELETE => tenants::delete))
+                .service(resource!("/tenants/{id}/retain-payloads", PUT => tenants::retain_payloads))
+                .service(resource!("/tenants/{id}/workspaces", GET => workspaces::list, POST => workspaces::link))
+                .service(resource!("/tenants/{id}/workspaces/{workspace_id}", DELETE => workspaces::unlink))
+                .service(resource!("/tenants/{id}/agent", GET => agents::get, PUT => agents::set, DELETE => agents::remove))
+                .service(resource!("/tenants/{id}/agent/pause", POST => agents::pause))
+                .service(resource!("/tenants/{id}/agent/resume", POST => agents::resume))
+                .service(resource!("/tenants/{id}/install-links", POST => installs::create_link))
+                .service(resource!("/tenants/{id}/installations", GET => installs::list))
+                .service(resource!("/tenants/{id}/installations/{workspace_id}", DELETE => installs::remove))
+                .service(resource!("/tenants/{id}/events", GET => events::list))
+                .service(resource!("/tenants/{id}/events/{event_id}", GET => events::get))
+                .service(resource!("/tenants/{id}/events/{event_id}/replay", POST => replays::replay_one))
+                .service(resource!("/tenants/{id}/replays", GET => replays::list, POST => replays::replay_many))
+                .service(resource!("/tenants/{id}/replays/{job_id}", GET => replays::get))
+                .service(resource!("/audit", GET => audit::list))
+                .service(resource!("/keys", GET => keys::list, POST => keys::create))
+                .service(resource!("/keys/{key_id}", GET => keys::get, DELETE => keys::revoke)),
         )
         .default_service(web::to(|| async {
             HttpResponse::from_error(ApiError::not_found("no such route"))
         }));
 }
 
+/// 405 for a known route asked with another method, naming the ones it takes.
+fn not_allowed(allow: &'static str) -> HttpResponse {
+    let mut response = HttpResponse::from_error(ApiError::new(
+        actix_web::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        format!("this route takes {allow}"),
+    ));
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
 /// The bearer key of the request, checked against the stored keys (their hashes, in constant
-/// time); nothing is cached, so a revocation holds from the next request. Missing, wrong or
-/// revoked: 401 with `WWW-Authenticate: Bearer`. The key is never logged.
+/// time); nothing is cached, so a revocation or an expiry holds from the next request.
+/// Missing, malformed, unknown, wrong, revoked or expired: the same 401 with
+/// `WWW-Authenticate: Bearer` (a caller learns nothing of other keys), counted by reason and
+/// logged with the key's id when it had one and the client's address. The key's secret is
+/// never logged.
 async fn authenticate(
     request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -139,18 +169,35 @@ async fn authenticate(
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim)
         .map(str::to_owned);
-    let found = match (state, presented) {
-        (Some(state), Some(presented)) => state.keys.authenticate(&presented).await,
-        _ => Ok(None),
+    let (Some(state), Some(presented)) = (state.clone(), presented) else {
+        refused(&request, state.as_ref().map(|s| s.get_ref()), KeyRefusal::Missing, None);
+        return Ok(request.error_response(ApiError::unauthorized()).map_into_right_body());
     };
-    let key = match found {
-        Ok(Some(key)) => key,
-        Ok(None) => return Ok(request.error_response(ApiError::unauthorized()).map_into_right_body()),
+    let key = match state.keys.authenticate(&presented).await {
+        Ok(Presented::Valid(key)) => key,
+        Ok(Presented::Refused { reason, key }) => {
+            refused(&request, Some(&state), reason, key);
+            return Ok(request.error_response(ApiError::unauthorized()).map_into_right_body());
+        }
         Err(error) => return Ok(request.error_response(ApiError::storage(&error)).map_into_right_body()),
     };
     let request_id = request.extensions().get::<RequestId>().cloned().unwrap_or_else(RequestId::generate);
     request.extensions_mut().insert(Caller { actor: Actor::Key(key), request: request_id });
     next.call(request).await.map(ServiceResponse::map_into_left_body)
+}
+
+/// A failed authentication: counted by reason, and logged with what identifies the attempt.
+fn refused(request: &ServiceRequest, state: Option<&AdminState>, reason: KeyRefusal, key: Option<KeyId>) {
+    if let Some(state) = state {
+        state.metrics.refused(reason);
+    }
+    tracing::warn!(
+        reason = reason.as_str(),
+        key.id = key.map(tracing::field::display),
+        client.address = request.peer_addr().map(|a| a.ip().to_string()),
+        route = request.match_pattern().unwrap_or_else(|| request.path().to_owned()),
+        "admin API request refused: no valid key"
+    );
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -217,22 +264,18 @@ async fn readyz(state: web::Data<AdminState>) -> HttpResponse {
     crate::http::ops::readiness(found)
 }
 
-async fn render_metrics(state: web::Data<AdminState>) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
-        .body(state.metrics.render())
-}
-
 async fn openapi_document() -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body(openapi::document())
 }
 
-/// An admin API that is accepting requests.
+/// An admin API that is accepting requests, and running replay jobs.
 #[derive(Debug)]
 pub struct RunningAdmin {
     addr: SocketAddr,
+    metrics: MetricsListener,
     handle: actix_web::dev::ServerHandle,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
+    runner: Runner,
 }
 
 impl RunningAdmin {
@@ -240,17 +283,26 @@ impl RunningAdmin {
         self.addr
     }
 
-    /// Stops accepting, and lets requests in flight (replays included) finish.
+    /// Where `/metrics` answers (`DOORMAN_ADMIN_METRICS_BIND`).
+    pub fn metrics_addr(&self) -> SocketAddr {
+        self.metrics.addr()
+    }
+
+    /// Stops accepting, lets requests in flight finish, and stops running replay jobs (a job
+    /// left half done is resumed by another admin process, or this one's next start).
     pub async fn shutdown(self) {
         tracing::info!("admin API shutting down");
         self.handle.stop(true).await;
         let _ = self.task.await;
+        self.runner.stop(Duration::from_secs(REQUEST_GRACE)).await;
+        self.metrics.stop().await;
     }
 }
 
 /// Builds the state and starts serving on `config.bind` (port 0 picks a free one). Must run
 /// on the main runtime: the pool and replays live there.
 pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
+    crate::server::check_login(config.database_url.expose(), ADMIN_ROLE).await?;
     let pool = pool::connect_as(config.database_url.expose(), &config.pool, Some(ADMIN_ROLE));
     let dispatch = &config.dispatch;
     let settings = OperatorSettings {
@@ -266,6 +318,10 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
         pool,
         metrics: AdminMetrics::default(),
     });
+    let runner = Runner::spawn(state.clone().into_inner());
+    let render_state = state.clone();
+    let metrics =
+        MetricsListener::start(config.metrics_bind, Arc::new(move || render_state.metrics.render()))?;
     let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr()?;
     let server =
@@ -285,14 +341,14 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
         agent_allow_private = config.dispatch.bridge.destinations.allow_private,
         "doorman admin API listening"
     );
-    Ok(RunningAdmin { addr, handle, task })
+    Ok(RunningAdmin { addr, metrics, handle, task, runner })
 }
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully. `started` is told the address
-/// once it listens (the command prints it).
-pub async fn run(config: AdminConfig, started: impl FnOnce(SocketAddr)) -> anyhow::Result<()> {
+/// once it listens, and where its metrics answer (the command prints them).
+pub async fn run(config: AdminConfig, started: impl FnOnce(SocketAddr, SocketAddr)) -> anyhow::Result<()> {
     let admin = start(config).await?;
-    started(admin.addr());
+    started(admin.addr(), admin.metrics_addr());
     crate::server::wait_for_signal().await?;
     admin.shutdown().await;
     Ok(())

@@ -175,10 +175,22 @@ impl ApiError {
                 "workspace-taken",
                 "that workspace is linked to another tenant, or would take deliveries another tenant's link receives (its enterprise, or a team inside it)",
             ),
-            OperatorError::IdempotencyKeyReused => Self::invalid(
-                "Idempotency-Key",
-                "was used before for a different request; use a new key for a new request",
+            OperatorError::LinkedOtherwise(existing) => Self::new(
+                StatusCode::CONFLICT,
+                "workspace-linked-otherwise",
+                format!(
+                    "the tenant has that team linked as {existing}: unlink it before linking it otherwise"
+                ),
             ),
+            OperatorError::IdempotencyKeyReused => {
+                let mut error = Self::new(
+                    StatusCode::CONFLICT,
+                    "idempotency-key-reused",
+                    "Idempotency-Key: was used before for a different request; use a new key for a new request",
+                );
+                error.0.field = Some("Idempotency-Key".into());
+                error
+            }
             OperatorError::InstallsOff => Self::new(
                 StatusCode::CONFLICT,
                 "installs-off",
@@ -241,13 +253,30 @@ pub fn json_error(error: &actix_web::error::JsonPayloadError) -> ApiError {
     }
 }
 
-/// What is wrong with a body, without quoting it: a missing field is named, a wrong type is
+/// What is wrong with a body, without quoting it: a missing or unknown field is named (an
+/// unknown one in `field` too: a misspelt field is refused, not ignored), a wrong type is
 /// located.
 pub fn malformed(error: &serde_json::Error) -> ApiError {
     let message = error.to_string();
     let detail = match error.classify() {
         serde_json::error::Category::Data if message.starts_with("missing field") => {
             message.split(" at line").next().unwrap_or("a required field is missing").to_owned()
+        }
+        serde_json::error::Category::Data if message.starts_with("unknown field `") => {
+            // A name, never a value; cut short and to printable characters, whatever was sent.
+            let name: String = message["unknown field `".len()..]
+                .split('`')
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .filter(|c| c.is_ascii_graphic())
+                .take(64)
+                .collect();
+            let mut refused = ApiError::bad_request(format!(
+                "unknown field `{name}`: this operation takes only the fields its schema names"
+            ));
+            refused.0.field = Some(name);
+            return refused;
         }
         serde_json::error::Category::Data => {
             format!("a value has the wrong type (line {}, column {})", error.line(), error.column())

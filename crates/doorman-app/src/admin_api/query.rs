@@ -30,8 +30,10 @@ impl Query {
                 .map_err(|_| ApiError::invalid("limit", "must be a whole number between 1 and 100"))
                 .and_then(|n| PageLimit::new(n).map_err(|e| ApiError::invalid_value("limit", &e)))?,
         };
+        // `cursor=` (empty) is the first page, as no cursor is.
         let after = self
             .get("cursor")
+            .filter(|cursor| !cursor.is_empty())
             .map(C::decode)
             .transpose()
             .map_err(|e| ApiError::invalid_value("cursor", &e))?;

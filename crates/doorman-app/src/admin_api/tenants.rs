@@ -6,13 +6,28 @@ use doorman_domain::{IdempotencyKey, TenantCursor, TenantName};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::problem::{ApiError, BodyRefusals, Problem, ReadRefusals};
+use super::body::Object;
+use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
 use super::query::Query;
 use super::{AdminState, Authenticated, tenant_path};
-use crate::documents::{Page, RetainPayloadsDoc, TenantDoc};
+use crate::documents::{OffboardedDoc, RetainPayloadsDoc, TenantDoc, TenantPage};
+
+/// A tenant's new name.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantChange {
+    /// 1 to 200 characters, no control characters; trimmed.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub name: String,
+}
 
 /// A tenant to create.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewTenant {
     /// 1 to 200 characters, no control characters; trimmed.
     #[schema(
@@ -29,20 +44,23 @@ pub struct NewTenant {
 #[utoipa::path(
     post,
     path = "/admin/v1/tenants",
+    operation_id = "createTenant",
     tag = "tenants",
     request_body = NewTenant,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the creation safe to repeat (24 hours)")),
+    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]([ -~]*[!-~])?$",
+             description = "Makes the creation safe to repeat (24 hours): 1 to 255 printable ASCII characters")),
     responses(
         (status = 201, description = "Created (or, for a repeat under the same Idempotency-Key, created before)", body = TenantDoc),
         BodyRefusals,
-        (status = 422, description = "A refused name, or an Idempotency-Key reused for another request", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The Idempotency-Key was used before for a different request", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused name", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
 pub async fn create(
     caller: Authenticated,
     request: HttpRequest,
-    body: web::Json<NewTenant>,
+    body: Object<NewTenant>,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ApiError> {
     let name = TenantName::new(body.into_inner().name).map_err(|e| ApiError::invalid_value("name", &e))?;
@@ -63,13 +81,14 @@ pub async fn create(
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants",
+    operation_id = "listTenants",
     tag = "tenants",
     params(
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page (50)"),
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
     ),
     responses(
-        (status = 200, description = "A page of tenants", body = Page<TenantDoc>),
+        (status = 200, description = "A page of tenants", body = TenantPage),
         ReadRefusals,
         (status = 422, description = "A refused limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
@@ -82,13 +101,14 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::of(&request).page::<TenantCursor>()?;
     let listed = state.operator.tenants(&caller.0, &page).await?;
-    Ok(HttpResponse::Ok().json(Page::<TenantDoc>::of(listed)))
+    Ok(HttpResponse::Ok().json(TenantPage::of(listed)))
 }
 
 /// One tenant.
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants/{id}",
+    operation_id = "getTenant",
     tag = "tenants",
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
@@ -111,6 +131,7 @@ pub async fn get(
 #[utoipa::path(
     put,
     path = "/admin/v1/tenants/{id}/retain-payloads",
+    operation_id = "setRetainPayloads",
     tag = "tenants",
     request_body = RetainPayloadsDoc,
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
@@ -123,10 +144,63 @@ pub async fn get(
 pub async fn retain_payloads(
     caller: Authenticated,
     path: web::Path<String>,
-    body: web::Json<RetainPayloadsDoc>,
+    body: Object<RetainPayloadsDoc>,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ApiError> {
     let tenant = tenant_path(&path)?;
     state.operator.set_retain_payloads(&caller.0, tenant, body.enabled).await?;
     Ok(HttpResponse::Ok().json(RetainPayloadsDoc { enabled: body.enabled }))
+}
+
+/// Renames a tenant.
+#[utoipa::path(
+    patch,
+    path = "/admin/v1/tenants/{id}",
+    operation_id = "renameTenant",
+    tag = "tenants",
+    request_body = TenantChange,
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "The tenant now", body = TenantDoc),
+        BodyRefusals,
+        (status = 422, description = "A refused name", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn rename(
+    caller: Authenticated,
+    path: web::Path<String>,
+    body: Object<TenantChange>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    let name = TenantName::new(body.into_inner().name).map_err(|e| ApiError::invalid_value("name", &e))?;
+    let renamed = state.operator.rename_tenant(&caller.0, tenant, name).await?;
+    Ok(HttpResponse::Ok().json(TenantDoc::from(renamed)))
+}
+
+/// Offboards a customer: deletes the tenant, its workspace links (its next event is answered
+/// as an unknown workspace's), installations and tokens, agent, kept payloads, keys scoped to
+/// it and receipts. The audit trail keeps its entries. Only a key for every tenant, and not
+/// read-only, may.
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/tenants/{id}",
+    operation_id = "deleteTenant",
+    tag = "tenants",
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "Deleted, and how many receipts went with it", body = OffboardedDoc),
+        ChangeRefusals,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    let offboarded = state.operator.delete_tenant(&caller.0, tenant).await?;
+    Ok(HttpResponse::Ok().json(OffboardedDoc::new(tenant, &offboarded)))
 }

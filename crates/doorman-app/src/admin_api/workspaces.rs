@@ -5,28 +5,72 @@ use doorman_domain::WorkspaceId;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::body::Object;
 use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
 use super::{AdminState, Authenticated, tenant_path, workspace_path};
-use crate::documents::{Items, WorkspaceDoc};
+use crate::documents::{WorkspaceDoc, WorkspaceList};
 
 /// A workspace to link: a team (`team_id`, with its `enterprise_id` inside a grid), or an
-/// org-wide install (`enterprise_id` alone).
-#[derive(Debug, Deserialize, ToSchema)]
+/// org-wide install (`enterprise_id` alone). Slack's ids: `T…` and `E…`, upper-case letters
+/// and digits.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NewWorkspace {
-    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     pub team_id: Option<String>,
-    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     pub enterprise_id: Option<String>,
 }
+
+/// Written by hand: at least one of the two ids (a rule derived schemas cannot say), each in
+/// Slack's form, which the use case also checks.
+impl utoipa::PartialSchema for NewWorkspace {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Type};
+        let id = |letter: char, example: &str, description: &str, nullable: bool| {
+            let kind = if nullable {
+                utoipa::openapi::schema::SchemaType::from_iter([Type::String, Type::Null])
+            } else {
+                utoipa::openapi::schema::SchemaType::new(Type::String)
+            };
+            ObjectBuilder::new()
+                .schema_type(kind)
+                .pattern(Some(format!("^{letter}[A-Z0-9]{{1,31}}$")))
+                .examples([serde_json::json!(example)])
+                .description(Some(description))
+        };
+        let team = "A Slack team id (T…); with `enterprise_id`, a team inside that Enterprise Grid.";
+        let enterprise = "A Slack enterprise id (E…); alone, an org-wide install.";
+        let fields = ObjectBuilder::new()
+            .property("team_id", id('T', "T0123ABCD", team, true))
+            .property("enterprise_id", id('E', "E0123ABCD", enterprise, true))
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)));
+        let one_of_them = |name: &str, letter: char, example: &str, description: &str| {
+            ObjectBuilder::new().property(name, id(letter, example, description, false)).required(name)
+        };
+        AllOfBuilder::new()
+            .item(fields)
+            .item(
+                AnyOfBuilder::new()
+                    .item(one_of_them("team_id", 'T', "T0123ABCD", team))
+                    .item(one_of_them("enterprise_id", 'E', "E0123ABCD", enterprise)),
+            )
+            .description(Some(
+                "A workspace to link: a team (`team_id`, with its `enterprise_id` inside a grid), or an org-wide install (`enterprise_id` alone).",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for NewWorkspace {}
 
 /// The tenant's workspace links, oldest first.
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants/{id}/workspaces",
+    operation_id = "listWorkspaces",
     tag = "workspaces",
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
-        (status = 200, description = "The tenant's links", body = Items<WorkspaceDoc>),
+        (status = 200, description = "The tenant's links", body = WorkspaceList),
         ReadRefusals,
     ),
     security(("bearer" = []))
@@ -38,7 +82,7 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let tenant = tenant_path(&path)?;
     let links = state.operator.workspaces(&caller.0, tenant).await?;
-    Ok(HttpResponse::Ok().json(Items { items: links.into_iter().map(WorkspaceDoc::from).collect() }))
+    Ok(HttpResponse::Ok().json(links.into_iter().collect::<WorkspaceList>()))
 }
 
 /// Links a workspace to the tenant: its events are then the tenant's. A workspace belongs to
@@ -47,6 +91,7 @@ pub async fn list(
 #[utoipa::path(
     post,
     path = "/admin/v1/tenants/{id}/workspaces",
+    operation_id = "linkWorkspace",
     tag = "workspaces",
     request_body = NewWorkspace,
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
@@ -62,7 +107,7 @@ pub async fn list(
 pub async fn link(
     caller: Authenticated,
     path: web::Path<String>,
-    body: web::Json<NewWorkspace>,
+    body: Object<NewWorkspace>,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ApiError> {
     let tenant = tenant_path(&path)?;
@@ -87,6 +132,7 @@ pub async fn link(
 #[utoipa::path(
     delete,
     path = "/admin/v1/tenants/{id}/workspaces/{workspace_id}",
+    operation_id = "unlinkWorkspace",
     tag = "workspaces",
     params(
         ("id" = uuid::Uuid, Path, description = "The tenant's id"),

@@ -2,19 +2,22 @@
 
 use anyhow::Context;
 use doorman_domain::{AuditCursor, KeyId, KeyName, KeyScope, PageLimit, PageRequest};
-use serde_json::json;
 
 use super::context::{Cli, Needs, explain, tenant_id};
 use super::output;
 use crate::admin_api;
 use crate::cli::{AdminCommand, ApiKeysCommand};
 use crate::config::AdminConfig;
-use crate::documents::{AuditDoc, KeyDoc};
+use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc};
 
 pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
         AdminCommand::Serve(args) => {
-            let listening = |addr| output::line(&format!("doorman admin API listening on http://{addr}"));
+            let listening = |addr, metrics| {
+                output::line(&format!(
+                    "doorman admin API listening on http://{addr} (metrics on http://{metrics}/metrics)"
+                ));
+            };
             admin_api::run(AdminConfig::from_args(&args)?, listening).await
         }
         AdminCommand::Keys(command) => keys(command).await,
@@ -65,14 +68,19 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
 
 async fn keys(command: ApiKeysCommand) -> anyhow::Result<()> {
     match command {
-        ApiKeysCommand::Create { name, tenant, read_only, json, db } => {
+        ApiKeysCommand::Create { name, tenant, read_only, expires_in, json, db } => {
             let name = KeyName::new(name).context("--name")?;
             let scope = KeyScope { tenant: tenant.as_deref().map(tenant_id).transpose()?, read_only };
+            let expires_at = expires_in
+                .map(|d| chrono::Duration::from_std(d.into()).map(|d| chrono::Utc::now() + d))
+                .transpose()
+                .context("--expires-in is too long")?;
             let cli = Cli::owner(&db, Needs::default());
-            let (id, secret) = cli.operator.create_key(&cli.caller, name, scope).await.map_err(explain)?;
-            tracing::info!(key.id = %id, read_only, tenant.id = ?scope.tenant, "admin API key created");
+            let (made, secret) =
+                cli.operator.create_key(&cli.caller, name, scope, expires_at).await.map_err(explain)?;
+            tracing::info!(key.id = %made.id, read_only, tenant.id = ?scope.tenant, expires_at = ?made.expires_at, "admin API key created");
             if json {
-                output::json(&json!({ "id": id.to_string(), "key": secret.expose() }));
+                output::json(&serde_json::to_value(NewKeyDoc::new(made, &secret))?);
             } else {
                 // The only time the key is shown: stdout, never a log.
                 output::line(secret.expose());
@@ -94,15 +102,24 @@ async fn keys(command: ApiKeysCommand) -> anyhow::Result<()> {
                 output::line("no admin API keys");
             } else {
                 output::line(
-                    "ID                                    SCOPE                                 ACCESS     STATE    NAME",
+                    "ID                                    SCOPE                                 ACCESS     STATE    LAST USED         NAME",
                 );
+                let now = chrono::Utc::now();
                 for k in &keys {
                     let scope = k.tenant_id.map(|t| t.to_string()).unwrap_or_else(|| "every tenant".into());
                     let access = if k.read_only { "read-only" } else { "read-write" };
-                    let state = if k.revoked_at.is_some() { "revoked" } else { "active" };
+                    let state = match (k.revoked_at, k.expires_at) {
+                        (Some(_), _) => "revoked",
+                        (None, Some(at)) if at <= now => "expired",
+                        _ => "active",
+                    };
+                    let used = k
+                        .last_used_at
+                        .map(|at| at.format("%Y-%m-%d %H:%M").to_string())
+                        .unwrap_or_else(|| "never".into());
                     output::line(&format!(
-                        "{:<37} {:<37} {:<10} {:<8} {}",
-                        k.id, scope, access, state, k.name
+                        "{:<37} {:<37} {:<10} {:<8} {:<17} {}",
+                        k.id, scope, access, state, used, k.name
                     ));
                 }
             }

@@ -18,7 +18,11 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Serve(args) => {
             let config = ServeConfig::from_args(&args)?;
-            let listening = |addr| output::line(&format!("doorman listening on http://{addr}"));
+            let listening = |addr, metrics| {
+                output::line(&format!(
+                    "doorman listening on http://{addr} (metrics on http://{metrics}/metrics)"
+                ));
+            };
             let drained = server::run(config, listening).await?;
             if drained.unfinished > 0 {
                 anyhow::bail!("{} dispatches did not finish before the drain timeout", drained.unfinished);

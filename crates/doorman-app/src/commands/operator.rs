@@ -14,7 +14,9 @@ use super::context::{Cli, Needs, explain, maintenance, tenant_id};
 use super::output;
 use crate::cli::{AgentCommand, OnOff, SecretsCommand, SlackCommand, TenantCommand, WorkspaceCommand};
 use crate::config::{destinations, keyring, slack_install};
-use crate::documents::{AgentDoc, InstallationDoc, Items, TenantDoc, WorkspaceDoc};
+use crate::documents::{
+    AgentDoc, InstallationDoc, OffboardedDoc, TenantDoc, TenantList, WorkspaceDoc, WorkspaceList,
+};
 
 pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
     match command {
@@ -38,7 +40,7 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
                 }
             }
             if json {
-                output::json(&serde_json::to_value(Items { items: tenants })?);
+                output::json(&serde_json::to_value(TenantList { items: tenants })?);
             } else if tenants.is_empty() {
                 output::line("no tenants");
             } else {
@@ -69,6 +71,33 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
                 format!("tenant {tenant} keeps no new payloads; those already kept go when handled or pruned")
             });
         }
+        TenantCommand::Rename { tenant, name, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let name = TenantName::new(name).context("--name")?;
+            let cli = Cli::owner(&db, Needs::default());
+            let renamed = cli.operator.rename_tenant(&cli.caller, tenant, name).await.map_err(explain)?;
+            output::line(&format!("tenant {tenant} renamed to {:?}", renamed.name));
+        }
+        TenantCommand::Delete { tenant, yes, json, db } => {
+            let tenant = tenant_id(&tenant)?;
+            if !yes {
+                anyhow::bail!(
+                    "deleting tenant {tenant} removes its workspaces, installations, agent, keys and receipts, \
+                     with no undo: run again with --yes"
+                );
+            }
+            let cli = Cli::owner(&db, Needs::default());
+            let offboarded = cli.operator.delete_tenant(&cli.caller, tenant).await.map_err(explain)?;
+            tracing::info!(tenant.id = %tenant, receipts = offboarded.receipts, "tenant deleted");
+            if json {
+                output::json(&serde_json::to_value(OffboardedDoc::new(tenant, &offboarded))?);
+            } else {
+                output::line(&format!(
+                    "tenant {tenant} deleted with its directory and {} receipt(s); its audit entries are kept",
+                    offboarded.receipts
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -98,7 +127,7 @@ pub async fn workspace(command: WorkspaceCommand) -> anyhow::Result<()> {
             let links = cli.operator.workspaces(&cli.caller, tenant).await.map_err(explain)?;
             if json {
                 let items: Vec<WorkspaceDoc> = links.into_iter().map(WorkspaceDoc::from).collect();
-                output::json(&serde_json::to_value(Items { items })?);
+                output::json(&serde_json::to_value(WorkspaceList { items })?);
             } else if links.is_empty() {
                 output::line(&format!("tenant {tenant} has no linked workspaces"));
             } else {
@@ -128,7 +157,7 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
     match command {
         AgentCommand::Set { tenant, url, secret, keys, destinations: allowed, db } => {
             let tenant = tenant_id(&tenant)?;
-            let url = AgentUrl::parse(&url).context("--url")?;
+            let url = AgentUrl::from_operator(&url).context("--url")?;
             let secret = AgentSecret::parse(secret.expose()).context("--secret")?;
             let needs = Needs {
                 keys: Some(keyring(&keys)?),
@@ -155,7 +184,7 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
                 let state = if agent.paused { "paused" } else { "active" };
                 output::line(&format!(
                     "agent for tenant {tenant}: {} ({state}; signing secret set)",
-                    agent.url
+                    agent.url.as_deref().unwrap_or_default()
                 ));
             }
         }
@@ -172,6 +201,14 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
             let cli = Cli::owner(&target.db, Needs::default());
             cli.operator.pause_agent(&cli.caller, tenant, false).await.map_err(explain)?;
             output::line(&format!("agent for tenant {tenant} resumed"));
+        }
+        AgentCommand::Remove(target) => {
+            let tenant = tenant_id(&target.tenant)?;
+            let cli = Cli::owner(&target.db, Needs::default());
+            cli.operator.remove_agent(&cli.caller, tenant).await.map_err(explain)?;
+            output::line(&format!(
+                "agent for tenant {tenant} removed: deliveries are answered 503 until one is set"
+            ));
         }
     }
     Ok(())

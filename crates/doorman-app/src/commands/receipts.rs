@@ -7,7 +7,7 @@ use chrono::Utc;
 use doorman_adapters::postgres::pool::{self, ADMIN_ROLE};
 use doorman_domain::{
     AuditAction, EventReport, EventState, ExternalEventId, OperatorError, PageLimit, PageRequest,
-    ReceiptStatus, ReplaySelection, Replayed, TenantId,
+    ReceiptStatus, ReplaySelection, TenantId,
 };
 use serde_json::json;
 
@@ -15,7 +15,7 @@ use super::context::{Cli, Needs, explain, maintenance, small_pool, tenant_id};
 use super::{Unsuccessful, output};
 use crate::cli::{DatabaseArgs, ReceiptsCommand, ReplayArgs};
 use crate::config::DispatchConfig;
-use crate::documents::{EventDoc, ReplayReport, replay_detail};
+use crate::documents::{EventDoc, ReplayReport};
 use crate::replays::Replays;
 
 pub async fn run(command: ReceiptsCommand) -> anyhow::Result<()> {
@@ -23,7 +23,7 @@ pub async fn run(command: ReceiptsCommand) -> anyhow::Result<()> {
         ReceiptsCommand::Show { tenant, event_id, older_than, json, db } => {
             show(&tenant, &event_id, *older_than, json, &db).await?;
         }
-        ReceiptsCommand::Replay(args) => replay(*args).await?,
+        ReceiptsCommand::Replay(args) => Box::pin(replay(*args)).await?,
         ReceiptsCommand::Stranded { older_than, tenant, json, db } => {
             let tenant = tenant.as_deref().map(tenant_id).transpose()?;
             let cli = Cli::owner(&db, Needs { stranded_after: Some(*older_than), ..Needs::default() });
@@ -64,7 +64,11 @@ async fn every(cli: &Cli, tenant: Option<TenantId>, state: EventState) -> anyhow
     let mut page = PageRequest { limit: PageLimit::new(PageLimit::MAX)?, after: None };
     let mut found = Vec::new();
     loop {
-        let listed = cli.operator.events(&cli.caller, tenant, state, None, &page).await.map_err(explain)?;
+        let listed = cli
+            .operator
+            .events(&cli.caller, tenant, state, Default::default(), &page)
+            .await
+            .map_err(explain)?;
         found.extend(listed.items);
         match listed.next {
             Some(next) => page.after = Some(next),
@@ -188,38 +192,43 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     let needs =
         Needs { replay_hold: Some(crate::replays::hold(config.bridge.dispatch_timeout)), ..Needs::default() };
     let cli = Cli::on(pool, needs);
-    let report =
-        replays.run(&cli.operator, &cli.caller, tenant, &selection, dry_run).await.map_err(explain)?;
-    print_replay(tenant, &report, dry_run, json);
-    let unsuccessful = report.iter().filter(|r| !r.outcome.is_success()).count();
+    let report = if dry_run {
+        let would = replays.dry_run(&cli.operator, &cli.caller, tenant, &selection).await.map_err(explain)?;
+        ReplayReport::new(tenant, true, &would)
+    } else {
+        // A job, as the admin API makes, held and run here to its end.
+        let done =
+            replays.start_and_run(&cli.operator, &cli.caller, tenant, &selection).await.map_err(explain)?;
+        ReplayReport::of_job(&done)
+    };
+    print_replay(&report, json);
+    let unsuccessful = report.selected - report.succeeded;
     if unsuccessful > 0 {
         return Err(Unsuccessful(format!(
             "{unsuccessful} of {} selected events were not handled",
-            report.len()
+            report.selected
         ))
         .into());
     }
     Ok(())
 }
 
-fn print_replay(tenant: TenantId, report: &[Replayed], dry_run: bool, as_json: bool) {
+fn print_replay(report: &ReplayReport, as_json: bool) {
     if as_json {
-        output::json(&serde_json::to_value(ReplayReport::new(tenant, dry_run, report)).unwrap_or_default());
+        output::json(&serde_json::to_value(report).unwrap_or_default());
         return;
     }
-    let handled = report.iter().filter(|r| r.outcome.is_success()).count();
-    if report.is_empty() {
+    let tenant = report.tenant_id;
+    if report.events.is_empty() {
         output::line(&format!("no receipts of tenant {tenant} match; nothing to replay"));
         return;
     }
-    let verb = if dry_run { "would replay" } else { "replayed" };
-    output::line(&format!("{verb} {handled} of {} selected events of tenant {tenant}", report.len()));
-    for r in report {
-        output::line(&format!(
-            "{:<24} {:<18} {}",
-            r.key.external_id,
-            r.outcome.as_str(),
-            replay_detail(&r.outcome)
-        ));
+    let verb = if report.dry_run { "would replay" } else { "replayed" };
+    output::line(&format!(
+        "{verb} {} of {} selected events of tenant {tenant}",
+        report.succeeded, report.selected
+    ));
+    for r in &report.events {
+        output::line(&format!("{:<24} {:<18} {}", r.external_event_id, r.outcome, r.detail));
     }
 }

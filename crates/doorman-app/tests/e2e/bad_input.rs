@@ -243,7 +243,17 @@ async fn an_unknown_envelope_type_gets_400_and_asks_slack_not_to_retry() {
 async fn sql_metacharacters_and_unicode_in_ids_are_stored_verbatim() {
     let app = TestApp::spawn().await;
     let team = "T✓'; DROP TABLE tenants; --";
-    app.tenant(team).await;
+    // Operators link only Slack's form of an id (T and upper-case letters and digits); a link
+    // stored otherwise (a hand edit, an older release) still matches what Slack sends, verbatim.
+    let tenant = app.tenant("TSQL").await;
+    diesel::sql_query("UPDATE messaging_workspaces SET team_id = $1 WHERE tenant_id = $2")
+        .bind::<diesel::sql_types::Text, _>(team)
+        .bind::<diesel::sql_types::Uuid, _>(tenant.as_uuid())
+        .execute(&mut app.db.owner().await)
+        .await
+        .unwrap();
+    let refused = app.db.operator().link(tenant, Some(team), None).await.unwrap_err();
+    assert!(matches!(refused, doorman_domain::OperatorError::Invalid(_)), "{refused:?}");
     let event_id = "Ev'); DELETE FROM messaging_event_receipts; --";
 
     assert_eq!(app.event(team, event_id, None).await.status(), 200);

@@ -150,16 +150,20 @@ async fn every_audited_action_is_read_back_from_the_trail() {
     let tenant = ok(&doorman(url, &["tenant", "add", "--name", "Audited"])).trim().to_owned();
     let t = tenant.as_str();
     ok(&doorman(url, &["tenant", "retain-payloads", "--tenant", t, "on"]));
+    ok(&doorman(url, &["tenant", "rename", "--tenant", t, "--name", "Audited Co"]));
     ok(&doorman(url, &["workspace", "link", "--tenant", t, "--team-id", "TLINK"]));
     ok(&doorman(url, &["agent", "set", "--tenant", t, "--url", app.agent.url(), "--secret", AGENT_SECRET]));
     ok(&doorman(url, &["agent", "pause", "--tenant", t]));
     ok(&doorman(url, &["agent", "resume", "--tenant", t]));
+    ok(&doorman(url, &["agent", "remove", "--tenant", t]));
+    ok(&doorman(url, &["agent", "set", "--tenant", t, "--url", app.agent.url(), "--secret", AGENT_SECRET]));
     let link = ok(&doorman_with(url, &slack_app, &["slack", "install-link", "--tenant", t]));
     let token = link.trim().strip_prefix("https://doorman.example/slack/install/").expect("an install link");
     assert_eq!(install(&app, token).await.0, 200);
     ok(&doorman(url, &["slack", "uninstall", "--tenant", t, "--team-id", "TAUD"]));
     ok(&doorman(url, &["workspace", "unlink", "--tenant", t, "--id", "TLINK"]));
-    let _ = doorman(url, &["receipts", "replay", "--tenant", t, "--failed-since", "1h"]);
+    // A replay of an event with no receipt: its job is audited, and so is the event's outcome.
+    let _ = doorman(url, &["receipts", "replay", "--tenant", t, "--event-id", "EvAudited"]);
     let key: serde_json::Value = serde_json::from_str(&ok(&doorman(
         url,
         &["admin", "keys", "create", "--name", "audited key", "--json"],
@@ -170,6 +174,12 @@ async fn every_audited_action_is_read_back_from_the_trail() {
     ok(&doorman(url, &["secrets", "rotate"]));
     ok(&doorman(url, &["receipts", "prune"]));
     ok(&doorman(url, &["slack", "prune-states"]));
+    let refused = doorman(url, &["tenant", "delete", "--tenant", t]);
+    assert!(
+        !refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("--yes"),
+        "a deletion asks for --yes"
+    );
+    ok(&doorman(url, &["tenant", "delete", "--tenant", t, "--yes"]));
 
     let trail: serde_json::Value =
         serde_json::from_str(&ok(&doorman(url, &["admin", "audit", "--json"]))).unwrap();
@@ -185,7 +195,11 @@ async fn every_audited_action_is_read_back_from_the_trail() {
         assert_eq!(found["actor_kind"], "cli", "{found}");
     }
     for (action, target) in [
+        ("events.replay", "event EvAudited (1 events)"),
+        ("event.replay", "EvAudited: unknown"),
         ("tenant.retain_payloads", "on"),
+        ("tenant.rename", "Audited -> Audited Co"),
+        ("tenant.delete", "Audited Co"),
         ("workspace.link", "TLINK"),
         ("workspace.unlink", "TLINK"),
         ("installation.remove", "TAUD"),
@@ -197,9 +211,15 @@ async fn every_audited_action_is_read_back_from_the_trail() {
             entry(action)
         );
     }
-    for action in
-        ["tenant.create", "agent.set", "agent.pause", "agent.resume", "install_link.create", "events.replay"]
-    {
+    for action in [
+        "tenant.create",
+        "agent.set",
+        "agent.pause",
+        "agent.resume",
+        "agent.remove",
+        "install_link.create",
+        "events.replay",
+    ] {
         assert_eq!(entry(action)["tenant_id"], t, "{action}: {}", entry(action));
     }
     assert!(

@@ -57,14 +57,15 @@ impl Two {
 
     /// Resolves `process` made in the database since it started (`doorman_directory_lookups_total`).
     async fn lookups(&self, process: &ServeProcess) -> u64 {
-        metric_value(&self.http, process.base(), "doorman_directory_lookups_total").await
+        metric_value(&self.http, process.metrics_base(), "doorman_directory_lookups_total").await
     }
 
     /// Change notices each process has applied (`doorman_directory_notices_total`).
     async fn notices(&self) -> [u64; 2] {
         let mut seen = [0; 2];
         for (i, process) in self.processes.iter().enumerate() {
-            seen[i] = metric_value(&self.http, process.base(), "doorman_directory_notices_total").await;
+            seen[i] =
+                metric_value(&self.http, process.metrics_base(), "doorman_directory_notices_total").await;
         }
         seen
     }
@@ -99,7 +100,14 @@ impl Two {
     }
 
     async fn metrics(&self, process: &ServeProcess) -> String {
-        self.http.get(format!("{}/metrics", process.base())).send().await.unwrap().text().await.unwrap()
+        self.http
+            .get(format!("{}/metrics", process.metrics_base()))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
     }
 
     /// A fresh event for `team` to `process`; its status.

@@ -56,6 +56,9 @@ pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
     if !extra.contains(&"--bind") {
         argv.extend_from_slice(&["--bind", "127.0.0.1:0"]);
     }
+    if !extra.contains(&"--metrics-bind") {
+        argv.extend_from_slice(&["--metrics-bind", "127.0.0.1:0"]);
+    }
     argv.extend_from_slice(extra);
     match Cli::try_parse_from(argv).expect("valid test arguments").command {
         Command::Serve(args) => ServeConfig::from_args(&args).expect("valid test config"),
@@ -81,6 +84,8 @@ pub struct TestApp {
     pub agent_proxy: Option<FaultProxy>,
     pub server: Server,
     pub base: String,
+    /// Where its `/metrics` answers (a listener of its own).
+    pub metrics_base: String,
     pub http: reqwest::Client,
 }
 
@@ -113,8 +118,9 @@ impl TestApp {
         };
         let server = server::start(serve_config(&server_url, extra)).await.expect("server starts");
         let base = format!("http://{}", server.addr());
+        let metrics_base = format!("http://{}", server.metrics_addr());
         let server = Server::InProcess(server);
-        Self { db, agent, db_proxy, agent_proxy, server, base, http: http_client() }
+        Self { db, agent, db_proxy, agent_proxy, server, base, metrics_base, http: http_client() }
     }
 
     /// The `doorman` binary, logging at debug level into a buffer of its own.
@@ -123,8 +129,9 @@ impl TestApp {
         let agent = FakeAgent::start(AGENT_SECRET);
         let process = spawn_serve(&db, "debug", &[&["--workers", "2"], extra].concat());
         let base = process.base().to_owned();
+        let metrics_base = process.metrics_base().to_owned();
         let server = Server::Process(process);
-        Self { db, agent, db_proxy: None, agent_proxy: None, server, base, http: http_client() }
+        Self { db, agent, db_proxy: None, agent_proxy: None, server, base, metrics_base, http: http_client() }
     }
 
     /// Everything the server process has logged (only for [`TestApp::spawn_process`]).
@@ -139,12 +146,12 @@ impl TestApp {
     /// receipt. Dispatches are counted before the answer, so once a test has its answers
     /// this is when everything they caused is over: nothing more can reach the agent.
     pub async fn quiesce(&self) {
-        quiesce(&self.http, &self.base).await;
+        quiesce(&self.http, &self.metrics_base).await;
     }
 
     /// Dispatches started and not finished, as `/metrics` says.
     pub async fn dispatches_in_flight(&self) -> u64 {
-        dispatches_in_flight(&self.http, &self.base).await
+        dispatches_in_flight(&self.http, &self.metrics_base).await
     }
 
     /// The agent URL tenants are given: through the agent proxy when there is one.
@@ -275,12 +282,12 @@ impl TestApp {
     }
 
     pub async fn metrics(&self) -> String {
-        self.http.get(format!("{}/metrics", self.base)).send().await.unwrap().text().await.unwrap()
+        self.http.get(format!("{}/metrics", self.metrics_base)).send().await.unwrap().text().await.unwrap()
     }
 
     /// Directory change notices the server has applied (`doorman_directory_notices_total`).
     pub async fn directory_notices(&self) -> u64 {
-        metric_value(&self.http, &self.base, "doorman_directory_notices_total").await
+        metric_value(&self.http, &self.metrics_base, "doorman_directory_notices_total").await
     }
 
     /// Waits until the server has applied a directory notice since `before`: what its
@@ -386,20 +393,29 @@ pub fn spawn_serve_on(url: &str, rust_log: &str, args: &[&str]) -> ServeProcess 
     ServeProcess::spawn(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, args).expect("doorman serve starts")
 }
 
-/// Waits until the server at `base` has no dispatch in flight (see [`TestApp::quiesce`]).
+/// Waits until the server whose metrics answer at `base` has no dispatch in flight (see [`TestApp::quiesce`]).
 pub async fn quiesce(http: &reqwest::Client, base: &str) {
-    let deadline = tokio::time::Instant::now() + WAIT;
+    assert!(quiesce_within(http, base, WAIT).await, "dispatches still in flight after {WAIT:?}");
+}
+
+/// The same, waiting at most `wait`: whether the server got there.
+pub async fn quiesce_within(http: &reqwest::Client, base: &str, wait: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + wait;
     while dispatches_in_flight(http, base).await > 0 {
-        assert!(tokio::time::Instant::now() < deadline, "dispatches still in flight after {WAIT:?}");
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    true
 }
 
 pub async fn dispatches_in_flight(http: &reqwest::Client, base: &str) -> u64 {
     metric_value(http, base, "doorman_dispatches_in_flight").await
 }
 
-/// The value of `name`'s unlabelled sample in the `/metrics` of the server at `base`.
+/// The value of `name`'s unlabelled sample in the `/metrics` answered at `base` (a
+/// process's metrics listener).
 pub async fn metric_value(http: &reqwest::Client, base: &str, name: &str) -> u64 {
     let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
     let sample = format!("{name} ");
@@ -485,6 +501,9 @@ pub fn doorman_bare(database_url: &str, env: &[(&str, &str)], args: &[&str]) -> 
         .env_remove("DOORMAN_AGENT_SECRET")
         .env("DATABASE_URL", database_url)
         .env("RUST_LOG", "warn")
+        // Tests run side by side: each process's metrics on a port of its own.
+        .env("DOORMAN_METRICS_BIND", "127.0.0.1:0")
+        .env("DOORMAN_ADMIN_METRICS_BIND", "127.0.0.1:0")
         .envs(env.iter().copied())
         .output()
         .expect("run doorman")

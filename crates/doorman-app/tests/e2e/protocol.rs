@@ -47,13 +47,22 @@ async fn a_bad_signature_or_a_stale_timestamp_gets_401_and_nothing_happens() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn health_readiness_and_metrics_answer() {
+async fn health_readiness_and_metrics_answer_metrics_on_their_own_address_only() {
     let app = TestApp::spawn().await;
-    for (path, needle) in [("/healthz", "ok"), ("/readyz", "ready"), ("/metrics", "doorman_open_circuits")] {
-        let response = app.http.get(format!("{}{path}", app.base)).send().await.unwrap();
+    for (base, path, needle) in [
+        (&app.base, "/healthz", "ok"),
+        (&app.base, "/readyz", "ready"),
+        (&app.metrics_base, "/metrics", "doorman_open_circuits"),
+    ] {
+        let response = app.http.get(format!("{base}{path}")).send().await.unwrap();
         assert_eq!(response.status(), 200, "{path}");
         assert!(response.text().await.unwrap().contains(needle), "{path}");
     }
+    // Not on the listener Slack reaches; and the metrics listener serves nothing else.
+    let public = app.http.get(format!("{}/metrics", app.base)).send().await.unwrap();
+    assert_eq!(public.status(), 404);
+    let other = app.http.get(format!("{}/healthz", app.metrics_base)).send().await.unwrap();
+    assert_eq!(other.status(), 404);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

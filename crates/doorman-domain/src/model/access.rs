@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::TenantId;
 use super::ValidationError;
-use super::text::{check_label, check_printable_ascii};
+use super::text::check_printable_ascii;
 
 super::ids::uuid_id!(
     /// An admin API key's id: public, printed by `keys list`, recorded in the audit trail.
@@ -24,9 +24,22 @@ super::ids::uuid_id!(
 pub struct KeyName(String);
 
 impl KeyName {
+    pub const MAX_CHARS: usize = 255;
+
+    /// 1 to 255 characters as given (what the API's schema bounds), no control characters;
+    /// trimmed.
     pub fn new(name: impl Into<String>) -> Result<Self, ValidationError> {
-        let name = name.into().trim().to_owned();
-        check_label("key name", &name)?;
+        let name = name.into();
+        if name.chars().count() > Self::MAX_CHARS {
+            return Err(ValidationError::new("key name", "is longer than 255 characters"));
+        }
+        let name = name.trim().to_owned();
+        if name.is_empty() {
+            return Err(ValidationError::new("key name", "is empty"));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(ValidationError::new("key name", "contains a control character"));
+        }
         Ok(Self(name))
     }
 
@@ -80,7 +93,44 @@ pub struct KeySummary {
     pub name: String,
     pub scope: KeyScope,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// From then on it authenticates nothing; `None`: it does not expire.
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// When it last authenticated a request (recorded at most once a minute).
+    pub last_used_at: Option<chrono::DateTime<chrono::Utc>>,
     pub revoked_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Why a presented key authenticated nothing: for metrics and the log line, never for the
+/// answer (every refusal is the same 401, so a caller learns nothing about other keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyRefusal {
+    /// No `Authorization: Bearer …` header.
+    Missing,
+    /// Not `dmk_<32 hex>_<secret>`.
+    Malformed,
+    /// No key has that id.
+    Unknown,
+    /// The id exists; the secret is not its.
+    WrongSecret,
+    Revoked,
+    Expired,
+}
+
+impl KeyRefusal {
+    pub const ALL: [Self; 6] =
+        [Self::Missing, Self::Malformed, Self::Unknown, Self::WrongSecret, Self::Revoked, Self::Expired];
+
+    /// The metric label and log word.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Malformed => "malformed",
+            Self::Unknown => "unknown_key",
+            Self::WrongSecret => "wrong_secret",
+            Self::Revoked => "revoked",
+            Self::Expired => "expired",
+        }
+    }
 }
 
 /// Who is acting.
@@ -113,6 +163,12 @@ impl Actor {
     /// Only an actor for every tenant creates tenants (and may write).
     pub fn may_create_tenants(&self) -> bool {
         self.may_write() && self.only_tenant().is_none()
+    }
+
+    /// Only an actor that may do everything (the command line, or a key for every tenant that
+    /// is not read-only) manages keys: no key can make one more powerful than itself.
+    pub fn may_manage_keys(&self) -> bool {
+        self.may_create_tenants()
     }
 
     /// The one tenant a scoped key sees; `None` for an actor that sees every tenant.
@@ -169,6 +225,24 @@ impl fmt::Display for RequestId {
 pub struct Caller {
     pub actor: Actor,
     pub request: RequestId,
+}
+
+impl Caller {
+    /// A caller as the audit trail recorded it (kind, id, name, request), for work done later
+    /// on its behalf (a replay job's events). A key's scope is not recorded: it is given as
+    /// `tenant`, the one the work is for, read-write (what the job was allowed when made).
+    pub fn recorded(kind: &str, id: &str, name: &str, request: &str, tenant: TenantId) -> Option<Self> {
+        let actor = match kind {
+            "key" => Actor::Key(ApiKey {
+                id: id.parse().ok()?,
+                name: name.to_owned(),
+                scope: KeyScope { tenant: Some(tenant), read_only: false },
+            }),
+            "cli" => Actor::Cli { user: id.to_owned() },
+            _ => return None,
+        };
+        Some(Self { actor, request: RequestId::new(request).ok()? })
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,9 @@ mod text;
 mod validation;
 mod workspace;
 
-pub use access::{Actor, ApiKey, Caller, KeyId, KeyName, KeyScope, KeySecret, KeySummary, RequestId};
+pub use access::{
+    Actor, ApiKey, Caller, KeyId, KeyName, KeyRefusal, KeyScope, KeySecret, KeySummary, RequestId,
+};
 pub use admission::{Busy, Permit};
 pub use audit::{AuditAction, AuditEntry, AuditRecord};
 pub use directory::{
@@ -34,13 +36,16 @@ pub use installation::{
     TakenState,
 };
 pub use job::Job;
-pub use page::{AuditCursor, Cursor, EventCursor, Page, PageLimit, PageRequest, TenantCursor};
+pub use page::{AuditCursor, Cursor, EventCursor, JobCursor, Page, PageLimit, PageRequest, TenantCursor};
 pub use platform::Platform;
 pub use receipt::{
-    Claim, ClaimId, Completion, EventFilter, EventReport, EventState, Failure, NewReceipt, Receipt,
+    Attempt, Claim, ClaimId, Completion, EventFilter, EventReport, EventState, Failure, NewReceipt, Receipt,
     ReceiptKey, ReceiptRecord, ReceiptStatus, Retention,
 };
-pub use replay::{ReplayOutcome, ReplaySelection, ReplayTake, Replayed};
+pub use replay::{
+    JobEvent, JobState, NewReplayJob, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,
+    ReplaySelection, ReplayTake, Replayed,
+};
 pub use tenant::{Agent, AgentEndpoint, AgentSecret, AgentUrl, Tenant, TenantId, TenantName};
 pub use validation::ValidationError;
 pub use workspace::{Scope, WorkspaceId, WorkspaceRef};

@@ -10,7 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 
 use super::ValidationError;
-use super::{ExternalEventId, TenantId};
+use super::{ExternalEventId, ReplayJobId, TenantId};
 
 /// How many items one page holds: 1 to 100, 50 unless asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +130,23 @@ impl Cursor for EventCursor {
 
     fn from_position(at: DateTime<Utc>, key: &str) -> Option<Self> {
         Some(Self { at, event_id: ExternalEventId::new(key).ok()? })
+    }
+}
+
+/// After this replay job (newest first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobCursor {
+    pub created_at: DateTime<Utc>,
+    pub id: ReplayJobId,
+}
+
+impl Cursor for JobCursor {
+    fn position(&self) -> (DateTime<Utc>, String) {
+        (self.created_at, self.id.to_string())
+    }
+
+    fn from_position(created_at: DateTime<Utc>, key: &str) -> Option<Self> {
+        Some(Self { created_at, id: key.parse().ok()? })
     }
 }
 

@@ -113,41 +113,123 @@ pub struct ReceiptRecord {
     pub payload_kept: bool,
 }
 
-/// Which unfinished events an operator lists.
+/// Which events an operator lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventState {
-    /// The last dispatch failed; newest failure first.
+    /// The agent took them; newest claim first.
+    Handled,
+    /// The last dispatch failed and they are not handled; newest failure first.
     Failed,
+    /// Claimed recently, neither handled nor failed (their dispatch may be running); oldest
+    /// first.
+    InFlight,
     /// Acknowledged, never handled, no failure, claimed before a threshold; oldest first.
     Stranded,
 }
 
 impl EventState {
+    pub const ALL: [Self; 4] = [Self::Handled, Self::Failed, Self::InFlight, Self::Stranded];
+
     pub fn parse(word: &str) -> Result<Self, ValidationError> {
-        match word {
-            "failed" => Ok(Self::Failed),
-            "stranded" => Ok(Self::Stranded),
-            _ => Err(ValidationError::new("state", "must be failed or stranded")),
+        Self::ALL
+            .into_iter()
+            .find(|state| state.as_str() == word)
+            .ok_or_else(|| ValidationError::new("state", "must be handled, failed, in_flight or stranded"))
+    }
+
+    /// The word of the API and the command line (the same as [`ReceiptStatus::as_str`]).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Handled => "handled",
+            Self::Failed => "failed",
+            Self::InFlight => "in_flight",
+            Self::Stranded => "stranded",
         }
     }
 }
 
-/// A listing of unfinished events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A listing of events.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventFilter {
     pub state: EventState,
-    /// Only events that failed (`Failed`) or were claimed (`Stranded`) at or after this.
+    /// At or after this: the last failure's time for `Failed`, the claim's for the others.
     pub since: Option<DateTime<Utc>>,
-    /// `Stranded` only: claimed before this.
+    /// Before this, likewise.
+    pub until: Option<DateTime<Utc>>,
+    /// Only events of this type (`app_mention`, `message`, …).
+    pub event_type: Option<String>,
+    /// An unfinished receipt claimed before this is stranded, after it in flight.
     pub stranded_before: DateTime<Utc>,
 }
 
-/// What became of one event: its receipt, its status now, and whether its payload is kept.
+/// What became of one event: its receipt, its status now, whether its payload is kept, and
+/// (when read one at a time) each dispatch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventReport {
     pub receipt: Receipt,
     pub status: ReceiptStatus,
     pub payload_kept: bool,
+    /// The live dispatch, then each replay, oldest first (empty in listings).
+    pub attempts: Vec<Attempt>,
+}
+
+/// One dispatch of an event: the live one, after its claim, or an operator's replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// `None`: the live dispatch; else the replay job it was part of.
+    pub job: Option<super::ReplayJobId>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    /// The live dispatch: `handled`, `failed`, `in_flight` or `stranded`; a replay: its
+    /// outcome word (`handled`, `failed`, `no_payload`, …), or `running`.
+    pub outcome: String,
+    pub detail: Option<String>,
+}
+
+impl Attempt {
+    /// An event's dispatches from its receipt and its replays (oldest first). How the live
+    /// dispatch ended is the receipt's outcome until a replay came; after one, it is what the
+    /// first replay found (the receipt's failure then, or none: acknowledged and unfinished).
+    pub fn history(
+        receipt: &Receipt,
+        status: &ReceiptStatus,
+        replays: Vec<super::ReplayAttempt>,
+    ) -> Vec<Self> {
+        let replay_handled =
+            replays.iter().any(|r| matches!(r.outcome.as_deref(), Some("handled" | "handled_unrecorded")));
+        let live_failure = |failure: &Failure| (Some(failure.at), "failed", Some(failure.reason.clone()));
+        let (ended_at, outcome, detail) = match (receipt.handled_at, replays.first()) {
+            (Some(at), _) if !replay_handled => (Some(at), "handled", None),
+            (_, None) => match status {
+                ReceiptStatus::Handled { at } => (Some(*at), "handled", None),
+                ReceiptStatus::Failed(failure) => live_failure(failure),
+                ReceiptStatus::InFlight => (None, "in_flight", None),
+                ReceiptStatus::Stranded => (None, "stranded", None),
+            },
+            (_, Some(first)) => match &first.failure_before {
+                Some(failure) => live_failure(failure),
+                None => {
+                    (None, "stranded", Some("acknowledged and never finished before its first replay".into()))
+                }
+            },
+        };
+        let live = Self {
+            job: None,
+            started_at: Some(receipt.claimed_at),
+            ended_at,
+            outcome: outcome.to_owned(),
+            detail,
+        };
+        std::iter::once(live)
+            .chain(replays.into_iter().map(|r| Self {
+                job: Some(r.job),
+                started_at: r.started_at,
+                ended_at: r.ended_at,
+                outcome: r.outcome.unwrap_or_else(|| "running".into()),
+                detail: r.detail,
+            }))
+            .collect()
+    }
 }
 
 impl Receipt {
@@ -267,9 +349,11 @@ mod tests {
             ReceiptStatus::Stranded.as_str(),
         ];
         assert_eq!(words, ["handled", "failed", "in_flight", "stranded"]);
-        assert_eq!(EventState::parse("failed").unwrap(), EventState::Failed);
-        assert_eq!(EventState::parse("stranded").unwrap(), EventState::Stranded);
-        assert_eq!(EventState::parse("handled").unwrap_err().what, "state");
+        for state in EventState::ALL {
+            assert_eq!(EventState::parse(state.as_str()).unwrap(), state);
+        }
+        assert_eq!(EventState::ALL.map(EventState::as_str), words, "the same words as the statuses");
+        assert_eq!(EventState::parse("lost").unwrap_err().what, "state");
     }
 
     #[test]

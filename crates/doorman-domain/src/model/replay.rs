@@ -3,7 +3,14 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{ExternalEventId, InboundEvent, ReceiptKey};
+use super::{Caller, ExternalEventId, Failure, InboundEvent, ReceiptKey, TenantId};
+
+super::ids::uuid_id!(
+    /// A replay job: an operator's request to send a tenant's kept events again, run by an
+    /// admin process in the background.
+    ReplayJobId,
+    "replay job id"
+);
 
 /// Which of a tenant's receipts to replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,10 +81,135 @@ impl ReplayOutcome {
         }
     }
 
+    /// What it means, for people.
+    pub fn detail(&self) -> String {
+        match self {
+            Self::WouldReplay => "would be sent again".into(),
+            Self::Handled => "sent again; the agent took it; the receipt is handled".into(),
+            Self::HandledUnrecorded => "sent again and taken, but the receipt could not be marked handled".into(),
+            Self::Failed(reason) => format!("sent again; failed: {reason}"),
+            Self::AlreadyHandled => "refused: already handled".into(),
+            Self::NoPayload => {
+                "refused: no payload kept (the tenant did not retain payloads when it was claimed: turn retain-payloads on for the next ones)".into()
+            }
+            Self::InProgress => "refused: another replay of it is in progress".into(),
+            Self::Unknown => "refused: no receipt (never received, or pruned)".into(),
+            Self::NotSent(why) => format!("not sent: {why}"),
+        }
+    }
+
     /// Whether the agent took the event (or, in a dry run, would be sent it).
     pub fn is_success(&self) -> bool {
         matches!(self, Self::WouldReplay | Self::Handled | Self::HandledUnrecorded)
     }
+}
+
+impl ReplaySelection {
+    /// In words, for the job and its audit entry.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Event(id) => format!("event {id}"),
+            Self::FailedSince(since) => format!("failed since {}", since.to_rfc3339()),
+            Self::StrandedBefore(before) => format!("stranded before {}", before.to_rfc3339()),
+        }
+    }
+}
+
+/// A replay job about to be written: its events chosen, in claim order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewReplayJob {
+    pub id: ReplayJobId,
+    pub tenant: TenantId,
+    /// What was asked ([`ReplaySelection::describe`]).
+    pub selection: String,
+    pub requested_by: Caller,
+    pub events: Vec<ExternalEventId>,
+    /// Made already held (and started) by its maker until then, who runs it itself (the
+    /// command line); `None`: queued for an admin process to take.
+    pub held_until: Option<DateTime<Utc>>,
+}
+
+/// Where a job stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    /// No process has started it yet.
+    Queued,
+    /// A process is sending its events, one at a time.
+    Running,
+    /// Every event has its outcome.
+    Finished,
+}
+
+impl JobState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Finished => "finished",
+        }
+    }
+}
+
+/// One event of a job, and how its replay ended (once it has).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEvent {
+    pub external_id: ExternalEventId,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    /// [`ReplayOutcome::as_str`], and what it means for people.
+    pub outcome: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// A replay job as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayJob {
+    pub id: ReplayJobId,
+    pub tenant: TenantId,
+    pub selection: String,
+    /// Who asked, as the audit trail names them.
+    pub requested_by: Caller,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub total: u32,
+    pub done: u32,
+    /// Done and taken by the agent.
+    pub succeeded: u32,
+    /// Each event, in order (a listing of jobs leaves them out).
+    pub events: Vec<JobEvent>,
+}
+
+impl ReplayJob {
+    pub fn state(&self) -> JobState {
+        match (self.started_at, self.finished_at) {
+            (_, Some(_)) => JobState::Finished,
+            (Some(_), None) => JobState::Running,
+            (None, None) => JobState::Queued,
+        }
+    }
+}
+
+/// A job's event whose replay has just ended, to be recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayResult {
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    pub outcome: ReplayOutcome,
+    /// The receipt's last failure when the replay took it: how the dispatch before this one
+    /// ended (`None`: it had not failed, or the replay did not take it).
+    pub failure_before: Option<Failure>,
+}
+
+/// One replay of an event, as its history shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayAttempt {
+    pub job: ReplayJobId,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub outcome: Option<String>,
+    pub detail: Option<String>,
+    pub failure_before: Option<Failure>,
 }
 
 /// One line of a replay's report.

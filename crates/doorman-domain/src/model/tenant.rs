@@ -19,6 +19,10 @@ impl TenantName {
 
     pub fn new(name: impl Into<String>) -> Result<Self, ValidationError> {
         let name = name.into();
+        // As given, before trimming: what the API's schema bounds (`maxLength` counts it all).
+        if name.chars().count() > Self::MAX_CHARS {
+            return Err(ValidationError::new("tenant name", "is longer than 200 characters"));
+        }
         let name = name.trim();
         if name.is_empty() {
             return Err(ValidationError::new("tenant name", "is empty"));
@@ -52,6 +56,9 @@ impl fmt::Display for TenantName {
 pub struct AgentUrl(url::Url);
 
 impl AgentUrl {
+    /// The longest URL an operator may give.
+    pub const MAX_LEN: usize = 2048;
+
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
         let url =
             url::Url::parse(raw.trim()).map_err(|_| ValidationError::new("agent URL", "is not a URL"))?;
@@ -62,6 +69,42 @@ impl AgentUrl {
             return Err(ValidationError::new("agent URL", "has no host"));
         }
         Ok(Self(url))
+    }
+
+    /// An operator's input (the command line, the admin API): besides [`AgentUrl::parse`], no
+    /// whitespace or control character anywhere (a URL parser would quietly strip or encode
+    /// them), no credentials (the agent's secret is its own setting, and a URL is logged), and
+    /// a host that is an IP address or a DNS name (letters, digits and hyphens between dots).
+    /// What is stored keeps being read with [`AgentUrl::parse`].
+    pub fn from_operator(raw: &str) -> Result<Self, ValidationError> {
+        if raw.chars().count() > Self::MAX_LEN {
+            return Err(ValidationError::new("agent URL", "is longer than 2,048 characters"));
+        }
+        if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ValidationError::new("agent URL", "must not contain spaces or control characters"));
+        }
+        let url = Self::parse(raw)?;
+        if !url.0.username().is_empty() || url.0.password().is_some() {
+            return Err(ValidationError::new(
+                "agent URL",
+                "must not carry credentials (the agent's secret is `signing_secret`)",
+            ));
+        }
+        if let Some(url::Host::Domain(name)) = url.0.host() {
+            let label_ok = |label: &str| {
+                (1..=63).contains(&label.len())
+                    && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            };
+            if !name.split('.').all(label_ok) {
+                return Err(ValidationError::new(
+                    "agent URL",
+                    "its host must be an IP address or a DNS name (letters, digits and hyphens between dots)",
+                ));
+            }
+        }
+        Ok(url)
     }
 
     pub fn as_url(&self) -> &url::Url {
@@ -97,7 +140,15 @@ impl AgentSecret {
             .trim()
             .strip_prefix(Self::PREFIX)
             .ok_or(ValidationError::new("agent secret", "must start with `whsec_`"))?;
-        let bytes = base64::engine::general_purpose::STANDARD
+        // Padding optional and unused trailing bits allowed, as the Standard Webhooks libraries
+        // decode it: a secret one of them accepts is accepted here.
+        let lenient = base64::engine::GeneralPurpose::new(
+            &base64::alphabet::STANDARD,
+            base64::engine::GeneralPurposeConfig::new()
+                .with_decode_allow_trailing_bits(true)
+                .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+        );
+        let bytes = lenient
             .decode(encoded)
             .map_err(|_| ValidationError::new("agent secret", "must be `whsec_` followed by base64"))?;
         if bytes.len() < Self::MIN_BYTES {

@@ -15,9 +15,10 @@ use super::Clock;
 use crate::errors::StorageError;
 use crate::model::{
     AgentSecret, AgentSummary, AgentUrl, AuditCursor, AuditEntry, AuditRecord, Created, EventCursor,
-    EventFilter, Idempotency, InstallationSummary, KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked,
-    LinkedWorkspace, NewTenant, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, Removed,
-    TenantCursor, TenantId, TenantRecord, WorkspaceRef,
+    EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId, KeyName, KeyScope,
+    KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest, Platform,
+    ReceiptKey, ReceiptRecord, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayResult, TenantCursor,
+    TenantId, TenantName, TenantRecord, WorkspaceRef,
 };
 
 /// Tenants.
@@ -56,6 +57,34 @@ pub trait Tenants: Send + Sync {
         on: bool,
         audit: &AuditEntry,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Renames the tenant, with `audit`.
+    fn rename(
+        &self,
+        tenant: TenantId,
+        name: &TenantName,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Deletes the tenant and everything of its directory (workspace links, installations
+    /// and their tokens, agent, install links, scoped keys), its kept payloads and request
+    /// fingerprints, with `audit`, in one transaction; the audit trail keeps its entries.
+    /// MUST remember the tenant as deleted in that transaction (so what it leaves in the
+    /// receipts is found again), and return `false`, writing nothing, when there is no such
+    /// tenant. Every serving process MUST forget it within 200 ms of the commit.
+    fn delete(
+        &self,
+        tenant: TenantId,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<bool, StorageError>> + Send;
+
+    /// Deletes at most `batch` receipts of a deleted tenant (and any payload or fingerprint
+    /// it still has); returns how many receipts went. MUST NOT touch another tenant's rows.
+    fn purge_receipts(
+        &self,
+        tenant: TenantId,
+        batch: u32,
+    ) -> impl Future<Output = Result<u64, StorageError>> + Send;
 }
 
 /// Which workspaces a tenant's deliveries come from.
@@ -119,6 +148,15 @@ pub trait Agents: Send + Sync {
         paused: bool,
         audit: &AuditEntry,
     ) -> impl Future<Output = Result<bool, StorageError>> + Send;
+
+    /// Removes the agent (and its sealed secret), with `audit`. MUST return `false`,
+    /// changing and auditing nothing, when the tenant has none. Every serving process MUST
+    /// see the change within 200 ms of the commit.
+    fn remove(
+        &self,
+        tenant: TenantId,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<bool, StorageError>> + Send;
 }
 
 /// Install links and the installations they lead to.
@@ -174,16 +212,89 @@ pub trait AuditTrail: Send + Sync {
     ) -> impl Future<Output = Result<Page<AuditRecord, AuditCursor>, StorageError>> + Send;
 }
 
+/// Replay jobs: what an operator asked to send again, and each event's outcome as it comes.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait ReplayJobs: Send + Sync {
+    /// Writes the job (queued), its events in order and `audit`, in one transaction.
+    fn create(
+        &self,
+        job: &NewReplayJob,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// The job with its events, or `None` when the tenant has no such job.
+    fn get(
+        &self,
+        tenant: TenantId,
+        id: ReplayJobId,
+    ) -> impl Future<Output = Result<Option<ReplayJob>, StorageError>> + Send;
+
+    /// The tenant's jobs, newest first, without their events.
+    fn list(
+        &self,
+        tenant: TenantId,
+        page: &PageRequest<JobCursor>,
+    ) -> impl Future<Output = Result<Page<ReplayJob, JobCursor>, StorageError>> + Send;
+
+    /// Takes an unfinished job no process holds (queued, or whose holder stopped renewing
+    /// its hold), oldest first, and holds it until `until`. MUST give one job to one caller
+    /// at a time, whichever process asks; `None` when there is none.
+    fn take(
+        &self,
+        until: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Option<(TenantId, ReplayJobId)>, StorageError>> + Send;
+
+    /// Holds the job a while longer (its holder is still working on it).
+    fn hold(
+        &self,
+        tenant: TenantId,
+        id: ReplayJobId,
+        until: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// The job's events that have no outcome yet, in order, with their positions.
+    fn pending(
+        &self,
+        tenant: TenantId,
+        id: ReplayJobId,
+    ) -> impl Future<Output = Result<Vec<(u32, ExternalEventId)>, StorageError>> + Send;
+
+    /// Records one event's outcome with `audit`, in one transaction.
+    fn record(
+        &self,
+        tenant: TenantId,
+        id: ReplayJobId,
+        position: u32,
+        result: &ReplayResult,
+        detail: &str,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Marks the job finished.
+    fn finish(
+        &self,
+        tenant: TenantId,
+        id: ReplayJobId,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Every replay of one event, in any job, oldest first.
+    fn attempts(
+        &self,
+        key: &ReceiptKey,
+    ) -> impl Future<Output = Result<Vec<ReplayAttempt>, StorageError>> + Send;
+}
+
 /// Admin API keys.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 pub trait AdminKeys: Send + Sync {
     /// Creates a key, with `audit`: its secret text, to be shown once. MUST store only a hash
-    /// of the secret.
+    /// of the secret. From `expires_at` on (if any) it MUST authenticate nothing.
     fn create(
         &self,
         id: KeyId,
         name: &KeyName,
         scope: KeyScope,
+        expires_at: Option<DateTime<Utc>>,
         audit: &AuditEntry,
     ) -> impl Future<Output = Result<KeySecret, StorageError>> + Send;
 
@@ -218,6 +329,7 @@ pub trait OperatorPorts: Send + Sync {
     type Ledger: Ledger;
     type Audit: AuditTrail;
     type Keys: AdminKeys;
+    type Jobs: ReplayJobs;
     type Destinations: Destinations;
     type Clock: Clock;
 
@@ -228,6 +340,7 @@ pub trait OperatorPorts: Send + Sync {
     fn ledger(&self) -> &Self::Ledger;
     fn audit(&self) -> &Self::Audit;
     fn keys(&self) -> &Self::Keys;
+    fn jobs(&self) -> &Self::Jobs;
     fn destinations(&self) -> &Self::Destinations;
     fn clock(&self) -> &Self::Clock;
 }

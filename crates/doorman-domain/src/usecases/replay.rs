@@ -10,7 +10,8 @@ use super::acknowledge::Admission;
 use super::handle::Handled;
 use crate::errors::StorageError;
 use crate::model::{
-    Job, Platform, ReceiptKey, ReceiptRecord, ReplayOutcome, ReplaySelection, ReplayTake, Replayed, TenantId,
+    ExternalEventId, Failure, Job, Platform, ReceiptKey, ReceiptRecord, ReplayOutcome, ReplaySelection,
+    ReplayTake, Replayed, TenantId,
 };
 use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, StoredEvents, TenantDirectory};
 
@@ -55,6 +56,27 @@ where
             report.push(Replayed { key: candidate.receipt.key, outcome });
         }
         Ok(report)
+    }
+
+    /// Replays one event by id (a replay job's next), and says what its receipt's last
+    /// failure was when the replay found it: how the dispatch before this one ended.
+    pub async fn replay_event<S: StoredEvents>(
+        &self,
+        stored: &S,
+        tenant: TenantId,
+        event: &ExternalEventId,
+        hold: Duration,
+    ) -> (ReplayOutcome, Option<Failure>) {
+        let selection = ReplaySelection::Event(event.clone());
+        let candidate = match stored.select(tenant, &selection).await {
+            Ok(found) => found.into_iter().next(),
+            Err(error) => return (ReplayOutcome::NotSent(format!("storage: {error}")), None),
+        };
+        let Some(candidate) = candidate else { return (ReplayOutcome::Unknown, None) };
+        let failure_before = candidate.receipt.failure.clone();
+        let outcome = self.replay_one(stored, tenant, &candidate, hold, false).await;
+        tracing::info!(tenant.id = %tenant, event.id = %event, outcome = outcome.as_str(), "replay");
+        (outcome, failure_before)
     }
 
     async fn replay_one<S: StoredEvents>(

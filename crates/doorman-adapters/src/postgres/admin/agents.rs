@@ -116,4 +116,24 @@ impl Agents for PgAgents {
             .map_err(from_diesel);
         unit.finish(paused).await
     }
+
+    async fn remove(&self, tenant: TenantId, audit: &AuditEntry) -> Result<bool, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let removed = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let removed = diesel::delete(
+                    agent_bridges::table.filter(agent_bridges::tenant_id.eq(tenant.as_uuid())),
+                )
+                .execute(conn)
+                .await?;
+                if removed > 0 {
+                    audit::write(conn, audit).await?;
+                }
+                Ok(removed > 0)
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(removed).await
+    }
 }

@@ -1,21 +1,21 @@
 //! Admin API keys: `dmk_<id>_<secret>`. The id (public, 32 hex digits) finds the row; only a
 //! SHA-256 of the secret is stored, and the presented secret's hash is compared with it in
-//! constant time. Nothing is cached: a revocation holds from the next request, in every
-//! admin process.
+//! constant time. Nothing is cached: a revocation (or an expiry) holds from the next request,
+//! in every admin process. A key's use is recorded at most once a minute.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::AdminKeys;
 use doorman_domain::{
-    ApiKey, AuditEntry, KeyId, KeyName, KeyScope, KeySecret, KeySummary, StorageError, TenantId,
+    ApiKey, AuditEntry, KeyId, KeyName, KeyRefusal, KeyScope, KeySecret, KeySummary, StorageError, TenantId,
 };
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::audit;
 use crate::postgres::errors::from_diesel;
-use crate::postgres::pool::PgPool;
+use crate::postgres::pool::{PgPool, act_for};
 use crate::postgres::schema::admin_keys;
 use crate::secrets::{random_token, token_hash};
 
@@ -33,13 +33,42 @@ struct KeyRow {
     secret_hash: String,
     created_at: DateTime<Utc>,
     revoked_at: Option<DateTime<Utc>>,
+    expires_at: Option<DateTime<Utc>>,
+    last_used_at: Option<DateTime<Utc>>,
 }
 
 impl KeyRow {
     fn scope(&self) -> KeyScope {
         KeyScope { tenant: self.tenant_id.map(TenantId::from_uuid), read_only: self.read_only }
     }
+
+    fn summary(self) -> KeySummary {
+        KeySummary {
+            id: KeyId::from_uuid(self.id),
+            scope: self.scope(),
+            name: self.name,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            last_used_at: self.last_used_at,
+            revoked_at: self.revoked_at,
+        }
+    }
 }
+
+/// What a presented key turned out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presented {
+    Valid(ApiKey),
+    /// Refused, and why; with the key's id when it was well-formed (for the log line: the id
+    /// is public, the secret never leaves here).
+    Refused {
+        reason: KeyRefusal,
+        key: Option<KeyId>,
+    },
+}
+
+/// A key's use is recorded when the last record is older than this.
+const USE_RECORDED_EVERY: &str = "1 minute";
 
 #[derive(Debug, Clone)]
 pub struct PgAdminKeys {
@@ -51,25 +80,58 @@ impl PgAdminKeys {
         Self { pool }
     }
 
-    /// The key `presented` is, if it is one: a well-formed key whose id exists, is not revoked
-    /// and whose secret matches. Anything else is `None`, alike.
-    pub async fn authenticate(&self, presented: &str) -> Result<Option<ApiKey>, StorageError> {
-        let Some((id, secret)) = split(presented) else { return Ok(None) };
+    /// The key `presented` is, if it is one: a well-formed key whose id exists, is neither
+    /// revoked nor expired, and whose secret matches. A valid key's use is recorded (at most
+    /// once a minute per key).
+    pub async fn authenticate(&self, presented: &str) -> Result<Presented, StorageError> {
+        let Some((id, secret)) = split(presented) else {
+            return Ok(Presented::Refused { reason: KeyRefusal::Malformed, key: None });
+        };
+        let refused = |reason| Ok(Presented::Refused { reason, key: Some(id) });
         let mut unit = self.pool.unit().await?;
         let found = admin_keys::table
             .filter(admin_keys::id.eq(id.as_uuid()))
-            .select(KeyRow::as_select())
-            .first::<KeyRow>(&mut unit)
+            .select((KeyRow::as_select(), diesel::dsl::sql::<diesel::sql_types::Timestamptz>("now()")))
+            .first::<(KeyRow, DateTime<Utc>)>(&mut unit)
             .await
             .optional()
             .map_err(from_diesel);
-        let found = unit.finish(found).await?;
-        let Some(row) = found else { return Ok(None) };
+        let found = match found {
+            Ok(found) => found,
+            Err(error) => return unit.finish(Err(error)).await,
+        };
+        let Some((row, now)) = found else { return unit.finish(refused(KeyRefusal::Unknown)).await };
         let matches: bool = token_hash(secret).as_bytes().ct_eq(row.secret_hash.as_bytes()).into();
-        if !matches || row.revoked_at.is_some() {
-            return Ok(None);
+        let reason = if !matches {
+            Some(KeyRefusal::WrongSecret)
+        } else if row.revoked_at.is_some() {
+            Some(KeyRefusal::Revoked)
+        } else if row.expires_at.is_some_and(|at| at <= now) {
+            Some(KeyRefusal::Expired)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return unit.finish(refused(reason)).await;
         }
-        Ok(Some(ApiKey { id, scope: row.scope(), name: row.name }))
+        let recorded = if row.last_used_at.is_none_or(|at| now - at >= chrono::Duration::minutes(1)) {
+            diesel::sql_query(format!(
+                "UPDATE admin_keys SET last_used_at = now() WHERE id = $1 \
+                  AND (last_used_at IS NULL OR last_used_at < now() - interval '{USE_RECORDED_EVERY}')"
+            ))
+            .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+            .execute(&mut unit)
+            .await
+            .map(drop)
+            .map_err(from_diesel)
+        } else {
+            Ok(())
+        };
+        if let Err(error) = unit.finish(recorded).await {
+            // The request is the key's; only the record of its use is missing.
+            tracing::warn!(key.id = %id, error = %error, "could not record a key's use");
+        }
+        Ok(Presented::Valid(ApiKey { id, scope: row.scope(), name: row.name }))
     }
 }
 
@@ -89,12 +151,17 @@ impl AdminKeys for PgAdminKeys {
         id: KeyId,
         name: &KeyName,
         scope: KeyScope,
+        expires_at: Option<DateTime<Utc>>,
         audit: &AuditEntry,
     ) -> Result<KeySecret, StorageError> {
         let secret = random_token();
         let mut unit = self.pool.unit().await?;
         let done = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                // The audit entry of a scoped key names its tenant: written acting for it.
+                if let Some(tenant) = audit.tenant {
+                    act_for(conn, tenant).await?;
+                }
                 diesel::insert_into(admin_keys::table)
                     .values((
                         admin_keys::id.eq(id.as_uuid()),
@@ -102,6 +169,7 @@ impl AdminKeys for PgAdminKeys {
                         admin_keys::tenant_id.eq(scope.tenant.map(|t| *t.as_uuid())),
                         admin_keys::read_only.eq(scope.read_only),
                         admin_keys::secret_hash.eq(token_hash(&secret)),
+                        admin_keys::expires_at.eq(expires_at),
                     ))
                     .execute(conn)
                     .await?;
@@ -122,16 +190,7 @@ impl AdminKeys for PgAdminKeys {
             .await
             .map_err(from_diesel);
         let rows = unit.finish(rows).await?;
-        Ok(rows
-            .into_iter()
-            .map(|row| KeySummary {
-                id: KeyId::from_uuid(row.id),
-                scope: row.scope(),
-                name: row.name,
-                created_at: row.created_at,
-                revoked_at: row.revoked_at,
-            })
-            .collect())
+        Ok(rows.into_iter().map(KeyRow::summary).collect())
     }
 
     async fn revoke(&self, id: KeyId, audit: &AuditEntry) -> Result<bool, StorageError> {

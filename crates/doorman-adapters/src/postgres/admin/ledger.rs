@@ -14,6 +14,19 @@ use crate::postgres::pool::{PgPool, act_for};
 use crate::postgres::receipt_row::{ReceiptRow, stranded_before, sweep};
 use crate::postgres::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
 
+type Boxed<'a> = receipts::BoxedQuery<'a, diesel::pg::Pg>;
+
+/// Claimed at or after `since` and before `until`, where the filter asks.
+fn claimed_between<'a>(mut query: Boxed<'a>, filter: &EventFilter) -> Boxed<'a> {
+    if let Some(since) = filter.since {
+        query = query.filter(receipts::claimed_at.ge(since));
+    }
+    if let Some(until) = filter.until {
+        query = query.filter(receipts::claimed_at.lt(until));
+    }
+    query
+}
+
 #[derive(Debug, Clone)]
 pub struct PgLedger {
     pool: PgPool,
@@ -60,9 +73,13 @@ impl Ledger for PgLedger {
             .transpose()
     }
 
-    /// Failed: newest failure first, through the index of failed receipts; stranded: oldest
-    /// claim first, after a sweep, through the index of swept ones. Every tenant's (`None`) needs the tables' owner: as
-    /// `doorman_admin` it finds none (the admin API always names a tenant).
+    /// Handled: newest claim first, through the receipts' claim-time index (the agent's
+    /// answer time is not indexed: a completion stays a heap-only update, ADR 18). Failed:
+    /// newest failure first, through the index of failed receipts. In flight: oldest claim
+    /// first among those claimed since the stranded threshold (the claim-time index again).
+    /// Stranded: oldest claim first, after a sweep, through the index of swept ones. Every
+    /// tenant's (`None`) needs the tables' owner: as `doorman_admin` it finds none (the admin
+    /// API always names a tenant).
     async fn list(
         &self,
         tenant: Option<TenantId>,
@@ -70,24 +87,32 @@ impl Ledger for PgLedger {
         page: &PageRequest<EventCursor>,
     ) -> Result<Page<ReceiptRecord, EventCursor>, StorageError> {
         let mut unit = self.pool.unit().await?;
-        let (filter, page) = (*filter, page.clone());
+        let (filter, page) = (filter.clone(), page.clone());
         let rows: Result<Vec<(ReceiptRow, bool)>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 if filter.state == EventState::Stranded {
                     sweep(conn, filter.stranded_before).await?;
                 }
-                let mut query = receipts::table.filter(receipts::handled_at.is_null()).into_boxed();
+                let mut query = receipts::table.into_boxed();
                 if let Some(tenant) = tenant {
                     act_for(conn, tenant).await?;
                     query = query.filter(receipts::tenant_id.eq(*tenant.as_uuid()));
                 }
-                let after = page.after.map(|c| (c.at, c.event_id.as_str().to_owned()));
+                if let Some(event_type) = &filter.event_type {
+                    query = query.filter(receipts::event_type.eq(event_type.clone()));
+                }
+                let after = page.after.as_ref().map(|c| (c.at, c.event_id.as_str().to_owned()));
                 query =
                     match filter.state {
                         EventState::Failed => {
-                            query = query.filter(receipts::failure_reason.is_not_null());
+                            query = query
+                                .filter(receipts::handled_at.is_null())
+                                .filter(receipts::failure_reason.is_not_null());
                             if let Some(since) = filter.since {
                                 query = query.filter(receipts::failed_at.ge(since));
+                            }
+                            if let Some(until) = filter.until {
+                                query = query.filter(receipts::failed_at.lt(until));
                             }
                             if let Some((at, id)) = after {
                                 query =
@@ -97,11 +122,27 @@ impl Ledger for PgLedger {
                             }
                             query.order((receipts::failed_at.desc(), receipts::external_event_id.desc()))
                         }
-                        EventState::Stranded => {
-                            query = query.filter(stranded_before(filter.stranded_before));
-                            if let Some(since) = filter.since {
-                                query = query.filter(receipts::claimed_at.ge(since));
+                        EventState::Handled => {
+                            query =
+                                claimed_between(query.filter(receipts::handled_at.is_not_null()), &filter);
+                            if let Some((at, id)) = after {
+                                query =
+                                    query.filter(receipts::claimed_at.lt(at).or(
+                                        receipts::claimed_at.eq(at).and(receipts::external_event_id.lt(id)),
+                                    ));
                             }
+                            query.order((receipts::claimed_at.desc(), receipts::external_event_id.desc()))
+                        }
+                        EventState::InFlight | EventState::Stranded => {
+                            query = query
+                                .filter(receipts::handled_at.is_null())
+                                .filter(receipts::failure_reason.is_null());
+                            query = if filter.state == EventState::Stranded {
+                                query.filter(stranded_before(filter.stranded_before))
+                            } else {
+                                query.filter(receipts::claimed_at.ge(filter.stranded_before))
+                            };
+                            query = claimed_between(query, &filter);
                             if let Some((at, id)) = after {
                                 query =
                                     query.filter(receipts::claimed_at.gt(at).or(

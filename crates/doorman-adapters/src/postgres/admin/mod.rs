@@ -11,6 +11,7 @@
 mod agents;
 pub mod audit;
 mod installs;
+mod jobs;
 pub mod keys;
 mod ledger;
 mod tenants;
@@ -19,9 +20,11 @@ mod workspaces;
 pub use agents::PgAgents;
 pub use audit::PgAuditTrail;
 pub use installs::PgInstallRecords;
+pub use jobs::PgReplayJobs;
 pub use keys::PgAdminKeys;
 pub use ledger::PgLedger;
 pub use tenants::PgTenants;
+pub(crate) use tenants::purge_deleted_tenant;
 pub use workspaces::PgWorkspaces;
 
 use std::sync::Arc;
@@ -48,6 +51,7 @@ pub struct PgOperatorPorts {
     ledger: PgLedger,
     audit: PgAuditTrail,
     keys: PgAdminKeys,
+    jobs: PgReplayJobs,
     destinations: DestinationPolicy,
     clock: SystemClock,
 }
@@ -63,7 +67,8 @@ impl PgOperatorPorts {
             installs: PgInstallRecords::new(pool.clone()),
             ledger: PgLedger::new(pool.clone()),
             audit: PgAuditTrail::new(pool.clone()),
-            keys: PgAdminKeys::new(pool),
+            keys: PgAdminKeys::new(pool.clone()),
+            jobs: PgReplayJobs::new(pool),
             destinations,
             clock: SystemClock,
         }
@@ -78,6 +83,7 @@ impl OperatorPorts for PgOperatorPorts {
     type Ledger = PgLedger;
     type Audit = PgAuditTrail;
     type Keys = PgAdminKeys;
+    type Jobs = PgReplayJobs;
     type Destinations = DestinationPolicy;
     type Clock = SystemClock;
 
@@ -101,6 +107,9 @@ impl OperatorPorts for PgOperatorPorts {
     }
     fn keys(&self) -> &PgAdminKeys {
         &self.keys
+    }
+    fn jobs(&self) -> &PgReplayJobs {
+        &self.jobs
     }
     fn destinations(&self) -> &DestinationPolicy {
         &self.destinations

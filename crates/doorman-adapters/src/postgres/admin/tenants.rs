@@ -6,14 +6,16 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_domain::ports::Tenants;
 use doorman_domain::{
     AuditEntry, Created, Idempotency, NewTenant, Page, PageRequest, StorageError, TenantCursor, TenantId,
-    TenantRecord,
+    TenantName, TenantRecord,
 };
 use uuid::Uuid;
 
 use super::{Stop, audit};
 use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, across_tenants, act_for};
-use crate::postgres::schema::{admin_idempotency, tenants};
+use crate::postgres::schema::{
+    admin_idempotency, deleted_tenants, messaging_event_payloads, messaging_request_replays, tenants,
+};
 use crate::secrets::token_hash;
 
 /// How long an idempotency key is remembered: a repeat after that creates again.
@@ -179,6 +181,110 @@ impl Tenants for PgTenants {
             .map_err(from_diesel);
         unit.finish(done).await
     }
+
+    async fn rename(
+        &self,
+        tenant: TenantId,
+        name: &TenantName,
+        audit: &AuditEntry,
+    ) -> Result<(), StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
+                    .set(tenants::name.eq(name.as_str()))
+                    .execute(conn)
+                    .await?;
+                audit::write(conn, audit).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
+    }
+
+    /// One transaction acting for the tenant: it is remembered as deleted, its kept payloads
+    /// and request fingerprints go, and deleting its row takes its directory with it (the
+    /// foreign keys' cascades; the directory's triggers tell every serving process).
+    async fn delete(&self, tenant: TenantId, audit: &AuditEntry) -> Result<bool, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let deleted = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let name: Option<String> = tenants::table
+                    .filter(tenants::id.eq(tenant.as_uuid()))
+                    .select(tenants::name)
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some(name) = name else { return Ok(false) };
+                diesel::insert_into(deleted_tenants::table)
+                    .values((
+                        deleted_tenants::tenant_id.eq(tenant.as_uuid()),
+                        deleted_tenants::name.eq(&name),
+                    ))
+                    .on_conflict_do_nothing()
+                    .execute(conn)
+                    .await?;
+                purge_kept(conn, tenant).await?;
+                diesel::delete(tenants::table.filter(tenants::id.eq(tenant.as_uuid()))).execute(conn).await?;
+                audit::write(conn, audit).await?;
+                Ok(true)
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(deleted).await
+    }
+
+    async fn purge_receipts(&self, tenant: TenantId, batch: u32) -> Result<u64, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let purged = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                purge_deleted_tenant(conn, tenant, batch).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(purged).await
+    }
+}
+
+/// A deleted (or being deleted) tenant's kept payloads and request fingerprints.
+async fn purge_kept(conn: &mut AsyncPgConnection, tenant: TenantId) -> Result<(), diesel::result::Error> {
+    diesel::delete(
+        messaging_event_payloads::table.filter(messaging_event_payloads::tenant_id.eq(tenant.as_uuid())),
+    )
+    .execute(conn)
+    .await?;
+    diesel::delete(
+        messaging_request_replays::table.filter(messaging_request_replays::tenant_id.eq(tenant.as_uuid())),
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// What a deleted tenant left: its kept payloads and fingerprints, and at most `batch` of its
+/// receipts; how many receipts went. Each statement names the tenant, so on Citus it is
+/// routed to the tenant's shard.
+pub(crate) async fn purge_deleted_tenant(
+    conn: &mut AsyncPgConnection,
+    tenant: TenantId,
+    batch: u32,
+) -> Result<u64, diesel::result::Error> {
+    purge_kept(conn, tenant).await?;
+    let deleted = diesel::sql_query(
+        "DELETE FROM messaging_event_receipts AS r \
+          WHERE r.tenant_id = $1 AND (r.tenant_id, r.platform, r.external_event_id) IN ( \
+                SELECT e.tenant_id, e.platform, e.external_event_id FROM messaging_event_receipts AS e \
+                 WHERE e.tenant_id = $1 LIMIT $2)",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(tenant.as_uuid())
+    .bind::<diesel::sql_types::BigInt, _>(i64::from(batch))
+    .execute(conn)
+    .await?;
+    Ok(deleted as u64)
 }
 
 /// The tenant the first request under this key created, or `KeyReused` when that request

@@ -48,4 +48,16 @@ impl<P: OperatorPorts> Operator<P> {
             Err(OperatorError::NoAgent(tenant))
         }
     }
+
+    /// Removes the tenant's agent: its deliveries are then answered 503 (no agent) until one
+    /// is set again, and Slack retries them.
+    pub async fn remove_agent(&self, caller: &Caller, tenant: TenantId) -> Result<(), OperatorError> {
+        self.writable(caller, tenant).await?;
+        let audit = entry(caller, AuditAction::AgentRemove, tenant, None);
+        if self.ports.agents().remove(tenant, &audit).await? {
+            Ok(())
+        } else {
+            Err(OperatorError::NoAgent(tenant))
+        }
+    }
 }

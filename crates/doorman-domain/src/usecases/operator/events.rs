@@ -1,23 +1,30 @@
-//! What became of events (accounting), and sending kept ones again (replays).
+//! What became of events (accounting): one, with each of its dispatches, or a listing.
 
 use chrono::{DateTime, Utc};
 
-use super::{Operator, entry};
+use super::Operator;
 use crate::errors::OperatorError;
 use crate::model::{
-    AuditAction, Caller, EventCursor, EventFilter, EventReport, EventState, ExternalEventId, Page,
-    PageRequest, Platform, ReceiptKey, ReceiptRecord, ReplaySelection, Replayed, TenantId,
+    Attempt, Caller, EventCursor, EventFilter, EventReport, EventState, ExternalEventId, Page, PageRequest,
+    Platform, ReceiptKey, ReceiptRecord, TenantId,
 };
-use crate::ports::{
-    AgentBridge, AuditTrail, Clock, Installations, Ledger, OperatorPorts, ReceiptStore, StoredEvents,
-    TenantDirectory,
-};
-use crate::usecases::Inbound;
+use crate::ports::{Clock, Ledger, OperatorPorts, ReplayJobs};
+
+/// Which events a listing selects besides their state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventQuery {
+    /// At or after this: the last failure's time for failed events, the claim's otherwise.
+    pub since: Option<DateTime<Utc>>,
+    /// Before this, likewise.
+    pub until: Option<DateTime<Utc>>,
+    pub event_type: Option<String>,
+}
 
 impl<P: OperatorPorts> Operator<P> {
-    /// One event: handled, failed, in flight or stranded, with its dispatches and whether its
-    /// payload is kept. No receipt (never received, pruned, or from a workspace no tenant had
-    /// linked) is `NotFound`.
+    /// One event: handled, failed, in flight or stranded, each of its dispatches (the live
+    /// one, then every replay, with when and how each ended) and whether its payload is kept.
+    /// No receipt (never received, pruned, or from a workspace no tenant had linked) is
+    /// `NotFound`.
     pub async fn event(
         &self,
         caller: &Caller,
@@ -29,58 +36,32 @@ impl<P: OperatorPorts> Operator<P> {
         let found = self.ports.ledger().receipt(&key).await?;
         let record = found
             .ok_or_else(|| OperatorError::NotFound { what: "event", id: key.external_id.to_string() })?;
-        Ok(self.report(record))
+        let replays = self.ports.jobs().attempts(&key).await?;
+        let mut report = self.report(record);
+        report.attempts = Attempt::history(&report.receipt, &report.status, replays);
+        Ok(report)
     }
 
-    /// Failed (newest failure first) or stranded (oldest first) events: of one tenant, or (a
-    /// caller for every tenant) of all.
+    /// Handled (newest claim first), failed (newest failure first), in flight or stranded
+    /// (oldest first) events: of one tenant, or (a caller for every tenant) of all.
     pub async fn events(
         &self,
         caller: &Caller,
         tenant: Option<TenantId>,
         state: EventState,
-        since: Option<DateTime<Utc>>,
+        query: EventQuery,
         page: &PageRequest<EventCursor>,
     ) -> Result<Page<EventReport, EventCursor>, OperatorError> {
         let tenant = self.scoped(caller, tenant).await?;
-        let filter = EventFilter { state, since, stranded_before: self.stranded_before() };
+        let filter = EventFilter {
+            state,
+            since: query.since,
+            until: query.until,
+            event_type: query.event_type,
+            stranded_before: self.stranded_before(),
+        };
         let found = self.ports.ledger().list(tenant, &filter, page).await?;
         Ok(found.map(|record| self.report(record)))
-    }
-
-    /// Sends the tenant's kept events that `selection` names to its agent again, through the
-    /// live path after the claim ([`Inbound::replay`]), and says what became of each. A dry
-    /// run changes nothing, so a read-only caller may make one; a replay is audited before
-    /// anything is sent.
-    pub async fn replay<D, B, R, I, C, S>(
-        &self,
-        caller: &Caller,
-        inbound: &Inbound<D, B, R, I, C>,
-        stored: &S,
-        tenant: TenantId,
-        selection: &ReplaySelection,
-        dry_run: bool,
-    ) -> Result<Vec<Replayed>, OperatorError>
-    where
-        D: TenantDirectory,
-        B: AgentBridge,
-        R: ReceiptStore,
-        I: Installations,
-        C: Clock,
-        S: StoredEvents,
-    {
-        if dry_run {
-            self.visible(caller, tenant).await?;
-        } else {
-            self.writable(caller, tenant).await?;
-            let target = match selection {
-                ReplaySelection::Event(id) => id.to_string(),
-                ReplaySelection::FailedSince(since) => format!("failed since {}", since.to_rfc3339()),
-                ReplaySelection::StrandedBefore(before) => format!("stranded before {}", before.to_rfc3339()),
-            };
-            self.ports.audit().record(&entry(caller, AuditAction::EventsReplay, tenant, target)).await?;
-        }
-        Ok(inbound.replay(stored, tenant, selection, self.settings.replay_hold, dry_run).await?)
     }
 
     /// Receipts claimed before this are stranded if still unfinished.
@@ -94,6 +75,11 @@ impl<P: OperatorPorts> Operator<P> {
 
     fn report(&self, record: ReceiptRecord) -> EventReport {
         let status = record.receipt.status(self.ports.clock().now(), self.settings.stranded_after);
-        EventReport { receipt: record.receipt, status, payload_kept: record.payload_kept }
+        EventReport {
+            receipt: record.receipt,
+            status,
+            payload_kept: record.payload_kept,
+            attempts: Vec::new(),
+        }
     }
 }

@@ -1,21 +1,29 @@
-//! Admin API keys: made and revoked from the command line (a key cannot mint keys), listed
-//! without their secrets.
+//! Admin API keys: made, listed (never their secrets) and revoked by an actor that may do
+//! everything: the command line, or over HTTP a key for every tenant that is not read-only.
+//! A scoped or read-only key never mints, sees or revokes keys.
+
+use chrono::{DateTime, Utc};
 
 use super::Operator;
 use crate::errors::OperatorError;
 use crate::model::{AuditAction, AuditEntry, Caller, KeyId, KeyName, KeyScope, KeySecret, KeySummary};
-use crate::ports::{AdminKeys, OperatorPorts};
+use crate::ports::{AdminKeys, Clock, OperatorPorts};
 
 impl<P: OperatorPorts> Operator<P> {
-    /// A new key: its id, and its secret to be shown once. A key scoped to a tenant needs the
-    /// tenant to exist.
+    /// A new key: what it is, and its secret to be shown once. A key scoped to a tenant needs
+    /// the tenant to exist; an expiry must be in the future.
     pub async fn create_key(
         &self,
         caller: &Caller,
         name: KeyName,
         scope: KeyScope,
-    ) -> Result<(KeyId, KeySecret), OperatorError> {
+        expires_at: Option<DateTime<Utc>>,
+    ) -> Result<(KeySummary, KeySecret), OperatorError> {
         self.may_manage_keys(caller)?;
+        let now = self.ports.clock().now();
+        if expires_at.is_some_and(|at| at <= now) {
+            return Err(OperatorError::Refused { what: "expires_at", reason: "is not in the future".into() });
+        }
         if let Some(tenant) = scope.tenant {
             self.visible(caller, tenant).await?;
         }
@@ -26,8 +34,17 @@ impl<P: OperatorPorts> Operator<P> {
             scope.tenant,
             Some(format!("{id} {}", name.as_str())),
         );
-        let secret = self.ports.keys().create(id, &name, scope, &audit).await?;
-        Ok((id, secret))
+        let secret = self.ports.keys().create(id, &name, scope, expires_at, &audit).await?;
+        let summary = KeySummary {
+            id,
+            name: name.as_str().to_owned(),
+            scope,
+            created_at: now,
+            expires_at,
+            last_used_at: None,
+            revoked_at: None,
+        };
+        Ok((summary, secret))
     }
 
     /// Every key, revoked ones included: never a secret.
@@ -36,7 +53,20 @@ impl<P: OperatorPorts> Operator<P> {
         Ok(self.ports.keys().list().await?)
     }
 
-    /// Revokes a key: its next request, to any admin process, is refused.
+    /// One key.
+    pub async fn key(&self, caller: &Caller, id: KeyId) -> Result<KeySummary, OperatorError> {
+        self.may_manage_keys(caller)?;
+        self.ports
+            .keys()
+            .list()
+            .await?
+            .into_iter()
+            .find(|key| key.id == id)
+            .ok_or_else(|| OperatorError::NotFound { what: "key", id: id.to_string() })
+    }
+
+    /// Revokes a key: its next request, to any admin process, is refused. A key may revoke
+    /// itself (the last thing it does).
     pub async fn revoke_key(&self, caller: &Caller, id: KeyId) -> Result<(), OperatorError> {
         self.may_manage_keys(caller)?;
         let audit = AuditEntry::new(caller, AuditAction::KeyRevoke, None, Some(id.to_string()));
@@ -47,13 +77,11 @@ impl<P: OperatorPorts> Operator<P> {
         }
     }
 
-    /// Keys are the command line's to manage: an API key never mints or revokes one.
     fn may_manage_keys(&self, caller: &Caller) -> Result<(), OperatorError> {
-        match caller.actor {
-            crate::model::Actor::Cli { .. } => Ok(()),
-            crate::model::Actor::Key(_) => {
-                Err(OperatorError::Forbidden("keys are managed from the command line"))
-            }
+        if caller.actor.may_manage_keys() {
+            Ok(())
+        } else {
+            Err(OperatorError::Forbidden("only a key for every tenant, and not read-only, manages keys"))
         }
     }
 }

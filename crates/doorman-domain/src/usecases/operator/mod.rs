@@ -21,6 +21,7 @@ pub mod events;
 pub mod installs;
 pub mod keys;
 pub mod maintenance;
+pub mod replays;
 pub mod tenants;
 #[cfg(test)]
 mod tests;

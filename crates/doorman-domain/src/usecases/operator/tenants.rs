@@ -8,6 +8,17 @@ use crate::model::{
 };
 use crate::ports::{OperatorPorts, Tenants};
 
+/// How many receipts one statement of an offboarding deletes: short transactions, so the
+/// serving processes' claims of other tenants never wait behind a long one.
+pub const PURGE_BATCH: u32 = 10_000;
+
+/// What deleting a tenant removed besides its directory rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offboarded {
+    /// Its receipts (its kept payloads and request fingerprints went with its directory).
+    pub receipts: u64,
+}
+
 /// A tenant just created, or the one an idempotent repeat was first answered with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreatedTenant {
@@ -62,6 +73,53 @@ impl<P: OperatorPorts> Operator<P> {
         page: &PageRequest<TenantCursor>,
     ) -> Result<Page<TenantRecord, TenantCursor>, OperatorError> {
         Ok(self.ports.tenants().list(caller.actor.only_tenant(), page).await?)
+    }
+
+    /// Renames a tenant.
+    pub async fn rename_tenant(
+        &self,
+        caller: &Caller,
+        tenant: TenantId,
+        name: TenantName,
+    ) -> Result<TenantRecord, OperatorError> {
+        let before = self.writable(caller, tenant).await?;
+        let audit =
+            entry(caller, AuditAction::TenantRename, tenant, format!("{} -> {}", before.name, name.as_str()));
+        self.ports.tenants().rename(tenant, &name, &audit).await?;
+        Ok(TenantRecord { name: name.as_str().to_owned(), ..before })
+    }
+
+    /// Offboards a customer: deletes the tenant and everything Doorman keeps for it (its
+    /// workspace links, so its next event is answered as an unknown workspace's, its
+    /// installations and tokens, agent, kept payloads, scoped keys), then its receipts in
+    /// batches of [`PURGE_BATCH`]. The audit trail keeps the tenant's entries and records
+    /// this one. Only a caller for every tenant, and not read-only, may: a scoped key cannot
+    /// delete its own tenant. If the receipts' deletion stops half way, `receipts prune`
+    /// finishes it.
+    pub async fn delete_tenant(
+        &self,
+        caller: &Caller,
+        tenant: TenantId,
+    ) -> Result<Offboarded, OperatorError> {
+        super::in_scope(caller, tenant)?;
+        if !caller.actor.may_create_tenants() {
+            return Err(OperatorError::Forbidden(
+                "only a key for every tenant, and not read-only, deletes tenants",
+            ));
+        }
+        let record = self.visible(caller, tenant).await?;
+        let audit = entry(caller, AuditAction::TenantDelete, tenant, record.name.clone());
+        if !self.ports.tenants().delete(tenant, &audit).await? {
+            return Err(OperatorError::UnknownTenant(tenant));
+        }
+        let mut receipts = 0;
+        loop {
+            let purged = self.ports.tenants().purge_receipts(tenant, PURGE_BATCH).await?;
+            receipts += purged;
+            if purged < u64::from(PURGE_BATCH) {
+                return Ok(Offboarded { receipts });
+            }
+        }
     }
 
     /// Turns keeping payloads for replay on or off. Off stops keeping new ones; those kept go

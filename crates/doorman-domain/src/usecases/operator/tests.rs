@@ -65,6 +65,7 @@ struct Ports {
     ledger: MockLedger,
     audit: MockAuditTrail,
     keys: MockAdminKeys,
+    jobs: MockReplayJobs,
     destinations: MockDestinations,
     clock: MockClock,
 }
@@ -77,6 +78,7 @@ impl OperatorPorts for Ports {
     type Ledger = MockLedger;
     type Audit = MockAuditTrail;
     type Keys = MockAdminKeys;
+    type Jobs = MockReplayJobs;
     type Destinations = MockDestinations;
     type Clock = MockClock;
 
@@ -100,6 +102,9 @@ impl OperatorPorts for Ports {
     }
     fn keys(&self) -> &MockAdminKeys {
         &self.keys
+    }
+    fn jobs(&self) -> &MockReplayJobs {
+        &self.jobs
     }
     fn destinations(&self) -> &MockDestinations {
         &self.destinations
@@ -132,14 +137,20 @@ impl Ports {
     fn never_writes(mut self) -> Self {
         self.tenants.expect_create().never();
         self.tenants.expect_set_retain_payloads().never();
+        self.tenants.expect_rename().never();
+        self.tenants.expect_delete().never();
+        self.tenants.expect_purge_receipts().never();
         self.workspaces.expect_link().never();
         self.workspaces.expect_remove().never();
         self.agents.expect_set().never();
         self.agents.expect_set_paused().never();
+        self.agents.expect_remove().never();
         self.installs.expect_create_link().never();
         self.audit.expect_record().never();
         self.keys.expect_create().never();
         self.keys.expect_revoke().never();
+        self.jobs.expect_create().never();
+        self.jobs.expect_record().never();
         self
     }
 
@@ -172,6 +183,8 @@ async fn every_change(operator: &Operator<Ports>, caller: &Caller, tenant: Tenan
         operator.pause_agent(caller, tenant, true).await.unwrap_err(),
         operator.create_install_link(caller, tenant, lifetime).await.unwrap_err(),
         operator.uninstall(caller, tenant, &ws("T1")).await.unwrap_err(),
+        operator.rename_tenant(caller, tenant, TenantName::new("Acme II").unwrap()).await.unwrap_err(),
+        operator.remove_agent(caller, tenant).await.unwrap_err(),
     ]
 }
 
@@ -230,6 +243,90 @@ async fn a_scoped_key_lists_only_its_own_tenant() {
 }
 
 // --- tenants -----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn only_a_writer_for_every_tenant_deletes_one_and_another_tenant_is_unknown_first() {
+    let operator = Ports::new().untouched().build();
+    assert_eq!(
+        operator.delete_tenant(&key(Some(own()), false), other()).await,
+        Err(OperatorError::UnknownTenant(other())),
+        "out of scope: unknown, before the permission is even asked"
+    );
+    for caller in [key(Some(own()), false), key(None, true), key(Some(own()), true)] {
+        let error = operator.delete_tenant(&caller, own()).await.unwrap_err();
+        assert!(matches!(error, OperatorError::Forbidden(_)), "{error:?}");
+    }
+}
+
+#[tokio::test]
+async fn deleting_a_tenant_removes_its_directory_with_an_audit_entry_then_its_receipts_in_batches() {
+    let mut ports = Ports::new().with_own_tenant();
+    let mut seq = Sequence::new();
+    ports
+        .tenants
+        .expect_delete()
+        .withf(|tenant, audit| {
+            *tenant == own()
+                && audit.action == AuditAction::TenantDelete
+                && audit.tenant == Some(own())
+                && audit.target.as_deref() == Some("Acme")
+        })
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| ready(Ok(true)));
+    let batches = std::sync::Arc::new(std::sync::Mutex::new(vec![7, 10_000, 10_000]));
+    let left = batches.clone();
+    ports
+        .tenants
+        .expect_purge_receipts()
+        .withf(|tenant, batch| *tenant == own() && *batch == super::tenants::PURGE_BATCH)
+        .times(3)
+        .in_sequence(&mut seq)
+        .returning(move |_, _| ready(Ok(left.lock().unwrap().pop().unwrap())));
+    let offboarded = ports.build().delete_tenant(&key(None, false), own()).await.unwrap();
+    assert_eq!(offboarded.receipts, 20_007, "until a batch comes back short");
+}
+
+#[tokio::test]
+async fn a_tenant_deleted_meanwhile_is_unknown_and_nothing_is_purged() {
+    let mut ports = Ports::new().with_own_tenant();
+    ports.tenants.expect_delete().times(1).returning(|_, _| ready(Ok(false)));
+    ports.tenants.expect_purge_receipts().never();
+    assert_eq!(ports.build().delete_tenant(&cli(), own()).await, Err(OperatorError::UnknownTenant(own())));
+}
+
+#[tokio::test]
+async fn renaming_a_tenant_audits_the_old_and_the_new_name() {
+    let mut ports = Ports::new().with_own_tenant();
+    ports
+        .tenants
+        .expect_rename()
+        .withf(|tenant, name, audit| {
+            *tenant == own()
+                && name.as_str() == "Acme II"
+                && audit.action == AuditAction::TenantRename
+                && audit.target.as_deref() == Some("Acme -> Acme II")
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(())));
+    let renamed = ports
+        .build()
+        .rename_tenant(&key(Some(own()), false), own(), TenantName::new("Acme II").unwrap())
+        .await;
+    assert_eq!(renamed.unwrap().name, "Acme II");
+}
+
+#[tokio::test]
+async fn removing_an_agent_that_is_not_set_says_so() {
+    let mut ports = Ports::new().with_own_tenant();
+    ports
+        .agents
+        .expect_remove()
+        .withf(|tenant, audit| *tenant == own() && audit.action == AuditAction::AgentRemove)
+        .times(1)
+        .returning(|_, _| ready(Ok(false)));
+    assert_eq!(ports.build().remove_agent(&cli(), own()).await, Err(OperatorError::NoAgent(own())));
+}
 
 #[tokio::test]
 async fn creating_a_tenant_audits_it_in_the_same_call_and_scopes_the_idempotency_key_to_the_caller() {
@@ -344,6 +441,52 @@ async fn a_workspace_another_tenant_has_is_refused() {
     ports.workspaces.expect_link().times(1).returning(|_, _, _, _| ready(Ok(Linked::Taken)));
     let error = ports.build().link_workspace(&cli(), own(), Some(ws("T1")), None).await.unwrap_err();
     assert_eq!(error, OperatorError::WorkspaceTaken);
+}
+
+#[tokio::test]
+async fn a_scoped_key_links_no_workspace_by_id_and_ids_must_be_slacks() {
+    let operator = Ports::new().with_own_tenant().never_writes().build();
+    let error =
+        operator.link_workspace(&key(Some(own()), false), own(), Some(ws("T1")), None).await.unwrap_err();
+    assert!(
+        matches!(error, OperatorError::Forbidden(reason) if reason.contains("install link")),
+        "{error:?}"
+    );
+    let error = operator.link_workspace(&key(Some(own()), false), other(), Some(ws("T1")), None).await;
+    assert_eq!(error.unwrap_err(), OperatorError::UnknownTenant(other()), "another tenant is unknown first");
+    for (team, enterprise, field) in [
+        (Some("E0123ABCD"), None, "team_id"),
+        (Some("t0123abcd"), None, "team_id"),
+        (Some("T"), None, "team_id"),
+        (None, Some("T0123ABCD"), "enterprise_id"),
+        (Some("T1"), Some("Egrid"), "enterprise_id"),
+    ] {
+        let error = operator
+            .link_workspace(&key(None, false), own(), team.map(ws), enterprise.map(ws))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, OperatorError::Invalid(e) if e.what == field),
+            "{team:?} {enterprise:?}: {error:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn relinking_a_team_inside_another_enterprise_is_refused_not_ignored() {
+    let mut ports = Ports::new().with_own_tenant();
+    ports.workspaces.expect_link().times(2).returning(|_, _, _, _| {
+        ready(Ok(Linked::Already(LinkedWorkspace {
+            platform: Platform::Slack,
+            workspace: WorkspaceRef::operator(Some(ws("T1")), Some(ws("E1"))).unwrap(),
+            linked_at: now(),
+        })))
+    });
+    let operator = ports.build();
+    let error = operator.link_workspace(&cli(), own(), Some(ws("T1")), Some(ws("E2"))).await.unwrap_err();
+    assert!(matches!(error, OperatorError::LinkedOtherwise(_)), "{error:?}");
+    let same = operator.link_workspace(&cli(), own(), Some(ws("T1")), Some(ws("E1"))).await.unwrap();
+    assert!(!same.new, "the same link again changes nothing");
 }
 
 #[tokio::test]
@@ -509,6 +652,7 @@ async fn an_event_reads_in_flight_then_stranded_and_an_absent_one_is_not_found()
             .ledger
             .expect_receipt()
             .returning(move |_| ready(Ok(Some(ReceiptRecord { receipt: receipt(ago), payload_kept: true }))));
+        ports.jobs.expect_attempts().returning(|_| ready(Ok(vec![])));
         let report =
             ports.build().event(&key(Some(own()), true), own(), ExternalEventId::new("Ev1").unwrap()).await;
         assert_eq!(report.map(|r| (r.status, r.payload_kept)), Ok((status, true)));
@@ -532,9 +676,49 @@ async fn a_stranded_listing_asks_for_receipts_older_than_the_threshold() {
         })
         .times(1)
         .returning(|_, _, _| ready(Ok(Page { items: vec![], next: None })));
-    let page =
-        ports.build().events(&cli(), Some(own()), EventState::Stranded, None, &PageRequest::default()).await;
+    let page = ports
+        .build()
+        .events(&cli(), Some(own()), EventState::Stranded, Default::default(), &PageRequest::default())
+        .await;
     assert!(page.unwrap().items.is_empty());
+}
+
+#[tokio::test]
+async fn an_events_history_is_its_live_dispatch_then_each_replay() {
+    let mut ports = Ports::new().with_own_tenant();
+    let failed_at = now() - chrono::Duration::seconds(300);
+    let mut handled = receipt(900);
+    handled.handled_at = Some(now() - chrono::Duration::seconds(10));
+    handled.replays = 1;
+    ports
+        .ledger
+        .expect_receipt()
+        .returning(move |_| ready(Ok(Some(ReceiptRecord { receipt: handled.clone(), payload_kept: false }))));
+    let job = ReplayJobId::generate();
+    ports.jobs.expect_attempts().returning(move |_| {
+        ready(Ok(vec![ReplayAttempt {
+            job,
+            started_at: Some(now() - chrono::Duration::seconds(11)),
+            ended_at: Some(now() - chrono::Duration::seconds(10)),
+            outcome: Some("handled".into()),
+            detail: Some("sent again".into()),
+            failure_before: Some(Failure { reason: "agent answered HTTP 500".into(), at: failed_at }),
+        }]))
+    });
+    let report = ports.build().event(&cli(), own(), ExternalEventId::new("Ev1").unwrap()).await.unwrap();
+    let summary: Vec<_> = report
+        .attempts
+        .iter()
+        .map(|a| (a.job, a.outcome.as_str(), a.ended_at, a.detail.as_deref()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (None, "failed", Some(failed_at), Some("agent answered HTTP 500")),
+            (Some(job), "handled", Some(now() - chrono::Duration::seconds(10)), Some("sent again")),
+        ],
+        "the live dispatch failed (what the replay found), then the replay handled it"
+    );
 }
 
 mod replays {
@@ -565,44 +749,97 @@ mod replays {
     }
 
     #[tokio::test]
-    async fn a_replay_is_audited_before_anything_is_selected_or_sent() {
+    async fn a_replay_job_is_written_with_its_events_and_audited_with_what_it_selected() {
         let mut ports = Ports::new().with_own_tenant();
-        let mut seq = Sequence::new();
         ports
-            .audit
-            .expect_record()
-            .withf(|entry| {
-                entry.action == AuditAction::EventsReplay && entry.target.as_deref() == Some("Ev1")
+            .jobs
+            .expect_create()
+            .withf(|job, audit| {
+                job.tenant == own()
+                    && job.events.iter().map(ExternalEventId::as_str).collect::<Vec<_>>() == ["Ev1"]
+                    && job.selection == "event Ev1"
+                    && audit.action == AuditAction::EventsReplay
+                    && audit.target.as_deref().is_some_and(|t| t.ends_with(": event Ev1 (1 events)"))
             })
             .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_| ready(Ok(())));
-        let mut stored = MockStoredEvents::new();
-        stored.expect_select().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(vec![])));
+            .returning(|_, _| ready(Ok(())));
         let selection = ReplaySelection::Event(ExternalEventId::new("Ev1").unwrap());
-        let report =
-            ports.build().replay(&cli(), &inbound(), &stored, own(), &selection, false).await.unwrap();
-        assert_eq!(report[0].outcome, ReplayOutcome::Unknown);
+        let job = ports.build().start_replay(&cli(), &stored(vec![]), own(), &selection, None).await.unwrap();
+        assert_eq!(
+            (job.state(), job.total, job.done),
+            (JobState::Queued, 1, 0),
+            "a named event is in it even without a receipt"
+        );
     }
 
     #[tokio::test]
-    async fn a_read_only_key_may_dry_run_but_not_replay_and_a_dry_run_is_not_audited() {
-        let mut ports = Ports::new().with_own_tenant();
-        ports.audit.expect_record().never();
-        let operator = ports.build();
+    async fn a_read_only_key_may_dry_run_but_not_start_a_replay() {
+        let operator = Ports::new().with_own_tenant().never_writes().build();
         let read_only = key(Some(own()), true);
         let selection = ReplaySelection::FailedSince(now());
         let kept = ReceiptRecord { receipt: receipt(60), payload_kept: true };
         let report = operator
-            .replay(&read_only, &inbound(), &stored(vec![kept]), own(), &selection, true)
+            .dry_run_replay(&read_only, &inbound(), &stored(vec![kept]), own(), &selection)
             .await
             .unwrap();
         assert_eq!(report[0].outcome, ReplayOutcome::WouldReplay);
-        let error = operator
-            .replay(&read_only, &inbound(), &stored(vec![]), own(), &selection, false)
-            .await
-            .unwrap_err();
+        let error =
+            operator.start_replay(&read_only, &stored(vec![]), own(), &selection, None).await.unwrap_err();
         assert!(matches!(error, OperatorError::Forbidden(_)), "{error:?}");
+    }
+
+    #[tokio::test]
+    async fn a_job_records_each_pending_events_outcome_on_behalf_of_who_asked_then_finishes() {
+        let mut ports = Ports::new();
+        let job = ReplayJobId::generate();
+        let asked = key(Some(own()), false);
+        let owner = asked.clone();
+        ports.jobs.expect_get().returning(move |_, _| {
+            ready(Ok(Some(ReplayJob {
+                id: job,
+                tenant: own(),
+                selection: "failed since x".into(),
+                requested_by: owner.clone(),
+                created_at: now(),
+                started_at: Some(now()),
+                finished_at: None,
+                total: 2,
+                done: 1,
+                succeeded: 0,
+                events: vec![],
+            })))
+        });
+        let mut seq = Sequence::new();
+        ports
+            .jobs
+            .expect_pending()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| ready(Ok(vec![(1, ExternalEventId::new("Ev2").unwrap())])));
+        let by = asked.clone();
+        ports
+            .jobs
+            .expect_record()
+            .withf(move |tenant, id, position, result, detail, audit| {
+                *tenant == own()
+                    && *id == job
+                    && *position == 1
+                    && result.outcome == ReplayOutcome::Unknown
+                    && detail.starts_with("refused: no receipt")
+                    && audit.action == AuditAction::EventReplay
+                    && audit.caller == by
+                    && audit.target.as_deref().is_some_and(|t| t.starts_with("Ev2: unknown"))
+            })
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _, _, _, _, _| ready(Ok(())));
+        ports.jobs.expect_hold().times(1).in_sequence(&mut seq).returning(|_, _, _| ready(Ok(())));
+        ports.jobs.expect_finish().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(())));
+        ports
+            .build()
+            .run_replay_job(&inbound(), &stored(vec![]), own(), job, Duration::from_secs(120))
+            .await
+            .unwrap();
     }
 }
 
@@ -625,27 +862,60 @@ async fn a_scoped_key_reads_only_its_tenants_audit_entries() {
 }
 
 #[tokio::test]
-async fn keys_are_managed_from_the_command_line_only() {
+async fn only_an_actor_that_may_do_everything_manages_keys() {
     let operator = Ports::new().untouched().build();
-    let unscoped = key(None, false);
-    let error = operator.create_key(
-        &unscoped,
-        KeyName::new("x").unwrap(),
-        KeyScope { tenant: None, read_only: false },
-    );
-    assert!(matches!(error.await, Err(OperatorError::Forbidden(_))));
-    assert!(matches!(
-        operator.revoke_key(&unscoped, KeyId::generate()).await,
-        Err(OperatorError::Forbidden(_))
-    ));
-    assert!(matches!(operator.keys(&unscoped).await, Err(OperatorError::Forbidden(_))));
+    for weaker in [key(None, true), key(Some(own()), false), key(Some(own()), true)] {
+        let scope = KeyScope { tenant: None, read_only: false };
+        let error = operator.create_key(&weaker, KeyName::new("x").unwrap(), scope, None);
+        assert!(matches!(error.await, Err(OperatorError::Forbidden(_))));
+        assert!(matches!(
+            operator.revoke_key(&weaker, KeyId::generate()).await,
+            Err(OperatorError::Forbidden(_))
+        ));
+        assert!(matches!(operator.keys(&weaker).await, Err(OperatorError::Forbidden(_))));
+    }
+}
+
+#[tokio::test]
+async fn a_key_for_every_tenant_makes_a_key_that_expires_and_the_audit_names_it() {
+    let mut ports = Ports::new().with_own_tenant();
+    let expires = now() + chrono::Duration::days(90);
+    ports
+        .keys
+        .expect_create()
+        .withf(move |_, name, scope, at, audit| {
+            name.as_str() == "portal"
+                && *scope == KeyScope { tenant: Some(own()), read_only: true }
+                && *at == Some(expires)
+                && audit.action == AuditAction::KeyCreate
+                && audit.tenant == Some(own())
+                && audit.target.as_deref().is_some_and(|t| t.ends_with(" portal"))
+        })
+        .times(1)
+        .returning(|_, _, _, _, _| ready(Ok(KeySecret::new("dmk_x_y".into()))));
+    let scope = KeyScope { tenant: Some(own()), read_only: true };
+    let (made, secret) = ports
+        .build()
+        .create_key(&key(None, false), KeyName::new("portal").unwrap(), scope, Some(expires))
+        .await
+        .unwrap();
+    assert_eq!((made.expires_at, made.scope, secret.expose()), (Some(expires), scope, "dmk_x_y"));
+}
+
+#[tokio::test]
+async fn a_key_that_would_already_have_expired_is_not_made() {
+    let operator = Ports::new().untouched().build();
+    let scope = KeyScope { tenant: None, read_only: false };
+    let error =
+        operator.create_key(&cli(), KeyName::new("x").unwrap(), scope, Some(now())).await.unwrap_err();
+    assert!(matches!(error, OperatorError::Refused { what: "expires_at", .. }), "{error:?}");
 }
 
 #[tokio::test]
 async fn a_key_for_a_tenant_that_does_not_exist_is_not_made() {
     let operator = Ports::new().with_own_tenant().never_writes().build();
     let scope = KeyScope { tenant: Some(other()), read_only: false };
-    let error = operator.create_key(&cli(), KeyName::new("x").unwrap(), scope).await.unwrap_err();
+    let error = operator.create_key(&cli(), KeyName::new("x").unwrap(), scope, None).await.unwrap_err();
     assert_eq!(error, OperatorError::UnknownTenant(other()));
 }
 

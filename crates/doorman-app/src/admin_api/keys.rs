@@ -1,0 +1,152 @@
+//! `/admin/v1/keys`: admin API keys made, listed and revoked over HTTP, by a key for every
+//! tenant that is not read-only (the command line's `doorman admin keys` does the same).
+
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use chrono::Utc;
+use doorman_domain::{KeyId, KeyName, KeyScope, TenantId};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::body::Object;
+use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
+use super::{AdminState, Authenticated};
+use crate::documents::{KeyDoc, KeyList, NewKeyDoc};
+
+/// A key to make.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewKey {
+    /// For people: 1 to 255 characters, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub name: String,
+    /// Scope it to this tenant (it sees nothing else); absent or `null`: every tenant.
+    #[serde(default)]
+    pub tenant_id: Option<uuid::Uuid>,
+    /// It may read, never change anything.
+    #[serde(default)]
+    pub read_only: bool,
+    /// It stops working this many seconds from now (a minute to two years); absent or `null`:
+    /// never (revoke it when it is no longer needed).
+    #[schema(minimum = 60, maximum = 63_072_000, example = 7_776_000)]
+    #[serde(default, deserialize_with = "super::numbers::optional_whole")]
+    pub expires_in_seconds: Option<u64>,
+}
+
+/// The longest a key may be made to last before it expires: two years.
+const LONGEST_EXPIRY: u64 = 2 * 365 * 24 * 3600;
+
+/// A key id from a path: one that is not a UUID names no key (404).
+fn key_path(raw: &str) -> Result<KeyId, ApiError> {
+    raw.parse().map_err(|_| ApiError::not_found(format!("no key with id {raw:?}")))
+}
+
+/// Makes a key and answers it once: only its hash is stored.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/keys",
+    operation_id = "createKey",
+    tag = "keys",
+    request_body = NewKey,
+    responses(
+        (status = 201, description = "Made; `key` is shown this once", body = NewKeyDoc,
+         headers(("Location" = String, description = "The key's URL"))),
+        BodyRefusals,
+        (status = 422, description = "A refused name or expiry", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn create(
+    caller: Authenticated,
+    body: Object<NewKey>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let NewKey { name, tenant_id, read_only, expires_in_seconds } = body.into_inner();
+    let name = KeyName::new(name).map_err(|e| ApiError::invalid_value("name", &e))?;
+    let expires_at = match expires_in_seconds {
+        None => None,
+        Some(seconds) if (60..=LONGEST_EXPIRY).contains(&seconds) => {
+            Some(Utc::now() + chrono::Duration::seconds(seconds as i64))
+        }
+        Some(_) => {
+            return Err(ApiError::invalid("expires_in_seconds", "must be 60 to 63,072,000 (two years)"));
+        }
+    };
+    let scope = KeyScope { tenant: tenant_id.map(TenantId::from_uuid), read_only };
+    let (made, secret) = state
+        .operator
+        .create_key(&caller.0, name, scope, expires_at)
+        .await
+        .map_err(|e| ApiError::from_operator(e, None))?;
+    let doc = NewKeyDoc::new(made, &secret);
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/admin/v1/keys/{}", doc.key_doc.id)))
+        .json(doc))
+}
+
+/// Every key, oldest first, revoked and expired ones included: never a secret.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/keys",
+    operation_id = "listKeys",
+    tag = "keys",
+    responses(
+        (status = 200, description = "The keys", body = KeyList),
+        ReadRefusals,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(caller: Authenticated, state: web::Data<AdminState>) -> Result<HttpResponse, ApiError> {
+    let keys = state.operator.keys(&caller.0).await?;
+    Ok(HttpResponse::Ok().json(keys.into_iter().collect::<KeyList>()))
+}
+
+/// One key: its scope, expiry and last use.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/keys/{key_id}",
+    operation_id = "getKey",
+    tag = "keys",
+    params(("key_id" = uuid::Uuid, Path, description = "The key's id")),
+    responses(
+        (status = 200, description = "The key", body = KeyDoc),
+        ReadRefusals,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = key_path(&path)?;
+    Ok(HttpResponse::Ok().json(KeyDoc::from(state.operator.key(&caller.0, id).await?)))
+}
+
+/// Revokes a key: from its next request on, in every admin process, it is refused. A key may
+/// revoke itself.
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/keys/{key_id}",
+    operation_id = "revokeKey",
+    tag = "keys",
+    params(("key_id" = uuid::Uuid, Path, description = "The key's id")),
+    responses(
+        (status = 204, description = "Revoked"),
+        ChangeRefusals,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn revoke(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = key_path(&path)?;
+    state.operator.revoke_key(&caller.0, id).await?;
+    Ok(HttpResponse::NoContent().finish())
+}

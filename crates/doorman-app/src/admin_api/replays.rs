@@ -1,0 +1,236 @@
+//! `/admin/v1/tenants/{id}/replays` and `…/events/{event_id}/replay`: sending kept events
+//! again, as jobs (the same rules and outcomes as `doorman receipts replay`). A replay answers
+//! 202 with its job at once; an admin process sends its events one at a time; `GET` the job
+//! for its progress and each event's outcome. A dry run answers what would be sent, at once.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use doorman_domain::{JobCursor, ReplayJobId, ReplaySelection, TenantId};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use utoipa::ToSchema;
+
+use super::body::Object;
+use super::events::event_path;
+use super::problem::{ApiError, BodyRefusals, Problem, ReadRefusals, malformed};
+use super::query::Query;
+use super::{AdminState, Authenticated, tenant_path};
+use crate::documents::{ReplayJobDoc, ReplayJobPage, ReplayReport};
+
+/// One event's replay.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayOne {
+    /// Say what would be sent; send and change nothing (a read-only key may).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Which of the tenant's events to replay: those whose dispatch failed since an instant, or
+/// the stranded ones. One or the other: a body with both is not of either shape.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum ReplayMany {
+    FailedSince(ReplayFailed),
+    Stranded(ReplayStranded),
+}
+
+/// The tenant's unhandled events whose dispatch failed at or after an instant.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayFailed {
+    /// RFC 3339.
+    pub failed_since: chrono::DateTime<chrono::Utc>,
+    /// Say what would be sent; send and change nothing (a read-only key may).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// The tenant's stranded events (acknowledged over 10 minutes ago, never handled, no failure).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayStranded {
+    /// Always `true`.
+    #[schema(schema_with = always_true)]
+    #[serde(deserialize_with = "only_true")]
+    pub stranded: bool,
+    /// Say what would be sent; send and change nothing (a read-only key may).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+fn always_true() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::Boolean)
+        .enum_values(Some([true]))
+        .build()
+}
+
+fn only_true<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    match bool::deserialize(deserializer)? {
+        true => Ok(true),
+        false => Err(serde::de::Error::custom("`stranded` is always true")),
+    }
+}
+
+fn job_path(raw: &str) -> Result<ReplayJobId, ApiError> {
+    raw.parse().map_err(|_| ApiError::not_found(format!("no replay job with id {raw:?}")))
+}
+
+/// Sends one kept event to the tenant's agent again (same `webhook-id`, `delivery.replay`),
+/// as a job of one event. A handled event, or one without a kept payload, is refused in the
+/// job's outcome. The body is optional.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/tenants/{id}/events/{event_id}/replay",
+    operation_id = "replayEvent",
+    tag = "replays",
+    request_body(content = Option<ReplayOne>, description = "Optional: `{\"dry_run\": true}`"),
+    params(
+        ("id" = uuid::Uuid, Path, description = "The tenant's id"),
+        ("event_id" = String, Path, min_length = 1, max_length = 255, pattern = "^[ -~]+$", description = "Slack's event id (Ev…)"),
+    ),
+    responses(
+        (status = 202, description = "The replay job, queued", body = ReplayJobDoc,
+         headers(("Location" = String, description = "The job's URL"))),
+        (status = 200, description = "A dry run: what a replay would do", body = ReplayReport),
+        BodyRefusals,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn replay_one(
+    caller: Authenticated,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let (tenant, event) = path.into_inner();
+    let tenant = tenant_path(&tenant)?;
+    let options: ReplayOne = optional_json(&body)?.unwrap_or_default();
+    let selection = ReplaySelection::Event(event_path(&event)?);
+    replay(&caller, &state, tenant, &selection, options.dry_run).await
+}
+
+/// Sends the tenant's failed (since an instant) or stranded kept events to its agent again,
+/// as a job: one at a time, each event's outcome recorded (and audited) as it comes.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/tenants/{id}/replays",
+    operation_id = "replayEvents",
+    tag = "replays",
+    request_body = ReplayMany,
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
+    responses(
+        (status = 202, description = "The replay job, queued", body = ReplayJobDoc,
+         headers(("Location" = String, description = "The job's URL"))),
+        (status = 200, description = "A dry run: what a replay would do", body = ReplayReport),
+        BodyRefusals,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn replay_many(
+    caller: Authenticated,
+    path: web::Path<String>,
+    body: Object<ReplayMany>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    let (selection, dry_run) = match body.into_inner() {
+        ReplayMany::FailedSince(failed) => {
+            (ReplaySelection::FailedSince(failed.failed_since), failed.dry_run)
+        }
+        ReplayMany::Stranded(ReplayStranded { stranded, dry_run }) => {
+            debug_assert!(stranded, "only `true` deserializes");
+            (ReplaySelection::StrandedBefore(state.operator.stranded_before()), dry_run)
+        }
+    };
+    replay(&caller, &state, tenant, &selection, dry_run).await
+}
+
+async fn replay(
+    caller: &Authenticated,
+    state: &AdminState,
+    tenant: TenantId,
+    selection: &ReplaySelection,
+    dry_run: bool,
+) -> Result<HttpResponse, ApiError> {
+    if dry_run {
+        let report = state.replays.dry_run(&state.operator, &caller.0, tenant, selection).await?;
+        return Ok(HttpResponse::Ok().json(ReplayReport::new(tenant, true, &report)));
+    }
+    let job = ReplayJobDoc::from(state.replays.start(&state.operator, &caller.0, tenant, selection).await?);
+    Ok(HttpResponse::Accepted()
+        .insert_header((header::LOCATION, format!("/admin/v1/tenants/{tenant}/replays/{}", job.id)))
+        .json(job))
+}
+
+/// The tenant's replay jobs, newest first (without their events).
+#[utoipa::path(
+    get,
+    path = "/admin/v1/tenants/{id}/replays",
+    operation_id = "listReplayJobs",
+    tag = "replays",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The tenant's id"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page (50)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "A page of jobs", body = ReplayJobPage),
+        ReadRefusals,
+        (status = 422, description = "A refused limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    caller: Authenticated,
+    path: web::Path<String>,
+    request: HttpRequest,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    let page = Query::of(&request).page::<JobCursor>()?;
+    let listed = state.operator.replay_jobs(&caller.0, tenant, &page).await?;
+    Ok(HttpResponse::Ok().json(ReplayJobPage::of(listed)))
+}
+
+/// A replay job: its progress and each event's outcome so far.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/tenants/{id}/replays/{job_id}",
+    operation_id = "getReplayJob",
+    tag = "replays",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The tenant's id"),
+        ("job_id" = uuid::Uuid, Path, description = "The job's id"),
+    ),
+    responses(
+        (status = 200, description = "The job", body = ReplayJobDoc),
+        ReadRefusals,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get(
+    caller: Authenticated,
+    path: web::Path<(String, String)>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let (tenant, job) = path.into_inner();
+    let (tenant, job) = (tenant_path(&tenant)?, job_path(&job)?);
+    Ok(HttpResponse::Ok().json(ReplayJobDoc::from(state.operator.replay_job(&caller.0, tenant, job).await?)))
+}
+
+/// A body that may be absent (or `null`); when present it must be JSON (whatever the content
+/// type says, since there may be none).
+fn optional_json<T: DeserializeOwned>(body: &[u8]) -> Result<Option<T>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    match serde_json::from_slice::<serde_json::Value>(body).map_err(|e| malformed(&e))? {
+        serde_json::Value::Null => Ok(None),
+        object @ serde_json::Value::Object(_) => {
+            serde_json::from_value(object).map(Some).map_err(|e| malformed(&e))
+        }
+        _ => Err(ApiError::bad_request("the body must be a JSON object, or null")),
+    }
+}
