@@ -11,21 +11,29 @@ default:
 # `--all-targets` leaves out doc tests, so they run second (the sealed Job's compile-fail
 # tests are among them).
 # Run every test: the alert rules' (promtool), then the workspace's (needs PostgreSQL and
-# Chromium: see `just postgres`, `just browser`; the Citus tests need `just citus`), then
-# Schemathesis against the admin API.
+# Chromium: see `just postgres`, `just browser`; the Citus tests need `just citus`), then the
+# admin API's contract (`just api-contract`), then docs/admin-api.md's quick start as written.
 test: postgres browser alerts pgbouncer previous-release citus
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
     just api-contract
+    bash deploy/quick-start/run.sh
 
 # The committed copy is checked by a test; regenerate it after changing a handler or a document.
 # Write the admin API's OpenAPI document to docs/admin-api.json.
 openapi:
     cargo run --quiet --locked --bin doorman -- admin openapi > docs/admin-api.json
 
-# Schemathesis (PyPI, installed when missing) against a live `doorman admin serve` on a fresh
-# database, with a key: every operation of the OpenAPI document, generated inputs, and every
-# answer checked (no 5xx, documented status, content type, headers and schema).
+# openapi-spec-validator on the served document, a Python client generated from it
+# (openapi-python-client) onboarding a tenant, then Schemathesis (PyPI, both installed when
+# missing) against a live `doorman admin serve` on a fresh database seeded with three tenants
+# (workspaces, agents, events handled, failed, stranded and in flight), with a key for every
+# tenant: every operation, every check (`--checks all`: status codes, schemas, headers,
+# content types, schema-valid requests accepted and schema-violating ones refused, 405 for
+# other methods, auth, created resources found), examples, coverage, fuzzing and the stateful
+# phase, for CONTRACT_SECONDS (150 by default). deploy/schemathesis/hooks.py leaves generated
+# page cursors out (only a cursor the API handed out names a position) and points half of the
+# valid event and workspace ids at the seeded ones.
 # Check the admin API against its OpenAPI document.
 api-contract: postgres
     #!/usr/bin/env bash
@@ -35,6 +43,16 @@ api-contract: postgres
         pip install --quiet "schemathesis==4.32.5" || pip install --quiet --user "schemathesis==4.32.5"
         hash -r
     fi
+    if ! command -v openapi-python-client >/dev/null; then
+        echo "installing openapi-python-client from PyPI" >&2
+        pip install --quiet "openapi-python-client==0.29.1" || pip install --quiet --user "openapi-python-client==0.29.1"
+        hash -r
+    fi
+    if ! command -v openapi-spec-validator >/dev/null; then
+        echo "installing openapi-spec-validator from PyPI" >&2
+        pip install --quiet "openapi-spec-validator==0.9.0" || pip install --quiet --user "openapi-spec-validator==0.9.0"
+        hash -r
+    fi
     export PATH="$HOME/.local/bin:$PATH"
     cargo build --quiet --locked --bin doorman
     doorman=target/debug/doorman
@@ -42,29 +60,59 @@ api-contract: postgres
     name="doorman_contract_$$"
     export DATABASE_URL="$server/$name"
     export DOORMAN_ENCRYPTION_KEYS="contract:$(head -c 32 /dev/urandom | base64 -w0)"
-    export DOORMAN_AGENT_ALLOW_PRIVATE=true RUST_LOG=warn
+    export DOORMAN_AGENT_ALLOW_PRIVATE=true RUST_LOG="${CONTRACT_LOG:-warn}"
     psql "$server/postgres" -qc "CREATE DATABASE \"$name\""
-    log=$(mktemp)
+    work=$(mktemp -d)
     cleanup() {
         [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-        psql "$server/postgres" -qc "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" || true
-        rm -f "$log"
+        if [ -n "${CONTRACT_KEEP_DB:-}" ]; then echo "kept database $name (CONTRACT_KEEP_DB)" >&2
+        else psql "$server/postgres" -qc "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" || true; fi
+        cp "$work/admin.log" target/api-contract-admin.log 2>/dev/null || true   # kept for a look after a failure
+        rm -rf "$work"
     }
     trap cleanup EXIT
-    "$doorman" migrate
+    "$doorman" migrate >/dev/null
     key=$("$doorman" admin keys create --name schemathesis)
+    # The seed: three tenants as an operator makes them, and receipts in every state.
+    seeds=()
+    for n in 1 2 3; do
+        t=$("$doorman" tenant add --name "Seeded $n")
+        "$doorman" workspace link --tenant "$t" --team-id "TSEED$n" >/dev/null
+        "$doorman" workspace link --tenant "$t" --team-id "TGRID$n" --enterprise-id "EGRID$n" >/dev/null
+        DOORMAN_AGENT_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw "$doorman" agent set --tenant "$t" --url http://127.0.0.1:9/agent >/dev/null
+        "$doorman" tenant retain-payloads --tenant "$t" on >/dev/null
+        psql -qX "$DATABASE_URL" -c "INSERT INTO messaging_event_receipts
+            (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at, handled_at, failure_reason, failed_at) VALUES
+            ('$t', 'slack', 'EvHandled$n', 'app_mention', 0, now() - interval '1 hour', now() - interval '59 minutes', NULL, NULL),
+            ('$t', 'slack', 'EvFailed$n', 'app_mention', 0, now() - interval '30 minutes', NULL, 'agent answered HTTP 500', now() - interval '29 minutes'),
+            ('$t', 'slack', 'EvStranded$n', 'message', 0, now() - interval '20 minutes', NULL, NULL, NULL),
+            ('$t', 'slack', 'EvFlight$n', 'message', 0, now(), NULL, NULL, NULL);
+            INSERT INTO messaging_installations (tenant_id, platform, team_id, is_enterprise_install, app_id, bot_user_id, scopes)
+            VALUES ('$t', 'slack', 'TSEED$n', false, 'A0CONTRACT', 'U0CONTRACT', 'chat:write')"
+        seeds+=("{\"tenant\": \"$t\", \"teams\": [\"TSEED$n\", \"TGRID$n\"], \"events\": [\"EvHandled$n\", \"EvFailed$n\", \"EvStranded$n\", \"EvFlight$n\"]}")
+    done
+    (IFS=,; echo "[${seeds[*]}]") > "$work/seed.json"
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    "$doorman" admin serve --bind "127.0.0.1:$port" --slack-client-id 1.2 --slack-client-secret contract \
-        --public-url https://doorman.example >"$log" 2>&1 &
+    "$doorman" admin serve --bind "127.0.0.1:$port" --metrics-bind 127.0.0.1:0 --slack-client-id 1.2 \
+        --slack-client-secret contract --public-url https://doorman.example >"$work/admin.log" 2>&1 &
     pid=$!
     for _ in $(seq 1 100); do
         curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
         sleep 0.1
     done
-    st run "http://127.0.0.1:$port/admin/v1/openapi.json" \
+    # The served document against the OpenAPI specification (unique operationIds among it).
+    curl -fsS "http://127.0.0.1:$port/admin/v1/openapi.json" >"$work/openapi.json"
+    openapi-spec-validator "$work/openapi.json"
+    # A Python client generated from it onboards (and offboards) a tenant: deploy/client/onboard.py.
+    openapi-python-client generate --path "$work/openapi.json" --meta none --fail-on-warning \
+        --output-path "$work/doorman_admin_client" >/dev/null
+    PYTHONPATH="$work" python3 deploy/client/onboard.py "http://127.0.0.1:$port" "$key"
+    DOORMAN_CONTRACT_SEED="$work/seed.json" SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$PWD/deploy/schemathesis" \
+    st --config-file deploy/schemathesis/schemathesis.toml run "http://127.0.0.1:$port/admin/v1/openapi.json" \
         --header "Authorization: Bearer $key" \
-        --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
-        --workers 2 --max-time 60 --no-color || { echo "--- doorman admin serve's log:" >&2; cat "$log" >&2; exit 1; }
+        --checks all --phases examples,coverage,fuzzing,stateful \
+        --workers 2 --max-time "${CONTRACT_SECONDS:-150}" --no-color \
+        || { echo "--- doorman admin serve's log (refused keys left out):" >&2; grep -v "request refused: no valid key" "$work/admin.log" | tail -n 200 >&2; exit 1; }
 
 # Formatting and clippy, warnings as errors.
 lint:
@@ -247,6 +295,32 @@ bench *ARGS: postgres
         echo "target/release/doorman contains test-kit code" >&2; exit 1; fi
     ./target/release/doorman-loadgen --server target/release/doorman {{ARGS}}
 
+# A local Citus cluster (deploy/citus/local-cluster.sh: a coordinator on 5460, workers on 5461 and
+# 5462), then the same load on one PostgreSQL and on the cluster, alternately, ROUNDS times each
+# (a fresh bench database and server per run; on the cluster `doorman migrate` distributes the
+# receipts). The load generator's PostgreSQL CPU counts every postgres process of the machine (on
+# the cluster the coordinator's and both workers'); deploy/citus/cpu-by-node.py splits the
+# cluster's by node. docs/benchmarks.md has the figures.
+# Benchmark one PostgreSQL against a local Citus cluster, side by side.
+bench-citus ROUNDS="2" *ARGS: postgres citus
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release --locked -p doorman-app -p doorman-loadgen
+    dir=$(mktemp -d /tmp/doorman-bench-citus.XXXX)
+    bash deploy/citus/local-cluster.sh up "$dir" 5460 2 >/dev/null
+    trap 'bash deploy/citus/local-cluster.sh down "$dir"' EXIT
+    node() { echo "postgres://postgres@127.0.0.1:$1/postgres"; }
+    for round in $(seq 1 {{ROUNDS}}); do
+        echo "=== round $round: one PostgreSQL (5432)"
+        ./target/release/doorman-loadgen --server target/release/doorman --edge-seconds 0 {{ARGS}}
+        echo "=== round $round: Citus, a coordinator and 2 workers (5460-5462)"
+        before=$(python3 deploy/citus/cpu-by-node.py "$dir")
+        ./target/release/doorman-loadgen --server target/release/doorman --edge-seconds 0 \
+            --database-server "$(node 5460)" --citus-workers "$(node 5461),$(node 5462)" {{ARGS}}
+        echo "CPU seconds by node over the round (node0 is the coordinator):"
+        join <(echo "$before") <(python3 deploy/citus/cpu-by-node.py "$dir") | awk '{ printf "  %s %.2f\n", $1, $3 - $2 }'
+    done
+
 # Builds REV's `doorman` and load generator (a git revision: a commit, a tag, main~3) into
 # target/bench-base, runs REV's binary and today's alternately in one run (two rounds each unless
 # ARGS say otherwise), then REV's floor with REV's own load generator (the floor runs the
@@ -306,8 +380,8 @@ alerts:
     set -euo pipefail
     if ! command -v promtool >/dev/null; then
         echo "installing promtool (Debian's prometheus package)" >&2
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends prometheus >/dev/null
     fi
     cd deploy/prometheus
     promtool check rules alerts.yml
@@ -338,16 +412,16 @@ pgbouncer:
     set -euo pipefail
     if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then exit 0; fi
     echo "installing pgbouncer from Debian's packages" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends pgbouncer >/dev/null
 
 # Not part of CI. Runs the failover tests RUNS times in a row with stress-ng keeping both cores busy.
 failover-stress RUNS="3": postgres
     #!/usr/bin/env bash
     set -euo pipefail
     if ! command -v stress-ng >/dev/null; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends stress-ng >/dev/null
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends stress-ng >/dev/null
     fi
     cargo test --locked -p doorman-app --test e2e --no-run
     stress-ng --cpu 2 --timeout 0 --quiet &
@@ -364,8 +438,8 @@ browser:
     set -euo pipefail
     if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then exit 0; fi
     echo "installing chromium and chromium-driver from Debian's packages" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium chromium-driver >/dev/null
 
 # The Citus tests start their own coordinator and workers from the machine's PostgreSQL 15; this
 # builds the extension into it from the vendored source (deploy/citus, a few minutes on two
@@ -381,8 +455,8 @@ postgres:
     if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then exit 0; fi
     if ! command -v pg_lsclusters >/dev/null; then
         echo "installing PostgreSQL from Debian's packages" >&2
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq postgresql >/dev/null
         fresh=1
     fi
     version=$(ls /etc/postgresql | sort -V | tail -1)

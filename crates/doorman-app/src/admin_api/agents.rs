@@ -162,10 +162,12 @@ async fn set_paused(
 }
 
 /// Removes the tenant's agent and its secret: deliveries are answered 503 (no agent), and
-/// Slack retries them, until one is set again.
+/// Slack retries them, until one is set again. An action beside pause and resume rather than
+/// `DELETE …/agent`: the agent's document stays readable (`url: null`), so a `DELETE` that
+/// leaves it answering 200 would say the opposite of what HTTP means by one.
 #[utoipa::path(
-    delete,
-    path = "/admin/v1/tenants/{id}/agent",
+    post,
+    path = "/admin/v1/tenants/{id}/agent/remove",
     operation_id = "removeAgent",
     tag = "agents",
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),

@@ -40,7 +40,7 @@ pub struct NewTenant {
 
 /// Creates a tenant. Only a key for every tenant, and not read-only, may. With an
 /// `Idempotency-Key` header, the same request again answers what the first did (the same
-/// tenant: nothing created); the same key with a different body is refused (422).
+/// tenant: nothing created); the same key with a different body is refused (409, `idempotency-key-reused`).
 #[utoipa::path(
     post,
     path = "/admin/v1/tenants",

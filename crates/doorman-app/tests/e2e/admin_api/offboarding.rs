@@ -63,10 +63,12 @@ async fn a_deleted_tenant_leaves_nothing_but_its_audit_entries_and_its_next_even
     }
 
     // Its agent removed: deliveries are answered 503 (no agent), then it is set again.
-    let removed = admin.call(reqwest::Method::DELETE, &t("/agent"), Some(&root), None).await;
+    let removed = admin.call(reqwest::Method::POST, &t("/agent/remove"), Some(&root), None).await;
     assert_eq!(removed.status, 204, "{removed:?}");
     assert_eq!(admin.get(&t("/agent"), &root).await.body["url"], serde_json::Value::Null);
-    problem(&admin.call(reqwest::Method::DELETE, &t("/agent"), Some(&root), None).await, 409, None);
+    let agent_methods = admin.call(reqwest::Method::DELETE, &t("/agent"), Some(&root), None).await;
+    assert_eq!(agent_methods.status, 405, "removal is the remove action, not DELETE: {agent_methods:?}");
+    problem(&admin.call(reqwest::Method::POST, &t("/agent/remove"), Some(&root), None).await, 409, None);
     let started = tokio::time::Instant::now();
     while post_event(&http, &base, "TOFFBOARD", "EvNoAgent").await != 503 {
         assert!(started.elapsed() < WAIT, "the removal never reached the serving process");

@@ -1,0 +1,70 @@
+"""Schemathesis hooks for `just api-contract` (loaded with SCHEMATHESIS_HOOKS).
+
+A page cursor is opaque: only one this API handed out (`next_cursor`) names a position, and
+any other is refused with 422, by design. A schema cannot say "a string this server wrote", so
+generated cursors are left out; the stateful phase still follows real ones through the
+document's links (`next_cursor` to `cursor`).
+"""
+
+import base64
+import binascii
+import json
+import os
+
+import schemathesis
+from schemathesis import GenerationMode
+from schemathesis.generation.meta import TestPhase
+
+
+def _is_cursor(text):
+    """Whether `text` decodes as a cursor does: base64url of `<microseconds>:<key>`."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    micros, sep, key = raw.partition(":")
+    return sep == ":" and key != "" and micros.lstrip("-").isdigit()
+
+
+@schemathesis.hook
+def filter_query(ctx, query):
+    if not query or not query.get("cursor"):
+        return True
+    return _is_cursor(query["cursor"])
+
+
+def _seeded():
+    """The seeded tenants (`just api-contract` writes them): id, team, event ids."""
+    path = os.environ.get("DOORMAN_CONTRACT_SEED")
+    if not path:
+        return []
+    with open(path, encoding="utf-8") as seed:
+        return json.load(seed)
+
+
+SEEDED = _seeded()
+
+
+@schemathesis.hook
+def map_case(ctx, case):
+    """A generated tenant, event or workspace id names nothing, so operations that read or
+    remove one would only ever answer 404: half of the valid cases (chosen by what was
+    generated, so a run stays reproducible) name a seeded tenant's instead. Not in the
+    stateful phase: there the tenant comes from a link (the one the scenario created), and
+    pointing the step at a seeded tenant (deleted, perhaps, by an earlier case) would make its
+    404 look like "a created resource not found"."""
+    if case.meta is None or case.meta.generation.mode != GenerationMode.POSITIVE:
+        return case
+    if case.meta.phase.name == TestPhase.STATEFUL:
+        return case
+    params = case.path_parameters
+    if not SEEDED or not params:
+        return case
+    for name, pick in (("event_id", "events"), ("workspace_id", "teams")):
+        generated = params.get(name)
+        if generated is None or len(generated) % 2:
+            continue
+        seed = SEEDED[len(generated) % len(SEEDED)]
+        params["id"] = seed["tenant"]
+        params[name] = seed[pick][len(generated) % len(seed[pick])]
+    return case
