@@ -1,7 +1,7 @@
 //! Replays, as both faces run them: the live path after the claim (`Inbound` over the same
 //! directory, bridge, receipt store and installations as `doorman serve`, built from the same
 //! dispatch settings), on a pool acting as `doorman_admin` (or the owner, from the command
-//! line). A replay is a job: made at once (`start`), run by [`Runner`] in every admin process
+//! line). A replay is a job: made at once (`start`), run by the admin API's job runner in every admin process
 //! (one job at a time per process, one process per job), or inline by the command line.
 
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use doorman_domain::usecases::operator::Operator;
 use doorman_domain::{
     Caller, Inbound, OperatorError, ReplayJob, ReplayJobId, ReplaySelection, Replayed, TenantId,
 };
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
 
 use crate::config::DispatchConfig;
 use crate::server;
@@ -26,9 +26,6 @@ use crate::server;
 pub fn hold(dispatch_timeout: Duration) -> Duration {
     dispatch_timeout + Duration::from_secs(30)
 }
-
-/// How often an idle runner looks for a job another process made.
-const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// The live path's use cases over the concrete adapters, for replays.
 pub type ReplayPath =
@@ -116,58 +113,16 @@ impl Replays {
     }
 
     /// Takes the next job no process is running and runs it; `false` when there was none.
-    async fn run_next(&self, operator: &Operator<PgOperatorPorts>) -> Result<bool, OperatorError> {
+    pub async fn run_next(&self, operator: &Operator<PgOperatorPorts>) -> Result<bool, OperatorError> {
         let Some((tenant, id)) = operator.take_replay_job(self.job_hold).await? else { return Ok(false) };
         tracing::info!(tenant.id = %tenant, job.id = %id, "running a replay job");
         self.run(operator, tenant, id).await?;
         tracing::info!(tenant.id = %tenant, job.id = %id, "replay job finished");
         Ok(true)
     }
-}
 
-/// The admin process's background runner of replay jobs.
-#[derive(Debug)]
-pub struct Runner {
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Runner {
-    /// Runs jobs until stopped: those made here at once, those made elsewhere (or left by a
-    /// process that stopped) within a second.
-    pub fn spawn(state: Arc<crate::admin_api::AdminState>) -> Self {
-        let (stop, mut stopped) = watch::channel(false);
-        let task = tokio::spawn(async move {
-            loop {
-                if *stopped.borrow() {
-                    return;
-                }
-                let ran = match state.replays.run_next(&state.operator).await {
-                    Ok(ran) => ran,
-                    Err(error) => {
-                        tracing::warn!(error = %error, "a replay job could not be run; trying again shortly");
-                        false
-                    }
-                };
-                if ran {
-                    continue;
-                }
-                tokio::select! {
-                    () = state.replays.made.notified() => {}
-                    () = tokio::time::sleep(LOOK_EVERY) => {}
-                    _ = stopped.changed() => return,
-                }
-            }
-        });
-        Self { stop, task }
-    }
-
-    /// Stops taking jobs; a job being run is left after the event in hand (its hold lapses and
-    /// another process, or this one after a restart, resumes it), within `grace`.
-    pub async fn stop(self, grace: Duration) {
-        let _ = self.stop.send(true);
-        if tokio::time::timeout(grace, self.task).await.is_err() {
-            tracing::warn!("a replay job was still running at shutdown; another process will resume it");
-        }
+    /// Returns once a job is made in this process (its runner then takes it at once).
+    pub async fn job_made_here(&self) {
+        self.made.notified().await;
     }
 }

@@ -13,6 +13,7 @@ mod audit;
 mod body;
 mod events;
 mod installs;
+mod job_runner;
 mod keys;
 mod metrics;
 mod numbers;
@@ -44,7 +45,8 @@ use self::metrics::AdminMetrics;
 use self::problem::{ApiError, PROBLEM_JSON, json_error};
 use crate::config::AdminConfig;
 use crate::metrics_listener::MetricsListener;
-use crate::replays::{Replays, Runner};
+use crate::replays::Replays;
+use job_runner::Runner;
 
 /// The most a request body may be.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;

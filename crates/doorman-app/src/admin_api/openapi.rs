@@ -153,53 +153,72 @@ impl Modify for CommonAnswers {
 /// page to the next. Generators document them; Schemathesis's stateful phase follows them.
 struct Links;
 
-/// (from operation, its status, link name, to operation, parameters as runtime expressions)
-const LINKS: &[(&str, &str, &str, &str, &[(&str, &str)])] = &[
-    ("createTenant", "201", "tenant", "getTenant", &[("id", "$response.body#/id")]),
-    ("createTenant", "201", "rename", "renameTenant", &[("id", "$response.body#/id")]),
-    ("createTenant", "201", "workspaces", "listWorkspaces", &[("id", "$response.body#/id")]),
-    ("createTenant", "201", "link", "linkWorkspace", &[("id", "$response.body#/id")]),
-    ("createTenant", "201", "agent", "getAgent", &[("id", "$response.body#/id")]),
-    ("createTenant", "201", "setAgent", "setAgent", &[("id", "$response.body#/id")]),
-    ("createTenant", "201", "events", "listEvents", &[("id", "$response.body#/id")]),
-    ("createTenant", "201", "replays", "listReplayJobs", &[("id", "$response.body#/id")]),
-    ("createTenant", "201", "installLink", "createInstallLink", &[("id", "$response.body#/id")]),
-    ("createTenant", "201", "delete", "deleteTenant", &[("id", "$response.body#/id")]),
-    (
+/// One link: from an operation's answer (its status), by name, to an operation, with that
+/// operation's parameters as runtime expressions.
+struct Link {
+    from: &'static str,
+    status: &'static str,
+    name: &'static str,
+    to: &'static str,
+    parameters: &'static [(&'static str, &'static str)],
+}
+
+const fn link(
+    from: &'static str,
+    status: &'static str,
+    name: &'static str,
+    to: &'static str,
+    parameters: &'static [(&'static str, &'static str)],
+) -> Link {
+    Link { from, status, name, to, parameters }
+}
+
+const LINKS: &[Link] = &[
+    link("createTenant", "201", "tenant", "getTenant", &[("id", "$response.body#/id")]),
+    link("createTenant", "201", "rename", "renameTenant", &[("id", "$response.body#/id")]),
+    link("createTenant", "201", "workspaces", "listWorkspaces", &[("id", "$response.body#/id")]),
+    link("createTenant", "201", "link", "linkWorkspace", &[("id", "$response.body#/id")]),
+    link("createTenant", "201", "agent", "getAgent", &[("id", "$response.body#/id")]),
+    link("createTenant", "201", "setAgent", "setAgent", &[("id", "$response.body#/id")]),
+    link("createTenant", "201", "events", "listEvents", &[("id", "$response.body#/id")]),
+    link("createTenant", "201", "replays", "listReplayJobs", &[("id", "$response.body#/id")]),
+    link("createTenant", "201", "installLink", "createInstallLink", &[("id", "$response.body#/id")]),
+    link("createTenant", "201", "delete", "deleteTenant", &[("id", "$response.body#/id")]),
+    link(
         "linkWorkspace",
         "201",
         "unlink",
         "unlinkWorkspace",
         &[("id", "$request.path.id"), ("workspace_id", "$response.body#/team_id")],
     ),
-    ("setAgent", "200", "pause", "pauseAgent", &[("id", "$request.path.id")]),
-    ("setAgent", "200", "remove", "removeAgent", &[("id", "$request.path.id")]),
-    ("createKey", "201", "key", "getKey", &[("key_id", "$response.body#/id")]),
-    ("createKey", "201", "revoke", "revokeKey", &[("key_id", "$response.body#/id")]),
-    (
+    link("setAgent", "200", "pause", "pauseAgent", &[("id", "$request.path.id")]),
+    link("setAgent", "200", "remove", "removeAgent", &[("id", "$request.path.id")]),
+    link("createKey", "201", "key", "getKey", &[("key_id", "$response.body#/id")]),
+    link("createKey", "201", "revoke", "revokeKey", &[("key_id", "$response.body#/id")]),
+    link(
         "replayEvents",
         "202",
         "job",
         "getReplayJob",
         &[("id", "$request.path.id"), ("job_id", "$response.body#/id")],
     ),
-    (
+    link(
         "replayEvent",
         "202",
         "job",
         "getReplayJob",
         &[("id", "$request.path.id"), ("job_id", "$response.body#/id")],
     ),
-    ("listTenants", "200", "next", "listTenants", &[("cursor", "$response.body#/next_cursor")]),
-    ("listAuditEntries", "200", "next", "listAuditEntries", &[("cursor", "$response.body#/next_cursor")]),
-    (
+    link("listTenants", "200", "next", "listTenants", &[("cursor", "$response.body#/next_cursor")]),
+    link("listAuditEntries", "200", "next", "listAuditEntries", &[("cursor", "$response.body#/next_cursor")]),
+    link(
         "listReplayJobs",
         "200",
         "next",
         "listReplayJobs",
         &[("id", "$request.path.id"), ("cursor", "$response.body#/next_cursor")],
     ),
-    (
+    link(
         "listEvents",
         "200",
         "next",
@@ -223,8 +242,7 @@ impl Modify for Links {
                 .flatten()
             {
                 let Some(id) = operation.operation_id.clone() else { continue };
-                for (from, status, name, to, parameters) in LINKS.iter().filter(|link| link.0 == id) {
-                    debug_assert_eq!(*from, id);
+                for Link { status, name, to, parameters, .. } in LINKS.iter().filter(|link| link.from == id) {
                     let Some(RefOr::T(response)) = operation.responses.responses.get_mut(*status) else {
                         continue;
                     };
