@@ -361,6 +361,8 @@ async fn on_citus_pause_and_agent_changes_reach_both_servers_within_200_ms() {
     }
 }
 
+/// Over the admin API on the coordinator: each tenant's failures listed (its own only),
+/// replayed once as a job, unreadable (503) only while its own worker is down; then pruned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_citus_failed_events_are_listed_replayed_once_and_pruned_after_the_retention() {
     let run = Run::start().await;
@@ -432,6 +434,46 @@ async fn on_citus_failed_events_are_listed_replayed_once_and_pruned_after_the_re
         let again = replay_job(&call, t, &id).await;
         assert_eq!(again["events"][0]["outcome"].as_str(), Some("already_handled"), "{again}");
         assert_eq!(run.agent.count_for(&id), 1, "a handled event is not replayed again");
+    }
+
+    // A worker down: its tenant's events cannot be read, and the admin API says so as the
+    // server does for deliveries (503 unavailable, nothing else to tell); the other worker's
+    // tenant's events still can be.
+    let (lost, kept) = (run.placed[1].clone(), run.placed[0].clone());
+    let cluster = Arc::clone(&run.cluster);
+    tokio::task::spawn_blocking(move || cluster.stop_worker(lost.worker)).await.unwrap();
+    let event_of =
+        |placed: &Placed| format!("/admin/v1/tenants/{}/events/EvFail{}x2", placed.tenant, placed.worker);
+    let (status, answer) = call(reqwest::Method::GET, event_of(&lost)).await;
+    assert_eq!(
+        (status, answer["type"].as_str()),
+        (503, Some("urn:doorman:problem:unavailable")),
+        "the lost worker's tenant: {answer}"
+    );
+    let (status, answer) = call(reqwest::Method::GET, event_of(&kept)).await;
+    assert_eq!(
+        (status, answer["status"].as_str()),
+        (200, Some("failed")),
+        "the other worker's tenant: {answer}"
+    );
+    let listed = format!("/admin/v1/tenants/{}/events?state=failed", kept.tenant);
+    let (status, answer) = call(reqwest::Method::GET, listed).await;
+    assert_eq!(status, 200, "the other worker's tenant's failures: {answer}");
+    // (Its first failure was replayed above: handled now.)
+    assert_eq!(answer["items"].as_array().map(Vec::len), Some(2), "{answer}");
+    let cluster = Arc::clone(&run.cluster);
+    tokio::task::spawn_blocking(move || cluster.start_worker(lost.worker)).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, answer) = call(reqwest::Method::GET, event_of(&lost)).await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the lost worker's tenant still unreadable once it is back: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     // Everything but one event per tenant claimed eight days ago: prune takes exactly those.

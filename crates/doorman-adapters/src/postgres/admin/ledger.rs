@@ -38,11 +38,23 @@ impl PgLedger {
     }
 }
 
-/// Whether the receipt's payload is kept: one probe of the payloads' primary key.
+/// Whether the receipt's payload is kept: one probe of the payloads' primary key. Given the
+/// tenant, the probe names it as a value too: on Citus a subquery correlated only by
+/// `receipts.tenant_id` is planned across every shard (so one worker down fails every
+/// tenant's read), one that names the tenant is routed to that tenant's worker alone.
 macro_rules! payload_kept {
     () => {
         diesel::dsl::exists(
             payloads::table
+                .filter(payloads::tenant_id.eq(receipts::tenant_id))
+                .filter(payloads::platform.eq(receipts::platform))
+                .filter(payloads::external_event_id.eq(receipts::external_event_id)),
+        )
+    };
+    ($tenant:expr) => {
+        diesel::dsl::exists(
+            payloads::table
+                .filter(payloads::tenant_id.eq($tenant))
                 .filter(payloads::tenant_id.eq(receipts::tenant_id))
                 .filter(payloads::platform.eq(receipts::platform))
                 .filter(payloads::external_event_id.eq(receipts::external_event_id)),
@@ -60,7 +72,7 @@ impl Ledger for PgLedger {
                     .filter(receipts::tenant_id.eq(key.tenant.as_uuid()))
                     .filter(receipts::platform.eq(key.platform.as_str()))
                     .filter(receipts::external_event_id.eq(key.external_id.as_str()))
-                    .select((ReceiptRow::as_select(), payload_kept!()))
+                    .select((ReceiptRow::as_select(), payload_kept!(key.tenant.as_uuid())))
                     .first(conn)
                     .await
                     .optional()
@@ -152,11 +164,16 @@ impl Ledger for PgLedger {
                             query.order((receipts::claimed_at.asc(), receipts::external_event_id.asc()))
                         }
                     };
-                query
-                    .limit(i64::from(page.limit.get()) + 1)
-                    .select((ReceiptRow::as_select(), payload_kept!()))
-                    .load(conn)
-                    .await
+                let query = query.limit(i64::from(page.limit.get()) + 1);
+                match tenant {
+                    Some(tenant) => {
+                        query
+                            .select((ReceiptRow::as_select(), payload_kept!(*tenant.as_uuid())))
+                            .load(conn)
+                            .await
+                    }
+                    None => query.select((ReceiptRow::as_select(), payload_kept!())).load(conn).await,
+                }
             })
             .await
             .map_err(from_diesel);
