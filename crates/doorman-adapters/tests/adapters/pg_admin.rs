@@ -11,7 +11,7 @@ use doorman_adapters::bridge::DestinationPolicy;
 use doorman_adapters::postgres::PgOperatorPorts;
 use doorman_adapters::postgres::admin::keys::Presented;
 use doorman_adapters::postgres::pool::{self, ADMIN_ROLE, PoolSettings, act_for};
-use doorman_domain::ports::{OperatorPorts, ReceiptStore};
+use doorman_domain::ports::{OperatorPorts, ReceiptStore, Tenants};
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
 use doorman_domain::{
     Actor, ApiKey, AuditCursor, Caller, Failure, IdempotencyKey, KeyId, KeyName, KeyRefusal, KeyScope,
@@ -256,6 +256,22 @@ async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
         .unwrap();
     let names: Vec<_> = stranded.items.iter().map(|r| r.receipt.key.external_id.as_str()).collect();
     assert_eq!(names, ["Stranded"], "not B's, not the recent one");
+}
+
+/// `was_deleted` as `doorman_admin` sees it: a tenant deleted is, one still there and one
+/// that never was are not.
+#[tokio::test]
+async fn a_deleted_tenant_is_known_as_deleted_and_no_other() {
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let gone = op.create_tenant("Gone").await;
+    let kept = op.create_tenant("Kept").await;
+    op.use_cases().delete_tenant(op.caller(), gone).await.unwrap();
+    let admin = admin(&db);
+    let tenants = admin.ports().tenants();
+    assert!(tenants.was_deleted(gone).await.unwrap());
+    assert!(!tenants.was_deleted(kept).await.unwrap());
+    assert!(!tenants.was_deleted(TenantId::generate()).await.unwrap());
 }
 
 #[tokio::test]

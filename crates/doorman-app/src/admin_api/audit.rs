@@ -9,7 +9,8 @@ use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::AuditPage;
 
 /// Audit entries: who (key id and name, or `cli` and the OS user), what, on which tenant, in
-/// which request. A key scoped to a tenant reads that tenant's entries only.
+/// which request. A key scoped to a tenant reads that tenant's entries only; a key for every
+/// tenant may name a deleted tenant, whose entries the trail keeps.
 #[utoipa::path(
     get,
     path = "/admin/v1/audit",

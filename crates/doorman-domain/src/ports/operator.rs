@@ -78,6 +78,9 @@ pub trait Tenants: Send + Sync {
         audit: &AuditEntry,
     ) -> impl Future<Output = Result<bool, StorageError>> + Send;
 
+    /// Whether a tenant with this id was deleted (its audit entries are still there to read).
+    fn was_deleted(&self, tenant: TenantId) -> impl Future<Output = Result<bool, StorageError>> + Send;
+
     /// Deletes at most `batch` receipts of a deleted tenant (and any payload or fingerprint
     /// it still has); returns how many receipts went. MUST NOT touch another tenant's rows.
     fn purge_receipts(

@@ -237,6 +237,22 @@ impl Tenants for PgTenants {
         unit.finish(deleted).await
     }
 
+    async fn was_deleted(&self, tenant: TenantId) -> Result<bool, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let found = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                diesel::select(diesel::dsl::exists(
+                    deleted_tenants::table.filter(deleted_tenants::tenant_id.eq(tenant.as_uuid())),
+                ))
+                .get_result::<bool>(conn)
+                .await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(found).await
+    }
+
     async fn purge_receipts(&self, tenant: TenantId, batch: u32) -> Result<u64, StorageError> {
         let mut unit = self.pool.unit().await?;
         let purged = unit

@@ -3,17 +3,28 @@
 use super::Operator;
 use crate::errors::OperatorError;
 use crate::model::{AuditCursor, AuditRecord, Caller, Page, PageRequest, TenantId};
-use crate::ports::{AuditTrail, OperatorPorts};
+use crate::ports::{AuditTrail, OperatorPorts, Tenants};
 
 impl<P: OperatorPorts> Operator<P> {
     /// Audit entries, newest first: of one tenant, or all of them. A key scoped to a tenant
-    /// reads that tenant's entries only, whatever it asks for.
+    /// reads that tenant's entries only, whatever it asks for. A deleted tenant's entries stay
+    /// readable, by name, to a caller for every tenant: what happened to an offboarded
+    /// customer is what the trail is kept for.
     pub async fn audit(
         &self,
         caller: &Caller,
         tenant: Option<TenantId>,
         page: &PageRequest<AuditCursor>,
     ) -> Result<Page<AuditRecord, AuditCursor>, OperatorError> {
-        Ok(self.ports.audit().list(self.scoped(caller, tenant).await?, page).await?)
+        let only = match (tenant, caller.actor.only_tenant()) {
+            (Some(asked), None) if self.ports.tenants().get(asked).await?.is_none() => {
+                if !self.ports.tenants().was_deleted(asked).await? {
+                    return Err(OperatorError::UnknownTenant(asked));
+                }
+                Some(asked)
+            }
+            _ => self.scoped(caller, tenant).await?,
+        };
+        Ok(self.ports.audit().list(only, page).await?)
     }
 }

@@ -862,6 +862,25 @@ async fn a_scoped_key_reads_only_its_tenants_audit_entries() {
 }
 
 #[tokio::test]
+async fn a_deleted_tenants_audit_entries_stay_readable_to_a_key_for_every_tenant_only() {
+    let mut ports = Ports::new().with_own_tenant();
+    ports.tenants.expect_was_deleted().returning(|id| ready(Ok(id == other())));
+    ports
+        .audit
+        .expect_list()
+        .withf(|tenant, _| *tenant == Some(other()))
+        .times(1)
+        .returning(|_, _| ready(Ok(Page { items: vec![], next: None })));
+    let operator = ports.build();
+    operator.audit(&key(None, true), Some(other()), &PageRequest::default()).await.unwrap();
+    let never: TenantId = "3b0c8f2e-9d4a-4f6b-8e1c-2a7d5b9c0e13".parse().unwrap();
+    let error = operator.audit(&key(None, false), Some(never), &PageRequest::default()).await.unwrap_err();
+    assert_eq!(error, OperatorError::UnknownTenant(never), "a tenant that never was is still unknown");
+    let scoped = operator.audit(&key(Some(own()), true), Some(other()), &PageRequest::default()).await;
+    assert_eq!(scoped.unwrap_err(), OperatorError::UnknownTenant(other()), "not to a scoped key");
+}
+
+#[tokio::test]
 async fn only_an_actor_that_may_do_everything_manages_keys() {
     let operator = Ports::new().untouched().build();
     for weaker in [key(None, true), key(Some(own()), false), key(Some(own()), true)] {
