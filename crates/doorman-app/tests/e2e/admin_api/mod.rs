@@ -291,6 +291,12 @@ async fn every_refusal_is_a_problem_with_the_right_status() {
         422,
         Some("url"),
     );
+    // A Unicode space (what the document's pattern refuses too, so generators never send it).
+    problem(
+        &admin.put(&t("/agent"), &root, agent("https://agent.example/x#\u{a0}T", AGENT_SECRET)).await,
+        422,
+        Some("url"),
+    );
     problem(
         &admin.put(&t("/agent"), &root, agent("https://agent.example/x", "secret")).await,
         422,
