@@ -11,9 +11,9 @@ default:
 # `--all-targets` leaves out doc tests, so they run second (the sealed Job's compile-fail
 # tests are among them).
 # Run every test: the alert rules' (promtool), then the workspace's (needs PostgreSQL and
-# Chromium: see `just postgres`, `just browser`; the Citus tests need `just citus`), then the
+# Chromium: see `just postgres`, `just browser`, `just axe`; the Citus tests need `just citus`), then the
 # admin API's contract (`just api-contract`), then docs/admin-api.md's quick start as written.
-test: postgres browser alerts pgbouncer previous-release citus
+test: postgres browser axe alerts pgbouncer previous-release citus
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
     just api-contract
@@ -440,6 +440,27 @@ browser:
     echo "installing chromium and chromium-driver from Debian's packages" >&2
     apt-get -o DPkg::Lock::Timeout=600 update -qq
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium chromium-driver >/dev/null
+
+# The console's accessibility test runs axe-core (from the npm registry) in the same Chromium;
+# it reads target/axe/node_modules/axe-core/axe.min.js (or AXE_CORE).
+# Make sure axe-core is installed for the console's accessibility test.
+axe:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ -f target/axe/node_modules/axe-core/axe.min.js ]; then exit 0; fi
+    if ! command -v npm >/dev/null; then
+        echo "installing npm from Debian's packages" >&2
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq npm >/dev/null
+    fi
+    mkdir -p target/axe
+    npm install --prefix target/axe --silent --no-audit --no-fund axe-core@4.10.3
+
+# Screenshots of the console's main pages into docs/console/ (docs/console.md shows them):
+# the accessibility test, which visits every page in Chromium, saving each as it goes.
+# Regenerate the console's screenshots in docs/console/.
+console-screenshots: postgres browser axe
+    CONSOLE_SCREENSHOTS="$PWD/docs/console" cargo test --locked -p doorman-app --test e2e console::every_console_page -- --nocapture
 
 # The Citus tests start their own coordinator and workers from the machine's PostgreSQL 15; this
 # builds the extension into it from the vendored source (deploy/citus, a few minutes on two

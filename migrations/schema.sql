@@ -611,6 +611,28 @@ CREATE TABLE public.agent_bridges (
     updated_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
+CREATE TABLE public.console_sessions (
+    id_hash text NOT NULL,
+    key_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    ended_at timestamp with time zone,
+    CONSTRAINT console_sessions_id_hash_check CHECK ((length(id_hash) = 64))
+);
+
+COMMENT ON TABLE public.console_sessions IS 'Operator console sessions: the SHA-256 of each cookie, never the cookie.';
+
+CREATE TABLE public.console_sign_in_links (
+    token_hash text NOT NULL,
+    key_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT console_sign_in_links_token_hash_check CHECK ((length(token_hash) = 64))
+);
+
+COMMENT ON TABLE public.console_sign_in_links IS 'One-time console sign-in links: the SHA-256 of each token, never the token.';
+
 CREATE TABLE public.deleted_tenants (
     tenant_id uuid NOT NULL,
     name text NOT NULL,
@@ -750,6 +772,12 @@ ALTER TABLE ONLY public.admin_replay_jobs
 ALTER TABLE ONLY public.agent_bridges
     ADD CONSTRAINT agent_bridges_pkey PRIMARY KEY (tenant_id);
 
+ALTER TABLE ONLY public.console_sessions
+    ADD CONSTRAINT console_sessions_pkey PRIMARY KEY (id_hash);
+
+ALTER TABLE ONLY public.console_sign_in_links
+    ADD CONSTRAINT console_sign_in_links_pkey PRIMARY KEY (token_hash);
+
 ALTER TABLE ONLY public.deleted_tenants
     ADD CONSTRAINT deleted_tenants_pkey PRIMARY KEY (tenant_id);
 
@@ -789,6 +817,10 @@ CREATE INDEX admin_replay_job_events_by_event ON public.admin_replay_job_events 
 CREATE INDEX admin_replay_jobs_tenant_newest ON public.admin_replay_jobs USING btree (tenant_id, created_at DESC, id DESC);
 
 CREATE INDEX admin_replay_jobs_unfinished ON public.admin_replay_jobs USING btree (created_at, id) WHERE (finished_at IS NULL);
+
+CREATE INDEX console_sessions_key ON public.console_sessions USING btree (key_id);
+
+CREATE INDEX console_sign_in_links_key ON public.console_sign_in_links USING btree (key_id);
 
 CREATE INDEX messaging_event_payloads_expiry ON public.messaging_event_payloads USING btree (tenant_id, claimed_at) WHERE (claimed_at IS NOT NULL);
 
@@ -840,6 +872,12 @@ ALTER TABLE ONLY public.admin_replay_jobs
 
 ALTER TABLE ONLY public.agent_bridges
     ADD CONSTRAINT agent_bridges_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.console_sessions
+    ADD CONSTRAINT console_sessions_key_id_fkey FOREIGN KEY (key_id) REFERENCES public.admin_keys(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.console_sign_in_links
+    ADD CONSTRAINT console_sign_in_links_key_id_fkey FOREIGN KEY (key_id) REFERENCES public.admin_keys(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.messaging_install_links
     ADD CONSTRAINT messaging_install_links_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
@@ -1002,6 +1040,14 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.admin_replay_jobs TO doorman_admin;
 
 GRANT SELECT ON TABLE public.agent_bridges TO doorman_app;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_bridges TO doorman_admin;
+
+GRANT SELECT,INSERT ON TABLE public.console_sessions TO doorman_admin;
+
+GRANT UPDATE(ended_at) ON TABLE public.console_sessions TO doorman_admin;
+
+GRANT SELECT,INSERT ON TABLE public.console_sign_in_links TO doorman_admin;
+
+GRANT UPDATE(used_at) ON TABLE public.console_sign_in_links TO doorman_admin;
 
 GRANT SELECT,INSERT ON TABLE public.deleted_tenants TO doorman_admin;
 

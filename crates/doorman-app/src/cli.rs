@@ -121,6 +121,19 @@ pub enum ApiKeysCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Print a one-time sign-in link to the operator console for a key scoped to one tenant
+    /// (a customer's portal): good for one sign-in within 15 minutes.
+    SignInLink {
+        /// The key's id (`keys list`).
+        id: String,
+        /// Where browsers reach the console; without it, the link's path is printed.
+        #[arg(long, env = "DOORMAN_CONSOLE_URL", value_parser = console_url)]
+        console_url: Option<url::Url>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
 }
 
 /// `doorman admin serve`.
@@ -143,6 +156,12 @@ pub struct AdminServeArgs {
     /// HTTP worker threads (0: one per CPU).
     #[arg(long, env = "DOORMAN_ADMIN_WORKERS", default_value_t = 0)]
     pub workers: usize,
+
+    /// Where browsers reach the operator console (`/console/` of this process), e.g.
+    /// `https://admin.example`: sign-in links are given whole with it, and its session cookie
+    /// is `Secure` when it is https. Without it, links are given as paths.
+    #[arg(long, env = "DOORMAN_CONSOLE_URL", value_parser = console_url)]
+    pub console_url: Option<url::Url>,
 
     /// How replays dispatch, and where agents may be (shared with `serve`).
     #[command(flatten)]
@@ -649,4 +668,20 @@ pub enum DbPoolMode {
     Session,
     /// A pooler in transaction mode.
     Transaction,
+}
+
+/// `--console-url`: an http(s) address with nothing after its path.
+fn console_url(raw: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(raw).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err("must be an http or https address, like https://admin.example".into());
+    }
+    if url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err("must have no query, fragment or credentials".into());
+    }
+    Ok(url)
 }

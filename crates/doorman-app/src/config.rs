@@ -182,6 +182,9 @@ pub struct AdminConfig {
     /// For replays (the same bridge, bounds and keys as `serve`), sealing agents' secrets,
     /// where agents may be, and install links.
     pub dispatch: DispatchConfig,
+    /// Where browsers reach the operator console (`DOORMAN_CONSOLE_URL`), if set: whole
+    /// sign-in links begin with it, and the console's cookie is `Secure` when it is https.
+    pub console_url: Option<url::Url>,
 }
 
 impl AdminConfig {
@@ -199,6 +202,7 @@ impl AdminConfig {
                 ..PoolSettings::default()
             },
             dispatch: DispatchConfig::from_args(&args.dispatch)?,
+            console_url: args.console_url.clone(),
         })
     }
 }

@@ -545,6 +545,43 @@ impl NewKeyDoc {
     }
 }
 
+/// A one-time sign-in link to the operator console, for a key scoped to one tenant: shown once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SignInLinkDoc {
+    /// The key the session will act as (revoking it ends the session).
+    pub key_id: Uuid,
+    /// The one tenant the session sees.
+    pub tenant_id: Uuid,
+    /// Whether the session may only read.
+    pub read_only: bool,
+    /// `/console/sign-in/<token>`: good for one sign-in; only its hash is stored.
+    #[schema(example = "/console/sign-in/3q2-7wAAAQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRo")]
+    pub path: String,
+    /// The whole link (`DOORMAN_CONSOLE_URL` followed by `path`); `null` when the console's
+    /// address is not configured.
+    pub url: Option<String>,
+    /// After this it signs nobody in (15 minutes after it was made).
+    pub expires_at: DateTime<Utc>,
+}
+
+impl SignInLinkDoc {
+    /// `console_url`: where browsers reach the console (`DOORMAN_CONSOLE_URL`), if known.
+    pub fn new(
+        link: &doorman_domain::usecases::operator::keys::SignInLink,
+        console_url: Option<&url::Url>,
+    ) -> Self {
+        let path = format!("/console/sign-in/{}", link.token.expose());
+        Self {
+            key_id: *link.key.id.as_uuid(),
+            tenant_id: link.key.scope.tenant.map(|t| *t.as_uuid()).unwrap_or_default(),
+            read_only: link.key.scope.read_only,
+            url: console_url.map(|base| format!("{}{path}", base.as_str().trim_end_matches('/'))),
+            path,
+            expires_at: link.expires_at,
+        }
+    }
+}
+
 /// The words documents carry, as `enum`s in the OpenAPI document: the documents hold them as
 /// the text the domain writes (`as_str`), and a test holds each list to the domain's.
 pub mod words {
@@ -654,6 +691,8 @@ pub mod words {
         KeyCreate,
         #[serde(rename = "key.revoke")]
         KeyRevoke,
+        #[serde(rename = "sign_in_link.create")]
+        SignInLinkCreate,
         #[serde(rename = "secrets.rotate")]
         SecretsRotate,
         #[serde(rename = "receipts.prune")]

@@ -16,9 +16,11 @@
 //! - [`replays`]: the live path after the claim, as both faces replay events.
 
 pub mod admin_api;
+pub mod admin_server;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod console;
 pub mod documents;
 pub mod http;
 pub mod log_summary;

@@ -39,8 +39,8 @@ mod statement;
 pub mod stored_events;
 
 pub use admin::{
-    PgAdminKeys, PgAgents, PgAuditTrail, PgInstallRecords, PgLedger, PgOperatorPorts, PgReplayJobs,
-    PgTenants, PgWorkspaces,
+    PgAdminKeys, PgAgents, PgAuditTrail, PgConsoleSessions, PgInstallRecords, PgLedger, PgOperatorPorts,
+    PgReplayJobs, PgTenants, PgWorkspaces, SessionSecret,
 };
 pub use claims::ClaimTimeouts;
 pub use directory::PgTenantDirectory;

@@ -81,6 +81,26 @@ diesel::table! {
 }
 
 diesel::table! {
+    console_sessions (id_hash) {
+        id_hash -> Text,
+        key_id -> Uuid,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        ended_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    console_sign_in_links (token_hash) {
+        token_hash -> Text,
+        key_id -> Uuid,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     deleted_tenants (tenant_id) {
         tenant_id -> Uuid,
         name -> Text,
@@ -196,6 +216,8 @@ diesel::joinable!(admin_keys -> tenants (tenant_id));
 diesel::joinable!(admin_replay_job_events -> admin_replay_jobs (job_id));
 diesel::joinable!(admin_replay_jobs -> tenants (tenant_id));
 diesel::joinable!(agent_bridges -> tenants (tenant_id));
+diesel::joinable!(console_sessions -> admin_keys (key_id));
+diesel::joinable!(console_sign_in_links -> admin_keys (key_id));
 diesel::joinable!(messaging_install_links -> tenants (tenant_id));
 diesel::joinable!(messaging_install_states -> tenants (tenant_id));
 diesel::joinable!(messaging_installations -> tenants (tenant_id));
@@ -208,6 +230,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     admin_replay_job_events,
     admin_replay_jobs,
     agent_bridges,
+    console_sessions,
+    console_sign_in_links,
     deleted_tenants,
     messaging_event_payloads,
     messaging_event_receipts,

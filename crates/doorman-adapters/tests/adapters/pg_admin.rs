@@ -22,7 +22,7 @@ use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team};
 
 /// The use cases as the admin API runs them: logged in as a member of `doorman_admin` only.
-fn admin(db: &TestDatabase) -> Operator<PgOperatorPorts> {
+pub(crate) fn admin(db: &TestDatabase) -> Operator<PgOperatorPorts> {
     let pool = pool::connect_as(&db.admin_url(), &PoolSettings::default(), Some(ADMIN_ROLE));
     let ports =
         PgOperatorPorts::new(pool, Some(Arc::new(test_keys())), DestinationPolicy { allow_private: true });
@@ -201,7 +201,7 @@ async fn tenants_page_in_creation_order_and_a_scoped_key_lists_its_own() {
     let mut page = PageRequest::<TenantCursor> { limit: PageLimit::new(2).unwrap(), after: None };
     let mut pages = 0;
     loop {
-        let listed = admin.tenants(&writer, &page).await.unwrap();
+        let listed = admin.tenants(&writer, None, &page).await.unwrap();
         pages += 1;
         seen.extend(listed.items.iter().map(|t| t.id));
         match listed.next {
@@ -212,8 +212,33 @@ async fn tenants_page_in_creation_order_and_a_scoped_key_lists_its_own() {
     assert_eq!((seen, pages), (made.clone(), 3));
 
     let scoped = key_caller(Some(made[3]), true);
-    let own = admin.tenants(&scoped, &PageRequest::default()).await.unwrap();
+    let own = admin.tenants(&scoped, None, &PageRequest::default()).await.unwrap();
     assert_eq!(own.items.iter().map(|t| t.id).collect::<Vec<_>>(), vec![made[3]]);
+}
+
+#[tokio::test]
+async fn tenants_are_found_by_part_of_their_name_ignoring_case_and_wildcards_are_text() {
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let mut ids = std::collections::HashMap::new();
+    for n in ["Acme Corp", "ACME 100%", "Globex", "a_b"] {
+        ids.insert(n, admin.create_tenant(&writer, name(n), None).await.unwrap().tenant.id);
+    }
+    let found = async |text: &str, caller: &Caller| {
+        let text = TenantName::new(text).unwrap();
+        let page = admin.tenants(caller, Some(&text), &PageRequest::default()).await.unwrap();
+        page.items.into_iter().map(|t| t.name).collect::<Vec<_>>()
+    };
+    assert_eq!(found("acme", &writer).await, ["Acme Corp", "ACME 100%"]);
+    assert_eq!(found("0%", &writer).await, ["ACME 100%"]);
+    assert_eq!(found("%", &writer).await, ["ACME 100%"], "% is text, not a wildcard");
+    assert_eq!(found("_", &writer).await, ["a_b"], "_ is text, not a wildcard");
+    assert!(found("initech", &writer).await.is_empty());
+    // A scoped key searches only its own tenant.
+    let scoped = key_caller(Some(ids["Globex"]), true);
+    assert!(found("acme", &scoped).await.is_empty());
+    assert_eq!(found("glob", &scoped).await, ["Globex"]);
 }
 
 #[tokio::test]

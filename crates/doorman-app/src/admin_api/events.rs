@@ -10,7 +10,7 @@ use super::query::Query;
 use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::{EventDoc, EventPage};
 
-pub(super) fn event_path(raw: &str) -> Result<ExternalEventId, ApiError> {
+pub(crate) fn event_path(raw: &str) -> Result<ExternalEventId, ApiError> {
     ExternalEventId::new(raw).map_err(|_| unknown_event(raw))
 }
 
@@ -90,17 +90,22 @@ pub async fn list(
         .get("state")
         .ok_or_else(|| ApiError::invalid("state", "is required: handled, failed, in_flight or stranded"))?;
     let which = EventState::parse(which).map_err(|e| ApiError::invalid_value("state", &e))?;
-    let event_type = match query.get("type") {
-        Some(t) if t.is_empty() || t.len() > 255 || t.chars().any(char::is_control) => {
-            return Err(ApiError::invalid(
-                "type",
-                "must be 1 to 255 characters, none of them a control character",
-            ));
-        }
-        other => other.map(str::to_owned),
+    let filter = EventQuery {
+        since: query.instant("since")?,
+        until: query.instant("until")?,
+        event_type: event_type(&query)?,
     };
-    let filter = EventQuery { since: query.instant("since")?, until: query.instant("until")?, event_type };
     let page = query.page::<EventCursor>()?;
     let listed = state.operator.events(&caller.0, Some(tenant), which, filter, &page).await?;
     Ok(HttpResponse::Ok().json(EventPage::of(listed)))
+}
+
+/// `type`: an event type to list only, 1 to 255 characters with no control character.
+pub(crate) fn event_type(query: &Query) -> Result<Option<String>, ApiError> {
+    match query.get("type") {
+        Some(t) if t.is_empty() || t.len() > 255 || t.chars().any(char::is_control) => {
+            Err(ApiError::invalid("type", "must be 1 to 255 characters, none of them a control character"))
+        }
+        other => Ok(other.map(str::to_owned)),
+    }
 }

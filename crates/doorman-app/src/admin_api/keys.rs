@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use super::body::Object;
 use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
 use super::{AdminState, Authenticated};
-use crate::documents::{KeyDoc, KeyList, NewKeyDoc};
+use crate::documents::{KeyDoc, KeyList, NewKeyDoc, SignInLinkDoc};
 
 /// A key to make.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -125,6 +125,37 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id = key_path(&path)?;
     Ok(HttpResponse::Ok().json(KeyDoc::from(state.operator.key(&caller.0, id).await?)))
+}
+
+/// A one-time sign-in link to the operator console for a key scoped to one tenant (a
+/// customer's portal): the browser that opens it gets a session acting as the key, which ends
+/// when the key is revoked. Good for one sign-in within 15 minutes; shown once. Only a key for
+/// every tenant, and not read-only, makes one; a key for every tenant gets none (422).
+#[utoipa::path(
+    post,
+    path = "/admin/v1/keys/{key_id}/sign-in-links",
+    operation_id = "createSignInLink",
+    tag = "keys",
+    params(("key_id" = uuid::Uuid, Path, description = "The key's id")),
+    responses(
+        (status = 201, description = "The link, shown once", body = SignInLinkDoc),
+        ChangeRefusals,
+        (status = 422, description = "The key is for every tenant", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn sign_in_link(
+    caller: Authenticated,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = key_path(&path)?;
+    let link = state
+        .operator
+        .create_sign_in_link(&caller.0, id)
+        .await
+        .map_err(|e| ApiError::from_operator(e, Some("key_id")))?;
+    Ok(HttpResponse::Created().json(SignInLinkDoc::new(&link, state.console_url.as_ref())))
 }
 
 /// Revokes a key: from its next request on, in every admin process, it is refused. A key may

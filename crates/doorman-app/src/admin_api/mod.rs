@@ -11,48 +11,38 @@
 mod agents;
 mod audit;
 mod body;
-mod events;
+pub(crate) mod events;
 mod installs;
-mod job_runner;
+pub(crate) mod job_runner;
 mod keys;
-mod metrics;
+pub(crate) mod metrics;
 mod numbers;
 pub mod openapi;
 pub mod problem;
-mod query;
+pub(crate) mod query;
 mod replays;
-mod tenants;
+pub(crate) mod tenants;
 mod workspaces;
 
 use std::future::{Ready, ready};
-use std::net::{SocketAddr, TcpListener};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
-use actix_web::{App, FromRequest, HttpMessage, HttpRequest, HttpResponse, HttpServer, web};
-use anyhow::Context;
+use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, web};
 use doorman_adapters::postgres::admin::keys::Presented;
-use doorman_adapters::postgres::pool::{self, ADMIN_ROLE};
-use doorman_adapters::postgres::{PgAdminKeys, PgOperatorPorts, PgPool, migrations};
-use doorman_domain::usecases::operator::{Operator, OperatorSettings};
-use doorman_domain::{Actor, Caller, KeyId, KeyRefusal, ReceiptStatus, RequestId, TenantId, WorkspaceId};
+use doorman_adapters::postgres::{PgAdminKeys, PgConsoleSessions, PgOperatorPorts, PgPool, migrations};
+use doorman_domain::usecases::operator::Operator;
+use doorman_domain::{Actor, Caller, KeyId, KeyRefusal, RequestId, TenantId, WorkspaceId};
 
 use self::metrics::AdminMetrics;
 use self::problem::{ApiError, PROBLEM_JSON, json_error};
-use crate::config::AdminConfig;
-use crate::metrics_listener::MetricsListener;
 use crate::replays::Replays;
-use job_runner::Runner;
 
 /// The most a request body may be.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-
-/// How long in-flight requests may take to finish once shutdown starts (replays included).
-const REQUEST_GRACE: u64 = 30;
 
 /// What every handler reaches: concrete types, chosen once.
 #[derive(Debug)]
@@ -62,6 +52,10 @@ pub struct AdminState {
     pub replays: Replays,
     pub pool: PgPool,
     pub metrics: AdminMetrics,
+    /// The operator console's sessions and sign-in links.
+    pub sessions: PgConsoleSessions,
+    /// Where browsers reach the console (`DOORMAN_CONSOLE_URL`), for whole sign-in links.
+    pub console_url: Option<url::Url>,
 }
 
 /// The caller the [`authenticate`] middleware found: a handler that takes this only runs for
@@ -136,7 +130,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
                 .service(resource!("/tenants/{id}/replays/{job_id}", GET => replays::get))
                 .service(resource!("/audit", GET => audit::list))
                 .service(resource!("/keys", GET => keys::list, POST => keys::create))
-                .service(resource!("/keys/{key_id}", GET => keys::get, DELETE => keys::revoke)),
+                .service(resource!("/keys/{key_id}", GET => keys::get, DELETE => keys::revoke))
+                .service(resource!("/keys/{key_id}/sign-in-links", POST => keys::sign_in_link)),
         )
         .default_service(web::to(|| async {
             HttpResponse::from_error(ApiError::not_found("no such route"))
@@ -209,7 +204,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// else a fresh one; echoed back and recorded in the audit trail), its metrics, one log line,
 /// and problem details for errors the framework answers itself (an unknown route, a wrong
 /// method, a body too large).
-async fn observe(
+pub(crate) async fn observe(
     request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
@@ -224,9 +219,11 @@ async fn observe(
     let (method, state) =
         (request.method().to_string(), request.app_data::<web::Data<AdminState>>().cloned());
     let mut response = next.call(request).await?.map_into_boxed_body();
-    let is_problem =
-        response.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes() == PROBLEM_JSON.as_bytes());
-    if response.status().as_u16() >= 400 && !is_problem {
+    let content_type = response.headers().get(header::CONTENT_TYPE).map(|v| v.as_bytes().to_vec());
+    let is_problem = content_type.as_deref() == Some(PROBLEM_JSON.as_bytes());
+    // The console answers its refusals as pages of its own.
+    let is_page = content_type.is_some_and(|v| v.starts_with(b"text/html"));
+    if response.status().as_u16() >= 400 && !is_problem && !is_page {
         let status = response.status();
         let kind = if status.as_u16() == 405 { "method-not-allowed" } else { "http" };
         let detail = status.canonical_reason().unwrap_or("error").to_lowercase();
@@ -269,90 +266,4 @@ async fn readyz(state: web::Data<AdminState>) -> HttpResponse {
 
 async fn openapi_document() -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body(openapi::document())
-}
-
-/// An admin API that is accepting requests, and running replay jobs.
-#[derive(Debug)]
-pub struct RunningAdmin {
-    addr: SocketAddr,
-    metrics: MetricsListener,
-    handle: actix_web::dev::ServerHandle,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-    runner: Runner,
-}
-
-impl RunningAdmin {
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Where `/metrics` answers (`DOORMAN_ADMIN_METRICS_BIND`).
-    pub fn metrics_addr(&self) -> SocketAddr {
-        self.metrics.addr()
-    }
-
-    /// Stops accepting, lets requests in flight finish, and stops running replay jobs (a job
-    /// left half done is resumed by another admin process, or this one's next start).
-    pub async fn shutdown(self) {
-        tracing::info!("admin API shutting down");
-        self.handle.stop(true).await;
-        let _ = self.task.await;
-        self.runner.stop(Duration::from_secs(REQUEST_GRACE)).await;
-        self.metrics.stop().await;
-    }
-}
-
-/// Builds the state and starts serving on `config.bind` (port 0 picks a free one). Must run
-/// on the main runtime: the pool and replays live there.
-pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
-    crate::server::check_login(config.database_url.expose(), ADMIN_ROLE).await?;
-    let pool = pool::connect_as(config.database_url.expose(), &config.pool, Some(ADMIN_ROLE));
-    let dispatch = &config.dispatch;
-    let settings = OperatorSettings {
-        install_base_url: dispatch.slack_app.as_ref().map(|install| install.public_url.clone()),
-        stranded_after: ReceiptStatus::STRANDED_AFTER,
-        replay_hold: crate::replays::hold(dispatch.bridge.dispatch_timeout),
-    };
-    let ports = PgOperatorPorts::new(pool.clone(), Some(dispatch.keys.clone()), dispatch.bridge.destinations);
-    let state = web::Data::new(AdminState {
-        operator: Operator::new(ports, settings),
-        keys: PgAdminKeys::new(pool.clone()),
-        replays: Replays::new(pool.clone(), dispatch)?,
-        pool,
-        metrics: AdminMetrics::default(),
-    });
-    let runner = Runner::spawn(state.clone().into_inner());
-    let render_state = state.clone();
-    let metrics =
-        MetricsListener::start(config.metrics_bind, Arc::new(move || render_state.metrics.render()))?;
-    let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
-    let addr = listener.local_addr()?;
-    let server =
-        HttpServer::new(move || App::new().app_data(state.clone()).wrap(from_fn(observe)).configure(routes))
-            .workers(config.workers)
-            .disable_signals()
-            .shutdown_timeout(REQUEST_GRACE)
-            .listen(listener)?
-            .run();
-    let handle = server.handle();
-    let task = tokio::spawn(server);
-    tracing::info!(
-        %addr,
-        workers = config.workers,
-        db_pool = config.pool.max_size,
-        installs = config.dispatch.slack_app.is_some(),
-        agent_allow_private = config.dispatch.bridge.destinations.allow_private,
-        "doorman admin API listening"
-    );
-    Ok(RunningAdmin { addr, metrics, handle, task, runner })
-}
-
-/// Serves until SIGTERM or SIGINT, then shuts down gracefully. `started` is told the address
-/// once it listens, and where its metrics answer (the command prints them).
-pub async fn run(config: AdminConfig, started: impl FnOnce(SocketAddr, SocketAddr)) -> anyhow::Result<()> {
-    let admin = start(config).await?;
-    started(admin.addr(), admin.metrics_addr());
-    crate::server::wait_for_signal().await?;
-    admin.shutdown().await;
-    Ok(())
 }

@@ -46,6 +46,7 @@ use super::{agents, audit, events, installs, keys, replays, tenants, workspaces}
         keys::list,
         keys::get,
         keys::revoke,
+        keys::sign_in_link,
     ),
     servers(
         (url = "http://127.0.0.1:3001", description = "`doorman admin serve` on its default address (`DOORMAN_ADMIN_BIND`)"),
@@ -321,7 +322,7 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
-        assert_eq!(count, 28, "every operation of the document is checked");
+        assert_eq!(count, 29, "every operation of the document is checked");
     }
 
     /// Each link starts at an operation and status the document has, and leads to one it has.

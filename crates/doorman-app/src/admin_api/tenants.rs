@@ -77,7 +77,8 @@ pub async fn create(
         .json(doc))
 }
 
-/// The tenants this key may see, oldest first: every tenant, or a scoped key's own.
+/// The tenants this key may see, oldest first: every tenant, or a scoped key's own; with
+/// `name`, those whose name contains it (ignoring case).
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants",
@@ -86,11 +87,14 @@ pub async fn create(
     params(
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page (50)"),
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+        ("name" = Option<String>, Query, min_length = 1, max_length = 200,
+         pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$",
+         description = "Only tenants whose name contains this, ignoring case (taken as text: `%` and `_` are no wildcards)"),
     ),
     responses(
         (status = 200, description = "A page of tenants", body = TenantPage),
         ReadRefusals,
-        (status = 422, description = "A refused limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused limit, cursor or name", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -99,8 +103,10 @@ pub async fn list(
     request: HttpRequest,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Query::of(&request).page::<TenantCursor>()?;
-    let listed = state.operator.tenants(&caller.0, &page).await?;
+    let query = Query::of(&request);
+    let page = query.page::<TenantCursor>()?;
+    let name = name_filter(&query)?;
+    let listed = state.operator.tenants(&caller.0, name.as_ref(), &page).await?;
     Ok(HttpResponse::Ok().json(TenantPage::of(listed)))
 }
 
@@ -203,4 +209,9 @@ pub async fn delete(
     let tenant = tenant_path(&path)?;
     let offboarded = state.operator.delete_tenant(&caller.0, tenant).await?;
     Ok(HttpResponse::Ok().json(OffboardedDoc::new(tenant, &offboarded)))
+}
+
+/// `name`: part of a tenant's name to search for, held to a name's rules.
+pub(crate) fn name_filter(query: &Query) -> Result<Option<TenantName>, ApiError> {
+    query.get("name").map(TenantName::new).transpose().map_err(|e| ApiError::invalid_value("name", &e))
 }

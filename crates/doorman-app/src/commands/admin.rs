@@ -5,10 +5,10 @@ use doorman_domain::{AuditCursor, KeyId, KeyName, KeyScope, PageLimit, PageReque
 
 use super::context::{Cli, Needs, explain, tenant_id};
 use super::output;
-use crate::admin_api;
 use crate::cli::{AdminCommand, ApiKeysCommand};
 use crate::config::AdminConfig;
-use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc};
+use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc, SignInLinkDoc};
+use crate::{admin_api, admin_server};
 
 pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
@@ -18,7 +18,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
                     "doorman admin API listening on http://{addr} (metrics on http://{metrics}/metrics)"
                 ));
             };
-            admin_api::run(AdminConfig::from_args(&args)?, listening).await
+            admin_server::run(AdminConfig::from_args(&args)?, listening).await
         }
         AdminCommand::Keys(command) => keys(command).await,
         AdminCommand::Openapi => {
@@ -129,6 +129,18 @@ async fn keys(command: ApiKeysCommand) -> anyhow::Result<()> {
             let cli = Cli::owner(&db, Needs::default());
             cli.operator.revoke_key(&cli.caller, id).await.map_err(explain)?;
             output::line(&format!("revoked admin API key {id}: its next request is refused"));
+        }
+        ApiKeysCommand::SignInLink { id, console_url, json, db } => {
+            let id: KeyId = id.parse().context("the key id")?;
+            let cli = Cli::owner(&db, Needs::default());
+            let link = cli.operator.create_sign_in_link(&cli.caller, id).await.map_err(explain)?;
+            let doc = SignInLinkDoc::new(&link, console_url.as_ref());
+            if json {
+                output::json(&serde_json::to_value(&doc)?);
+            } else {
+                // Shown this once: stdout, never a log.
+                output::line(doc.url.as_deref().unwrap_or(&doc.path));
+            }
         }
     }
     Ok(())

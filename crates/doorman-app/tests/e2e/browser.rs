@@ -20,7 +20,7 @@ use crate::install::{customer, slack_flags};
 use doorman_testkit::fake_slack::{FakeSlack, Workspace};
 
 /// A `chromedriver` on a free loopback port, killed (with its browsers) on drop.
-struct Chromedriver {
+pub(crate) struct Chromedriver {
     child: Child,
     url: String,
     profiles: PathBuf,
@@ -46,7 +46,7 @@ fn free_port() -> u16 {
 }
 
 impl Chromedriver {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let port = free_port();
         let child = Command::new(binary("CHROMEDRIVER", &["chromedriver"]))
             .arg(format!("--port={port}"))
@@ -66,7 +66,7 @@ impl Chromedriver {
     }
 
     /// A browser with a profile (cookie jar) of its own.
-    async fn browser(&self, profile: &str) -> Client {
+    pub(crate) async fn browser(&self, profile: &str) -> Client {
         let dir = self.profiles.join(profile);
         let options = json!({
             "binary": binary("CHROMIUM", &["chromium", "chromium-browser"]),

@@ -171,6 +171,21 @@ async fn every_audited_action_is_read_back_from_the_trail() {
     .unwrap();
     let key_id = key["id"].as_str().expect("the key's id").to_owned();
     ok(&doorman(url, &["admin", "keys", "revoke", &key_id]));
+    // A customer's console sign-in link, for a key scoped to the tenant: printed once, whole
+    // with --console-url.
+    let portal: serde_json::Value = serde_json::from_str(&ok(&doorman(
+        url,
+        &["admin", "keys", "create", "--name", "portal", "--tenant", t, "--read-only", "--json"],
+    )))
+    .unwrap();
+    let portal_id = portal["id"].as_str().expect("the key's id").to_owned();
+    let link = ok(&doorman(
+        url,
+        &["admin", "keys", "sign-in-link", &portal_id, "--console-url", "https://admin.example/"],
+    ));
+    assert!(link.trim().starts_with("https://admin.example/console/sign-in/"), "{link}");
+    let every = doorman(url, &["admin", "keys", "sign-in-link", &key_id]);
+    assert!(!every.status.success(), "no link for a revoked key (nor one for every tenant)");
     ok(&doorman(url, &["secrets", "rotate"]));
     ok(&doorman(url, &["receipts", "prune"]));
     ok(&doorman(url, &["slack", "prune-states"]));
@@ -222,10 +237,16 @@ async fn every_audited_action_is_read_back_from_the_trail() {
     ] {
         assert_eq!(entry(action)["tenant_id"], t, "{action}: {}", entry(action));
     }
+    assert_eq!(entry("sign_in_link.create")["target"], portal_id.as_str());
+    assert_eq!(entry("sign_in_link.create")["tenant_id"], t);
     assert!(
         entry("key.revoke")["target"].as_str().is_some_and(|x| x.contains(&key_id)),
         "{}",
         entry("key.revoke")
     );
     assert!(!trail.to_string().contains("whsec_") && !trail.to_string().contains("dmk_"), "never a secret");
+    assert!(
+        !trail.to_string().contains(link.trim().rsplit('/').next().unwrap()),
+        "never a sign-in link's token"
+    );
 }

@@ -6,6 +6,7 @@ mod bad_input;
 mod browser;
 mod citus;
 mod cli;
+mod console;
 mod database_tls;
 mod deploy;
 mod directory;

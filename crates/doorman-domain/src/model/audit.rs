@@ -29,6 +29,8 @@ pub enum AuditAction {
     EventReplay,
     KeyCreate,
     KeyRevoke,
+    /// A one-time console sign-in link made for a key scoped to one tenant: the key's id.
+    SignInLinkCreate,
     SecretsRotate,
     ReceiptsPrune,
     InstallStatesPrune,
@@ -36,7 +38,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, for what must cover them all (a test reads each one back).
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 20] = [
         Self::TenantCreate,
         Self::TenantRename,
         Self::TenantRetainPayloads,
@@ -53,6 +55,7 @@ impl AuditAction {
         Self::EventReplay,
         Self::KeyCreate,
         Self::KeyRevoke,
+        Self::SignInLinkCreate,
         Self::SecretsRotate,
         Self::ReceiptsPrune,
         Self::InstallStatesPrune,
@@ -76,6 +79,7 @@ impl AuditAction {
             Self::EventReplay => "event.replay",
             Self::KeyCreate => "key.create",
             Self::KeyRevoke => "key.revoke",
+            Self::SignInLinkCreate => "sign_in_link.create",
             Self::SecretsRotate => "secrets.rotate",
             Self::ReceiptsPrune => "receipts.prune",
             Self::InstallStatesPrune => "install_states.prune",
@@ -172,6 +176,7 @@ mod tests {
             (EventReplay, "event.replay"),
             (KeyCreate, "key.create"),
             (KeyRevoke, "key.revoke"),
+            (SignInLinkCreate, "sign_in_link.create"),
             (SecretsRotate, "secrets.rotate"),
             (ReceiptsPrune, "receipts.prune"),
             (InstallStatesPrune, "install_states.prune"),
@@ -209,9 +214,10 @@ mod tests {
                 EventReplay => 13,
                 KeyCreate => 14,
                 KeyRevoke => 15,
-                SecretsRotate => 16,
-                ReceiptsPrune => 17,
-                InstallStatesPrune => 18,
+                SignInLinkCreate => 16,
+                SecretsRotate => 17,
+                ReceiptsPrune => 18,
+                InstallStatesPrune => 19,
             }
         }
         for (i, action) in AuditAction::ALL.into_iter().enumerate() {

@@ -43,10 +43,13 @@ pub trait Tenants: Send + Sync {
         tenant: TenantId,
     ) -> impl Future<Output = Result<Option<TenantRecord>, StorageError>> + Send;
 
-    /// Tenants, oldest first; with `only`, that tenant alone (if it exists).
+    /// Tenants, oldest first; with `only`, that tenant alone (if it exists); with
+    /// `name_contains`, only those whose name contains it, ignoring case (MUST match it as
+    /// text: `%` and `_` are not wildcards).
     fn list(
         &self,
         only: Option<TenantId>,
+        name_contains: Option<String>,
         page: &PageRequest<TenantCursor>,
     ) -> impl Future<Output = Result<Page<TenantRecord, TenantCursor>, StorageError>> + Send;
 
@@ -312,6 +315,17 @@ pub trait AdminKeys: Send + Sync {
         id: KeyId,
         audit: &AuditEntry,
     ) -> impl Future<Output = Result<bool, StorageError>> + Send;
+
+    /// Makes a one-time console sign-in link for key `id`, with `audit`: its token, to be
+    /// shown once. MUST store only a hash of the token; the token MUST sign in at most once,
+    /// and not from `expires_at` on. MUST return `None`, writing nothing, when there is no
+    /// such key or it is revoked.
+    fn sign_in_link(
+        &self,
+        id: KeyId,
+        expires_at: DateTime<Utc>,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<Option<KeySecret>, StorageError>> + Send;
 }
 
 /// Where agents may be reached: the rule the bridge applies before every dispatch, asked

@@ -214,6 +214,40 @@ impl AdminKeys for PgAdminKeys {
             .map_err(from_diesel);
         unit.finish(done).await
     }
+
+    async fn sign_in_link(
+        &self,
+        id: KeyId,
+        expires_at: DateTime<Utc>,
+        audit: &AuditEntry,
+    ) -> Result<Option<KeySecret>, StorageError> {
+        let token = random_token();
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                if let Some(tenant) = audit.tenant {
+                    act_for(conn, tenant).await?;
+                }
+                // Only for a key that exists and is not revoked. One revoked just after is
+                // harmless: a link and a session are checked against their key at each use.
+                let made = diesel::sql_query(
+                    "INSERT INTO console_sign_in_links (token_hash, key_id, expires_at) \
+                     SELECT $1, id, $3 FROM admin_keys WHERE id = $2 AND revoked_at IS NULL",
+                )
+                .bind::<diesel::sql_types::Text, _>(token_hash(&token))
+                .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+                .bind::<diesel::sql_types::Timestamptz, _>(expires_at)
+                .execute(conn)
+                .await?;
+                if made > 0 {
+                    audit::write(conn, audit).await?;
+                }
+                Ok(made > 0)
+            })
+            .await
+            .map_err(from_diesel);
+        Ok(unit.finish(done).await?.then(|| KeySecret::new(token)))
+    }
 }
 
 #[cfg(test)]

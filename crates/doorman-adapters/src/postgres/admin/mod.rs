@@ -10,6 +10,7 @@
 
 mod agents;
 pub mod audit;
+mod console;
 mod installs;
 mod jobs;
 pub mod keys;
@@ -19,6 +20,7 @@ mod workspaces;
 
 pub use agents::PgAgents;
 pub use audit::PgAuditTrail;
+pub use console::{PgConsoleSessions, SessionSecret};
 pub use installs::PgInstallRecords;
 pub use jobs::PgReplayJobs;
 pub use keys::PgAdminKeys;

@@ -37,6 +37,12 @@ type Row = (Uuid, String, DateTime<Utc>, bool);
 const COLUMNS: (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads) =
     (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads);
 
+/// `ILIKE` matching `text` anywhere, as text: its `\`, `%` and `_` escaped.
+fn contains_pattern(text: &str) -> String {
+    let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
 fn record((id, name, created_at, retain_payloads): Row) -> TenantRecord {
     TenantRecord { id: TenantId::from_uuid(id), name, created_at, retain_payloads }
 }
@@ -125,6 +131,7 @@ impl Tenants for PgTenants {
     async fn list(
         &self,
         only: Option<TenantId>,
+        name_contains: Option<String>,
         page: &PageRequest<TenantCursor>,
     ) -> Result<Page<TenantRecord, TenantCursor>, StorageError> {
         let mut unit = self.pool.unit().await?;
@@ -138,6 +145,9 @@ impl Tenants for PgTenants {
                         query = query.filter(tenants::id.eq(*tenant.as_uuid()));
                     }
                     None => across_tenants(conn).await?,
+                }
+                if let Some(name) = &name_contains {
+                    query = query.filter(tenants::name.ilike(contains_pattern(name)));
                 }
                 if let Some(after) = page.after {
                     query = query.filter(tenants::created_at.gt(after.created_at).or(

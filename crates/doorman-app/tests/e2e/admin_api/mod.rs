@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use doorman_app::admin_api::{self, RunningAdmin};
+use doorman_app::admin_server::{self, RunningAdmin};
 use doorman_app::cli::{AdminCommand, Cli, Command};
 use doorman_app::config::AdminConfig;
 use doorman_domain::{KeyName, KeyScope, TenantId};
@@ -20,26 +20,26 @@ mod offboarding;
 mod replays;
 
 /// `doorman admin serve` in this test's runtime.
-struct Admin {
-    base: String,
+pub(crate) struct Admin {
+    pub(crate) base: String,
     /// Where its `/metrics` answers.
     metrics_base: String,
-    http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
     _server: RunningAdmin,
 }
 
 /// An answer: status, `Content-Type`, `WWW-Authenticate`, `X-Request-Id` and the body.
 #[derive(Debug)]
-struct Answer {
-    status: StatusCode,
-    content_type: String,
-    www_authenticate: Option<String>,
-    request_id: Option<String>,
-    body: Value,
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
+    pub(crate) content_type: String,
+    pub(crate) www_authenticate: Option<String>,
+    pub(crate) request_id: Option<String>,
+    pub(crate) body: Value,
 }
 
 impl Admin {
-    async fn start(db: &TestDatabase, extra: &[&str]) -> Self {
+    pub(crate) async fn start(db: &TestDatabase, extra: &[&str]) -> Self {
         crate::helpers::init_logs();
         let url = db.admin_url();
         let mut argv = vec![
@@ -70,7 +70,7 @@ impl Admin {
             unreachable!()
         };
         let server =
-            admin_api::start(AdminConfig::from_args(&args).unwrap()).await.expect("admin API starts");
+            admin_server::start(AdminConfig::from_args(&args).unwrap()).await.expect("admin API starts");
         Self {
             base: format!("http://{}", server.addr()),
             metrics_base: format!("http://{}", server.metrics_addr()),
@@ -80,11 +80,17 @@ impl Admin {
     }
 
     /// With private agents allowed (the fake agent is on loopback over http).
-    async fn start_allowing_private(db: &TestDatabase) -> Self {
+    pub(crate) async fn start_allowing_private(db: &TestDatabase) -> Self {
         Self::start(db, &["--agent-allow-private", "true"]).await
     }
 
-    async fn call(&self, method: Method, path: &str, key: Option<&str>, body: Option<Value>) -> Answer {
+    pub(crate) async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Value>,
+    ) -> Answer {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(key) = key {
             request = request.bearer_auth(key);
@@ -95,15 +101,15 @@ impl Admin {
         answer(request.send().await.unwrap()).await
     }
 
-    async fn get(&self, path: &str, key: &str) -> Answer {
+    pub(crate) async fn get(&self, path: &str, key: &str) -> Answer {
         self.call(Method::GET, path, Some(key), None).await
     }
 
-    async fn post(&self, path: &str, key: &str, body: Value) -> Answer {
+    pub(crate) async fn post(&self, path: &str, key: &str, body: Value) -> Answer {
         self.call(Method::POST, path, Some(key), Some(body)).await
     }
 
-    async fn put(&self, path: &str, key: &str, body: Value) -> Answer {
+    pub(crate) async fn put(&self, path: &str, key: &str, body: Value) -> Answer {
         self.call(Method::PUT, path, Some(key), Some(body)).await
     }
 
@@ -131,7 +137,7 @@ impl Admin {
     }
 
     /// Creates a tenant over the API; its id.
-    async fn tenant(&self, key: &str, name: &str) -> String {
+    pub(crate) async fn tenant(&self, key: &str, name: &str) -> String {
         let created = self.post("/admin/v1/tenants", key, json!({ "name": name })).await;
         assert_eq!(created.status, 201, "{created:?}");
         created.body["id"].as_str().unwrap().to_owned()
@@ -152,7 +158,7 @@ async fn answer(response: reqwest::Response) -> Answer {
 }
 
 /// A key made as `doorman admin keys create` makes one.
-async fn key(db: &TestDatabase, tenant: Option<&str>, read_only: bool) -> String {
+pub(crate) async fn key(db: &TestDatabase, tenant: Option<&str>, read_only: bool) -> String {
     let op = db.operator();
     let scope = KeyScope { tenant: tenant.map(|t| t.parse::<TenantId>().unwrap()), read_only };
     let (_, secret) =

@@ -9,6 +9,18 @@ use crate::errors::OperatorError;
 use crate::model::{AuditAction, AuditEntry, Caller, KeyId, KeyName, KeyScope, KeySecret, KeySummary};
 use crate::ports::{AdminKeys, Clock, OperatorPorts};
 
+/// How long a console sign-in link may wait for its one use.
+pub const SIGN_IN_LINK_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
+
+/// A console sign-in link as made: the key it signs in as, its token (shown once) and when it
+/// stops working.
+#[derive(Debug, Clone)]
+pub struct SignInLink {
+    pub key: KeySummary,
+    pub token: KeySecret,
+    pub expires_at: DateTime<Utc>,
+}
+
 impl<P: OperatorPorts> Operator<P> {
     /// A new key: what it is, and its secret to be shown once. A key scoped to a tenant needs
     /// the tenant to exist; an expiry must be in the future.
@@ -74,6 +86,30 @@ impl<P: OperatorPorts> Operator<P> {
             Ok(())
         } else {
             Err(OperatorError::NotFound { what: "key", id: id.to_string() })
+        }
+    }
+
+    /// A one-time sign-in link to the operator console for a key scoped to one tenant (a
+    /// customer's portal): its token, shown once, good for one sign-in within
+    /// [`SIGN_IN_LINK_LIFETIME`]. The session it opens acts as the key, so revoking the key
+    /// ends it. A key for every tenant gets no link: whoever holds one signs in with it.
+    pub async fn create_sign_in_link(&self, caller: &Caller, id: KeyId) -> Result<SignInLink, OperatorError> {
+        let key = self.key(caller, id).await?;
+        if key.revoked_at.is_some() {
+            return Err(OperatorError::NotFound { what: "key", id: id.to_string() });
+        }
+        let Some(tenant) = key.scope.tenant else {
+            return Err(OperatorError::Refused {
+                what: "key",
+                reason: "sign-in links are for keys scoped to one tenant".into(),
+            });
+        };
+        let expires_at = self.ports.clock().now() + SIGN_IN_LINK_LIFETIME;
+        let audit =
+            AuditEntry::new(caller, AuditAction::SignInLinkCreate, Some(tenant), Some(id.to_string()));
+        match self.ports.keys().sign_in_link(id, expires_at, &audit).await? {
+            Some(token) => Ok(SignInLink { key, token, expires_at }),
+            None => Err(OperatorError::NotFound { what: "key", id: id.to_string() }),
         }
     }
 

@@ -66,13 +66,16 @@ impl<P: OperatorPorts> Operator<P> {
         self.visible(caller, tenant).await
     }
 
-    /// The tenants the caller may see, oldest first.
+    /// The tenants the caller may see, oldest first; with `name_contains`, those whose name
+    /// contains it (ignoring case).
     pub async fn tenants(
         &self,
         caller: &Caller,
+        name_contains: Option<&TenantName>,
         page: &PageRequest<TenantCursor>,
     ) -> Result<Page<TenantRecord, TenantCursor>, OperatorError> {
-        Ok(self.ports.tenants().list(caller.actor.only_tenant(), page).await?)
+        let name = name_contains.map(|name| name.as_str().to_owned());
+        Ok(self.ports.tenants().list(caller.actor.only_tenant(), name, page).await?)
     }
 
     /// Renames a tenant.

@@ -149,6 +149,7 @@ impl Ports {
         self.audit.expect_record().never();
         self.keys.expect_create().never();
         self.keys.expect_revoke().never();
+        self.keys.expect_sign_in_link().never();
         self.jobs.expect_create().never();
         self.jobs.expect_record().never();
         self
@@ -235,11 +236,12 @@ async fn a_scoped_key_lists_only_its_own_tenant() {
     ports
         .tenants
         .expect_list()
-        .withf(|only, _| *only == Some(own()))
+        .withf(|only, name, _| *only == Some(own()) && name.as_deref() == Some("acme"))
         .times(1)
-        .returning(|_, _| ready(Ok(Page { items: vec![record(own())], next: None })));
-    let page = ports.build().tenants(&key(Some(own()), true), &PageRequest::default()).await.unwrap();
-    assert_eq!(page.items, vec![record(own())]);
+        .returning(|_, _, _| ready(Ok(Page { items: vec![record(own())], next: None })));
+    let name = TenantName::new(" acme ").unwrap();
+    let page = ports.build().tenants(&key(Some(own()), true), Some(&name), &PageRequest::default()).await;
+    assert_eq!(page.unwrap().items, vec![record(own())]);
 }
 
 // --- tenants -----------------------------------------------------------------------------
@@ -919,6 +921,62 @@ async fn a_key_for_every_tenant_makes_a_key_that_expires_and_the_audit_names_it(
         .await
         .unwrap();
     assert_eq!((made.expires_at, made.scope, secret.expose()), (Some(expires), scope, "dmk_x_y"));
+}
+
+fn key_summary(id: KeyId, tenant: Option<TenantId>, revoked: bool) -> KeySummary {
+    KeySummary {
+        id,
+        name: "portal".into(),
+        scope: KeyScope { tenant, read_only: true },
+        created_at: now(),
+        expires_at: None,
+        last_used_at: None,
+        revoked_at: revoked.then(now),
+    }
+}
+
+#[tokio::test]
+async fn a_sign_in_link_is_made_for_a_scoped_key_for_15_minutes_and_audited_under_its_tenant() {
+    let mut ports = Ports::new();
+    let id = KeyId::generate();
+    ports.keys.expect_list().returning(move || ready(Ok(vec![key_summary(id, Some(own()), false)])));
+    ports
+        .keys
+        .expect_sign_in_link()
+        .withf(move |key, at, audit| {
+            *key == id
+                && *at == now() + chrono::Duration::minutes(15)
+                && audit.action == AuditAction::SignInLinkCreate
+                && audit.tenant == Some(own())
+                && audit.target == Some(id.to_string())
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(Some(KeySecret::new("token".into())))));
+    let link = ports.build().create_sign_in_link(&key(None, false), id).await.unwrap();
+    assert_eq!(
+        (link.token.expose(), link.expires_at, link.key.id),
+        ("token", now() + chrono::Duration::minutes(15), id)
+    );
+}
+
+#[tokio::test]
+async fn no_sign_in_link_for_a_key_for_every_tenant_a_revoked_key_or_a_weaker_caller() {
+    let (every, revoked) = (KeyId::generate(), KeyId::generate());
+    let mut ports = Ports::new().untouched();
+    ports.keys.expect_list().returning(move || {
+        ready(Ok(vec![key_summary(every, None, false), key_summary(revoked, Some(own()), true)]))
+    });
+    let operator = ports.build();
+    let refused = operator.create_sign_in_link(&cli(), every).await.unwrap_err();
+    assert!(matches!(refused, OperatorError::Refused { what: "key", .. }), "{refused:?}");
+    let gone = operator.create_sign_in_link(&cli(), revoked).await.unwrap_err();
+    assert!(matches!(gone, OperatorError::NotFound { what: "key", .. }), "{gone:?}");
+    let unknown = operator.create_sign_in_link(&cli(), KeyId::generate()).await.unwrap_err();
+    assert!(matches!(unknown, OperatorError::NotFound { what: "key", .. }), "{unknown:?}");
+    for weaker in [key(None, true), key(Some(own()), false)] {
+        let forbidden = operator.create_sign_in_link(&weaker, revoked).await.unwrap_err();
+        assert!(matches!(forbidden, OperatorError::Forbidden(_)), "{forbidden:?}");
+    }
 }
 
 #[tokio::test]

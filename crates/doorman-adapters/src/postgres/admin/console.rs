@@ -1,0 +1,142 @@
+//! The operator console's sessions: a browser holds an opaque random value in a cookie; only
+//! its SHA-256 is stored. A session acts as the key it was opened with and is checked against
+//! that key on every request (nothing cached), so revoking or expiring the key ends it at
+//! once, in every admin process. One-time sign-in links (made by the `sign_in_link` port) are
+//! spent here.
+
+use chrono::{DateTime, Utc};
+use diesel::sql_types::{Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::{OptionalExtension, QueryableByName};
+use diesel_async::RunQueryDsl;
+use doorman_domain::{ApiKey, KeyId, KeyScope, StorageError, TenantId};
+use uuid::Uuid;
+
+use crate::postgres::errors::from_diesel;
+use crate::postgres::pool::PgPool;
+use crate::secrets::{random_token, token_hash};
+
+/// A session's cookie value: shown to the browser once, never logged.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SessionSecret(String);
+
+impl SessionSecret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SessionSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionSecret(<redacted>)")
+    }
+}
+
+/// The key a live session acts as.
+#[derive(QueryableByName)]
+struct SessionKey {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    tenant_id: Option<Uuid>,
+    #[diesel(sql_type = Bool)]
+    read_only: bool,
+}
+
+impl SessionKey {
+    fn key(self) -> ApiKey {
+        ApiKey {
+            id: KeyId::from_uuid(self.id),
+            name: self.name,
+            scope: KeyScope { tenant: self.tenant_id.map(TenantId::from_uuid), read_only: self.read_only },
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct SpentLink {
+    #[diesel(sql_type = SqlUuid)]
+    key_id: Uuid,
+}
+
+/// A key that authenticates: neither revoked nor expired (the same rule as a bearer key's).
+const KEY_IS_VALID: &str = "k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())";
+
+#[derive(Debug, Clone)]
+pub struct PgConsoleSessions {
+    pool: PgPool,
+}
+
+impl PgConsoleSessions {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// Opens a session acting as `key` until `expires_at`: the cookie's value.
+    pub async fn open(&self, key: KeyId, expires_at: DateTime<Utc>) -> Result<SessionSecret, StorageError> {
+        let secret = random_token();
+        let mut unit = self.pool.unit().await?;
+        let done = diesel::sql_query(
+            "INSERT INTO console_sessions (id_hash, key_id, expires_at) VALUES ($1, $2, $3)",
+        )
+        .bind::<Text, _>(token_hash(&secret))
+        .bind::<SqlUuid, _>(key.as_uuid())
+        .bind::<Timestamptz, _>(expires_at)
+        .execute(&mut unit)
+        .await
+        .map(drop)
+        .map_err(from_diesel);
+        unit.finish(done).await?;
+        Ok(SessionSecret(secret))
+    }
+
+    /// The key the session with this cookie acts as, while it is open, unexpired, and its key
+    /// still authenticates; `None` otherwise (a sign-in is due).
+    pub async fn resolve(&self, cookie: &str) -> Result<Option<ApiKey>, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let found = diesel::sql_query(format!(
+            "SELECT k.id, k.name, k.tenant_id, k.read_only \
+               FROM console_sessions s JOIN admin_keys k ON k.id = s.key_id \
+              WHERE s.id_hash = $1 AND s.ended_at IS NULL AND s.expires_at > now() AND {KEY_IS_VALID}"
+        ))
+        .bind::<Text, _>(token_hash(cookie))
+        .get_result::<SessionKey>(&mut unit)
+        .await
+        .optional()
+        .map_err(from_diesel);
+        Ok(unit.finish(found).await?.map(SessionKey::key))
+    }
+
+    /// Ends the session with this cookie (sign-out); nothing when there is none.
+    pub async fn end(&self, cookie: &str) -> Result<(), StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let done = diesel::sql_query(
+            "UPDATE console_sessions SET ended_at = now() WHERE id_hash = $1 AND ended_at IS NULL",
+        )
+        .bind::<Text, _>(token_hash(cookie))
+        .execute(&mut unit)
+        .await
+        .map(drop)
+        .map_err(from_diesel);
+        unit.finish(done).await
+    }
+
+    /// Spends a sign-in link: the key it signs in as, if the link is unspent, unexpired and its
+    /// key still authenticates. A link is spent once, even by two browsers at the same moment.
+    pub async fn spend_link(&self, token: &str) -> Result<Option<KeyId>, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let spent = diesel::sql_query(format!(
+            "UPDATE console_sign_in_links l SET used_at = now() FROM admin_keys k \
+              WHERE l.token_hash = $1 AND l.used_at IS NULL AND l.expires_at > now() \
+                AND k.id = l.key_id AND {KEY_IS_VALID} \
+             RETURNING l.key_id"
+        ))
+        .bind::<Text, _>(token_hash(token))
+        .get_result::<SpentLink>(&mut unit)
+        .await
+        .optional()
+        .map_err(from_diesel);
+        Ok(unit.finish(spent).await?.map(|link| KeyId::from_uuid(link.key_id)))
+    }
+}

@@ -1,0 +1,119 @@
+//! The operator console's sessions and sign-in links on a real database, as `doorman_admin`:
+//! a session acts as its key until it ends, expires, or its key is revoked; a link signs in
+//! once, before it expires; neither is stored in clear.
+
+use chrono::{Duration, Utc};
+use diesel::sql_types::Text;
+use diesel_async::RunQueryDsl;
+use doorman_adapters::postgres::PgConsoleSessions;
+use doorman_adapters::postgres::pool::{self, ADMIN_ROLE, PoolSettings};
+use doorman_domain::ports::{AdminKeys, OperatorPorts};
+use doorman_domain::{AuditAction, AuditEntry, KeyId, KeyName, KeyScope, TenantId};
+use doorman_testkit::database::TestDatabase;
+
+struct Fixture {
+    sessions: PgConsoleSessions,
+    admin: doorman_domain::usecases::operator::Operator<doorman_adapters::postgres::PgOperatorPorts>,
+    db: TestDatabase,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let db = TestDatabase::create().await;
+        let pool = pool::connect_as(&db.admin_url(), &PoolSettings::default(), Some(ADMIN_ROLE));
+        Self { sessions: PgConsoleSessions::new(pool), admin: crate::pg_admin::admin(&db), db }
+    }
+
+    /// A key made as the command line makes one: its id.
+    async fn key(&self, tenant: Option<TenantId>) -> KeyId {
+        let op = self.db.operator();
+        let scope = KeyScope { tenant, read_only: true };
+        op.use_cases()
+            .create_key(op.caller(), KeyName::new("portal").unwrap(), scope, None)
+            .await
+            .unwrap()
+            .0
+            .id
+    }
+
+    async fn revoke(&self, id: KeyId) {
+        let op = self.db.operator();
+        op.use_cases().revoke_key(op.caller(), id).await.unwrap();
+    }
+
+    /// A sign-in link for `key`, as the port makes it.
+    async fn link(&self, key: KeyId, tenant: TenantId, expires_in: Duration) -> Option<String> {
+        let op = self.db.operator();
+        let audit =
+            AuditEntry::new(op.caller(), AuditAction::SignInLinkCreate, Some(tenant), Some(key.to_string()));
+        let made =
+            self.admin.ports().keys().sign_in_link(key, Utc::now() + expires_in, &audit).await.unwrap();
+        made.map(|token| token.expose().to_owned())
+    }
+
+    /// Whether `text` appears in any column of the console's tables.
+    async fn stored(&self, text: &str) -> bool {
+        #[derive(diesel::QueryableByName)]
+        struct Found {
+            #[diesel(sql_type = diesel::sql_types::Bool)]
+            found: bool,
+        }
+        let mut conn = self.db.owner().await;
+        diesel::sql_query(
+            "SELECT EXISTS (SELECT 1 FROM console_sessions s WHERE s::text LIKE '%' || $1 || '%') \
+                 OR EXISTS (SELECT 1 FROM console_sign_in_links l WHERE l::text LIKE '%' || $1 || '%') AS found",
+        )
+        .bind::<Text, _>(text)
+        .get_result::<Found>(&mut conn)
+        .await
+        .unwrap()
+        .found
+    }
+}
+
+#[tokio::test]
+async fn a_session_acts_as_its_key_until_signed_out_expired_or_the_key_is_revoked() {
+    let f = Fixture::new().await;
+    let tenant = f.db.operator().create_tenant("Acme").await;
+    let key = f.key(Some(tenant)).await;
+
+    let cookie = f.sessions.open(key, Utc::now() + Duration::hours(8)).await.unwrap();
+    let acting = f.sessions.resolve(cookie.expose()).await.unwrap().expect("a live session");
+    assert_eq!((acting.id, acting.scope), (key, KeyScope { tenant: Some(tenant), read_only: true }));
+    assert!(!f.stored(cookie.expose()).await, "only the cookie's hash is stored");
+    assert_eq!(f.sessions.resolve("not-a-session").await.unwrap(), None);
+
+    f.sessions.end(cookie.expose()).await.unwrap();
+    assert_eq!(f.sessions.resolve(cookie.expose()).await.unwrap(), None, "signed out");
+
+    let expired = f.sessions.open(key, Utc::now() - Duration::seconds(1)).await.unwrap();
+    assert_eq!(f.sessions.resolve(expired.expose()).await.unwrap(), None, "expired");
+
+    let live = f.sessions.open(key, Utc::now() + Duration::hours(8)).await.unwrap();
+    assert!(f.sessions.resolve(live.expose()).await.unwrap().is_some());
+    f.revoke(key).await;
+    assert_eq!(f.sessions.resolve(live.expose()).await.unwrap(), None, "its key revoked");
+}
+
+#[tokio::test]
+async fn a_sign_in_link_signs_in_once_before_it_expires_and_only_while_its_key_is_valid() {
+    let f = Fixture::new().await;
+    let tenant = f.db.operator().create_tenant("Acme").await;
+    let key = f.key(Some(tenant)).await;
+
+    let token = f.link(key, tenant, Duration::minutes(15)).await.expect("a link for a valid key");
+    assert!(!f.stored(&token).await, "only the token's hash is stored");
+    let (a, b) = tokio::join!(f.sessions.spend_link(&token), f.sessions.spend_link(&token));
+    let spent: Vec<_> = [a.unwrap(), b.unwrap()].into_iter().flatten().collect();
+    assert_eq!(spent, vec![key], "two browsers at once: one sign-in");
+    assert_eq!(f.sessions.spend_link(&token).await.unwrap(), None, "spent");
+
+    let expired = f.link(key, tenant, Duration::seconds(-1)).await.unwrap();
+    assert_eq!(f.sessions.spend_link(&expired).await.unwrap(), None, "expired");
+
+    let unused = f.link(key, tenant, Duration::minutes(15)).await.unwrap();
+    f.revoke(key).await;
+    assert_eq!(f.sessions.spend_link(&unused).await.unwrap(), None, "its key revoked since");
+    assert_eq!(f.link(key, tenant, Duration::minutes(15)).await, None, "no link for a revoked key");
+    assert_eq!(f.link(KeyId::generate(), tenant, Duration::minutes(15)).await, None, "nor for no key");
+}

@@ -1,0 +1,150 @@
+//! The audit trail (a scoped session reads its tenant's entries only) and keys (for a session
+//! that may do everything: create, shown once; revoke; a customer's sign-in link, shown once).
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use chrono::Utc;
+use doorman_domain::{AuditCursor, KeyId, KeyName, KeyScope, TenantId};
+
+use super::page::{self, Chrome};
+use super::session::Session;
+use super::{ConsoleError, see_other};
+use crate::admin_api::problem::ApiError;
+use crate::admin_api::query::Query;
+use crate::admin_api::{AdminState, tenant_path};
+use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc, SignInLinkDoc};
+
+#[derive(Template)]
+#[template(path = "console/audit.html")]
+struct AuditPage {
+    chrome: Chrome,
+    tenant: String,
+    entries: Vec<AuditDoc>,
+    next: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "console/keys.html")]
+struct KeysPage {
+    chrome: Chrome,
+    keys: Vec<KeyDoc>,
+    /// A key just made: its secret, shown this once.
+    made: Option<NewKeyDoc>,
+    /// A sign-in link just made, shown this once.
+    link: Option<SignInLinkDoc>,
+}
+
+impl KeysPage {
+    /// A key's state in words.
+    fn state_of(&self, key: &KeyDoc) -> &'static str {
+        match (key.revoked_at, key.expires_at) {
+            (Some(_), _) => "revoked",
+            (None, Some(at)) if at <= Utc::now() => "expired",
+            _ => "active",
+        }
+    }
+}
+
+/// `?tenant=` narrows the trail to one tenant (a scoped session always reads its own).
+pub async fn audit(request: HttpRequest, state: web::Data<AdminState>) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let query = Query::of(&request);
+    let asked = query.get("tenant").map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
+    let tenant: Option<TenantId> = asked.as_deref().map(tenant_path).transpose()?;
+    let page = query.page::<AuditCursor>()?;
+    let listed = state.operator.audit(&session.caller, tenant, &page).await?;
+    let next = listed.next.map(|cursor| {
+        let mut next = form_urlencoded::Serializer::new(String::new());
+        if let Some(tenant) = &asked {
+            next.append_pair("tenant", tenant);
+        }
+        next.append_pair("cursor", &doorman_domain::Cursor::encode(&cursor)).finish()
+    });
+    page::ok(&AuditPage {
+        chrome: session.chrome(&request),
+        tenant: asked.unwrap_or_default(),
+        entries: listed.items.into_iter().map(AuditDoc::from).collect(),
+        next,
+    })
+}
+
+pub async fn keys(request: HttpRequest, state: web::Data<AdminState>) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    render(&request, &session, &state, None, None).await
+}
+
+async fn render(
+    request: &HttpRequest,
+    session: &Session,
+    state: &AdminState,
+    made: Option<NewKeyDoc>,
+    link: Option<SignInLinkDoc>,
+) -> Result<HttpResponse, ConsoleError> {
+    let keys = state.operator.keys(&session.caller).await?;
+    page::ok(&KeysPage {
+        chrome: session.chrome(request),
+        keys: keys.into_iter().map(KeyDoc::from).collect(),
+        made,
+        link,
+    })
+}
+
+/// `name`, `tenant` (an id; blank: every tenant), `read_only`, `expires_in_days` (blank:
+/// never).
+pub async fn create_key(
+    request: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let form = session.form(&request, &body)?;
+    let name = KeyName::new(form.required("name")?).map_err(|e| ApiError::invalid_value("name", &e))?;
+    let tenant = form.get("tenant").map(tenant_path).transpose()?;
+    let expires_at = match form.get("expires_in_days") {
+        None => None,
+        Some(raw) => {
+            let days = raw.parse::<i64>().ok().filter(|d| (1..=730).contains(d)).ok_or_else(|| {
+                ConsoleError::bad_request("expires_in_days: must be a whole number from 1 to 730")
+            })?;
+            Some(Utc::now() + chrono::Duration::days(days))
+        }
+    };
+    let scope = KeyScope { tenant, read_only: form.ticked("read_only") };
+    let (made, secret) = state
+        .operator
+        .create_key(&session.caller, name, scope, expires_at)
+        .await
+        .map_err(|e| ApiError::from_operator(e, Some("tenant")))?;
+    tracing::info!(key.id = %made.id, by = %session.key.id, "admin API key created in the console");
+    render(&request, &session, &state, Some(NewKeyDoc::new(made, &secret)), None).await
+}
+
+fn key_path(raw: &str) -> Result<KeyId, ConsoleError> {
+    raw.parse().map_err(|_| ConsoleError::not_found(format!("no key {raw}")))
+}
+
+pub async fn revoke_key(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    session.form(&request, &body)?;
+    state.operator.revoke_key(&session.caller, key_path(&path)?).await?;
+    // A session may revoke its own key: it then ends with this request.
+    Ok(see_other("/console/keys?done=revoked"))
+}
+
+pub async fn sign_in_link(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    session.form(&request, &body)?;
+    let link = state.operator.create_sign_in_link(&session.caller, key_path(&path)?).await?;
+    let doc = SignInLinkDoc::new(&link, state.console_url.as_ref());
+    render(&request, &session, &state, None, Some(doc)).await
+}

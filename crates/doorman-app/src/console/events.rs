@@ -1,0 +1,225 @@
+//! Events and replays: a tenant's events by state, time and type (paged), one event with each
+//! of its dispatches and replays, replaying it (or every failure since a time) as a job, and
+//! the jobs with their progress.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use doorman_domain::usecases::operator::events::EventQuery;
+use doorman_domain::{
+    EventCursor, EventState, JobCursor, OperatorError, ReplayJobId, ReplaySelection, TenantId,
+};
+
+use super::page::{self, Chrome};
+use super::session::Session;
+use super::{ConsoleError, see_other};
+use crate::admin_api::AdminState;
+use crate::admin_api::events::{event_path, event_type};
+use crate::admin_api::problem::ApiError;
+use crate::admin_api::query::Query;
+use crate::admin_api::tenant_path;
+use crate::documents::{EventDoc, ReplayJobDoc, TenantDoc};
+
+#[derive(Template)]
+#[template(path = "console/events.html")]
+struct EventsPage {
+    chrome: Chrome,
+    tenant: TenantDoc,
+    state: &'static str,
+    states: [&'static str; 4],
+    since: String,
+    until: String,
+    event_type: String,
+    events: Vec<EventDoc>,
+    next: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "console/event.html")]
+struct EventPage {
+    chrome: Chrome,
+    tenant: TenantDoc,
+    event: EventDoc,
+}
+
+#[derive(Template)]
+#[template(path = "console/jobs.html")]
+struct JobsPage {
+    chrome: Chrome,
+    tenant: TenantDoc,
+    jobs: Vec<ReplayJobDoc>,
+    next: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "console/job.html")]
+struct JobPage {
+    chrome: Chrome,
+    tenant: TenantDoc,
+    job: ReplayJobDoc,
+}
+
+/// `state` (failed by default), `since` and `until` (RFC 3339, or a browser's
+/// `2026-12-01T10:00` read as UTC), `type`, `cursor`.
+pub async fn list(
+    request: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let tenant = tenant_path(&path)?;
+    let record = state.operator.tenant(&session.caller, tenant).await?;
+    let query = Query::of(&request);
+    let which = EventState::parse(query.get("state").unwrap_or("failed"))
+        .map_err(|e| ApiError::invalid_value("state", &e))?;
+    let text = |name| query.get(name).map(str::trim).unwrap_or_default().to_owned();
+    let (since, until, kind) = (text("since"), text("until"), text("type"));
+    let filter = EventQuery {
+        since: instant("since", &since)?,
+        until: instant("until", &until)?,
+        event_type: if kind.is_empty() { None } else { event_type(&query)? },
+    };
+    let page = query.page::<EventCursor>()?;
+    let listed = state.operator.events(&session.caller, Some(tenant), which, filter, &page).await?;
+    let next = listed.next.map(|cursor| {
+        let mut next = form_urlencoded::Serializer::new(String::new());
+        next.append_pair("state", which.as_str());
+        for (name, value) in [("since", &since), ("until", &until), ("type", &kind)] {
+            if !value.is_empty() {
+                next.append_pair(name, value);
+            }
+        }
+        next.append_pair("cursor", &doorman_domain::Cursor::encode(&cursor)).finish()
+    });
+    page::ok(&EventsPage {
+        chrome: session.chrome(&request),
+        tenant: TenantDoc::from(record),
+        state: which.as_str(),
+        states: EventState::ALL.map(EventState::as_str),
+        since,
+        until,
+        event_type: kind,
+        events: listed.items.into_iter().map(EventDoc::from).collect(),
+        next,
+    })
+}
+
+/// An instant from a filter field: RFC 3339, or what a `datetime-local` input sends (UTC).
+fn instant(field: &str, raw: &str) -> Result<Option<DateTime<Utc>>, ConsoleError> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    if let Ok(at) = DateTime::parse_from_rfc3339(raw) {
+        return Ok(Some(at.with_timezone(&Utc)));
+    }
+    ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"]
+        .iter()
+        .find_map(|format| NaiveDateTime::parse_from_str(raw, format).ok())
+        .map(|at| Some(at.and_utc()))
+        .ok_or_else(|| {
+            ConsoleError::bad_request(format!(
+                "{field}: must be a date and time, like 2026-12-01T10:00 (UTC)"
+            ))
+        })
+}
+
+pub async fn show(
+    request: HttpRequest,
+    path: web::Path<(String, String)>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let (tenant, event) = path.into_inner();
+    let tenant = tenant_path(&tenant)?;
+    let record = state.operator.tenant(&session.caller, tenant).await?;
+    let report = match state.operator.event(&session.caller, tenant, event_path(&event)?).await {
+        Ok(report) => report,
+        Err(OperatorError::NotFound { .. }) => {
+            return Err(ConsoleError::not_found(format!(
+                "no receipt for event {event}: never received, pruned after the retention, or from a workspace no tenant had linked"
+            )));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    page::ok(&EventPage {
+        chrome: session.chrome(&request),
+        tenant: TenantDoc::from(record),
+        event: EventDoc::from(report),
+    })
+}
+
+/// Replays one event as a job, then shows the job.
+pub async fn replay_one(
+    request: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let (tenant, event) = path.into_inner();
+    let tenant = tenant_path(&tenant)?;
+    session.form(&request, &body)?;
+    start(&session, &state, tenant, ReplaySelection::Event(event_path(&event)?)).await
+}
+
+/// Replays every event that failed since `failed_since`, as one job.
+pub async fn replay_failed(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let tenant = tenant_path(&path)?;
+    let form = session.form(&request, &body)?;
+    let since = instant("failed_since", form.required("failed_since")?)?.unwrap_or_else(Utc::now);
+    start(&session, &state, tenant, ReplaySelection::FailedSince(since)).await
+}
+
+async fn start(
+    session: &Session,
+    state: &AdminState,
+    tenant: TenantId,
+    selection: ReplaySelection,
+) -> Result<HttpResponse, ConsoleError> {
+    let job = state.replays.start(&state.operator, &session.caller, tenant, &selection).await?;
+    Ok(see_other(format!("/console/tenants/{tenant}/replays/{}", job.id)))
+}
+
+pub async fn jobs(
+    request: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let tenant = tenant_path(&path)?;
+    let record = state.operator.tenant(&session.caller, tenant).await?;
+    let page = Query::of(&request).page::<JobCursor>()?;
+    let listed = state.operator.replay_jobs(&session.caller, tenant, &page).await?;
+    let next = listed.next.map(|cursor| format!("cursor={}", doorman_domain::Cursor::encode(&cursor)));
+    page::ok(&JobsPage {
+        chrome: session.chrome(&request),
+        tenant: TenantDoc::from(record),
+        jobs: listed.items.into_iter().map(ReplayJobDoc::from).collect(),
+        next,
+    })
+}
+
+pub async fn job(
+    request: HttpRequest,
+    path: web::Path<(String, String)>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let (tenant, job) = path.into_inner();
+    let tenant = tenant_path(&tenant)?;
+    let job: ReplayJobId =
+        job.parse().map_err(|_| ConsoleError::not_found(format!("no replay job {job}")))?;
+    let record = state.operator.tenant(&session.caller, tenant).await?;
+    let job = state.operator.replay_job(&session.caller, tenant, job).await?;
+    page::ok(&JobPage {
+        chrome: session.chrome(&request),
+        tenant: TenantDoc::from(record),
+        job: ReplayJobDoc::from(job),
+    })
+}

@@ -1,0 +1,134 @@
+//! Forms posted to the console. A form that changes something must come from the console's
+//! own origin (the browser's `Origin`) and carry the session's form token (`csrf`): a page on
+//! another site can make a signed-in browser post, but cannot read the token. The token is
+//! derived from the session's cookie, so it needs no storage and dies with the session.
+
+use std::collections::HashMap;
+
+use actix_web::HttpRequest;
+use actix_web::http::header;
+use doorman_adapters::secrets::token_hash;
+
+use super::ConsoleError;
+
+/// The most a console form may be.
+pub const MAX_FORM_BYTES: usize = 16 * 1024;
+
+/// The token a session's forms carry.
+pub fn token_for(cookie: &str) -> String {
+    token_hash(&format!("doorman-console-form:{cookie}"))
+}
+
+/// A posted form's fields (the last of a repeated one wins).
+#[derive(Debug)]
+pub struct Form(HashMap<String, String>);
+
+impl Form {
+    /// A form that changes something: from this origin, with `expected` as its token.
+    pub fn checked(request: &HttpRequest, body: &[u8], expected: &str) -> Result<Self, ConsoleError> {
+        let form = Self::from_this_origin(request, body)?;
+        let presented = form.0.get("csrf").map(String::as_bytes).unwrap_or_default();
+        if !same(presented, expected.as_bytes()) {
+            tracing::warn!(
+                client.address = request.peer_addr().map(|a| a.ip().to_string()),
+                path = request.match_pattern().unwrap_or_default(),
+                "console form refused: missing or stale form token"
+            );
+            return Err(ConsoleError::forbidden(
+                "this form's token is missing or stale: reload the page and try again",
+            ));
+        }
+        Ok(form)
+    }
+
+    /// A form with no session yet (signing in): from this origin.
+    pub fn from_this_origin(request: &HttpRequest, body: &[u8]) -> Result<Self, ConsoleError> {
+        if !from_this_origin(request) {
+            tracing::warn!(
+                client.address = request.peer_addr().map(|a| a.ip().to_string()),
+                path = request.match_pattern().unwrap_or_default(),
+                "console form refused: posted from another origin"
+            );
+            return Err(ConsoleError::forbidden("forms are accepted only from the console's own pages"));
+        }
+        Ok(Self(form_urlencoded::parse(body).into_owned().collect()))
+    }
+
+    /// A field, trimmed; `None` when it is missing or blank.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
+    }
+
+    /// A field that must be filled in.
+    pub fn required(&self, name: &str) -> Result<&str, ConsoleError> {
+        self.get(name).ok_or_else(|| ConsoleError::bad_request(format!("{name}: is required")))
+    }
+
+    /// A checkbox: ticked or not.
+    pub fn ticked(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+}
+
+/// Whether the browser says the form came from this origin: its `Origin` (sent with every
+/// POST by current browsers) names this host, or, without one, `Sec-Fetch-Site` does not say
+/// another site. A client that sends neither (curl) is not a browser another site can drive.
+fn from_this_origin(request: &HttpRequest) -> bool {
+    let host = request.connection_info().host().to_owned();
+    let said = |name| request.headers().get(name).and_then(|v| v.to_str().ok());
+    match said(header::ORIGIN) {
+        Some(origin) => origin.split_once("://").is_some_and(|(scheme, rest)| {
+            matches!(scheme, "http" | "https") && rest.eq_ignore_ascii_case(&host)
+        }),
+        None => !matches!(
+            said(header::HeaderName::from_static("sec-fetch-site")),
+            Some("cross-site" | "same-site")
+        ),
+    }
+}
+
+/// Equal, taking the same time whatever the first difference.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::test::TestRequest;
+
+    use super::*;
+
+    #[test]
+    fn a_changing_form_needs_this_origin_and_the_sessions_token() {
+        let token = token_for("cookie-value");
+        let body = format!("csrf={token}&name=+Acme+");
+        let here = || TestRequest::post().insert_header((header::HOST, "console.example"));
+        let form = Form::checked(
+            &here().insert_header((header::ORIGIN, "https://console.example")).to_http_request(),
+            body.as_bytes(),
+            &token,
+        )
+        .unwrap();
+        assert_eq!(form.get("name"), Some("Acme"));
+        assert!(
+            Form::checked(&here().to_http_request(), body.as_bytes(), &token).is_ok(),
+            "no Origin: not a browser"
+        );
+        for origin in ["https://evil.example", "null", "https://console.example.evil.example"] {
+            let request = here().insert_header((header::ORIGIN, origin)).to_http_request();
+            assert!(Form::checked(&request, body.as_bytes(), &token).is_err(), "{origin}");
+        }
+        let cross = here().insert_header(("sec-fetch-site", "cross-site")).to_http_request();
+        assert!(Form::checked(&cross, body.as_bytes(), &token).is_err());
+        for stale in ["name=x".to_owned(), format!("csrf={}", token_for("another session"))] {
+            assert!(Form::checked(&here().to_http_request(), stale.as_bytes(), &token).is_err(), "{stale}");
+        }
+    }
+
+    #[test]
+    fn blank_fields_are_missing() {
+        let form = Form(HashMap::from([("a".into(), "  ".into()), ("b".into(), " x ".into())]));
+        assert_eq!((form.get("a"), form.get("b"), form.get("c")), (None, Some("x"), None));
+        assert!(form.required("a").is_err());
+    }
+}

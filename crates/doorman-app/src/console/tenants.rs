@@ -1,0 +1,264 @@
+//! Tenants: search and create; one tenant's page (its workspaces and installations, its agent,
+//! whether payloads are kept, an install link), and the forms that change them. Each form is
+//! one operator use case, then back to the tenant's page with a notice.
+
+use std::time::Duration;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use doorman_domain::usecases::operator::installs::LinkLifetime;
+use doorman_domain::{AgentSecret, AgentUrl, OperatorError, TenantCursor, TenantId, TenantName, WorkspaceId};
+
+use super::page::{self, Chrome};
+use super::session::Session;
+use super::{ConsoleError, see_other};
+use crate::admin_api::problem::ApiError;
+use crate::admin_api::query::Query;
+use crate::admin_api::{AdminState, tenant_path, workspace_path};
+use crate::documents::{AgentDoc, InstallLinkDoc, InstallationDoc, TenantDoc, WorkspaceDoc};
+
+#[derive(Template)]
+#[template(path = "console/tenants.html")]
+struct TenantsPage {
+    chrome: Chrome,
+    search: String,
+    tenants: Vec<TenantDoc>,
+    /// The next page's query string, if there is one.
+    next: Option<String>,
+    may_create: bool,
+}
+
+#[derive(Template)]
+#[template(path = "console/tenant.html")]
+struct TenantPage {
+    chrome: Chrome,
+    tenant: TenantDoc,
+    workspaces: Vec<WorkspaceDoc>,
+    installations: Vec<InstallationDoc>,
+    agent: AgentDoc,
+    /// Linking by id is for sessions that see every tenant (a scoped one installs instead).
+    may_link_by_id: bool,
+    /// An install link just made, shown once.
+    install_link: Option<InstallLinkDoc>,
+}
+
+/// The tenants the session sees; `?name=` searches by part of the name, and a tenant's id
+/// goes straight to its page. A session for one tenant goes to that tenant.
+pub async fn list(request: HttpRequest, state: web::Data<AdminState>) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    if let Some(own) = session.key.scope.tenant {
+        return Ok(see_other(format!("/console/tenants/{own}")));
+    }
+    let query = Query::of(&request);
+    let search = query.get("name").unwrap_or_default().trim().to_owned();
+    if let Ok(id) = search.parse::<TenantId>() {
+        return Ok(see_other(format!("/console/tenants/{id}")));
+    }
+    let name = if search.is_empty() {
+        None
+    } else {
+        Some(TenantName::new(&search).map_err(|e| ApiError::invalid_value("name", &e))?)
+    };
+    let page = query.page::<TenantCursor>()?;
+    let listed = state.operator.tenants(&session.caller, name.as_ref(), &page).await?;
+    let next = listed.next.map(|cursor| {
+        let mut next = form_urlencoded::Serializer::new(String::new());
+        if !search.is_empty() {
+            next.append_pair("name", &search);
+        }
+        next.append_pair("cursor", &doorman_domain::Cursor::encode(&cursor)).finish()
+    });
+    page::ok(&TenantsPage {
+        chrome: session.chrome(&request),
+        search,
+        tenants: listed.items.into_iter().map(TenantDoc::from).collect(),
+        next,
+        may_create: session.caller.actor.may_create_tenants(),
+    })
+}
+
+pub async fn create(
+    request: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let form = session.form(&request, &body)?;
+    let name = TenantName::new(form.required("name")?).map_err(|e| ApiError::invalid_value("name", &e))?;
+    let created = state.operator.create_tenant(&session.caller, name, None).await?;
+    Ok(see_other(format!("/console/tenants/{}?done=created", created.tenant.id)))
+}
+
+pub async fn show(
+    request: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let tenant = tenant_path(&path)?;
+    render(&request, &session, &state, tenant, None).await
+}
+
+async fn render(
+    request: &HttpRequest,
+    session: &Session,
+    state: &AdminState,
+    tenant: TenantId,
+    install_link: Option<InstallLinkDoc>,
+) -> Result<HttpResponse, ConsoleError> {
+    let caller = &session.caller;
+    let record = state.operator.tenant(caller, tenant).await?;
+    let workspaces = state.operator.workspaces(caller, tenant).await?;
+    let installations = state.operator.installations(caller, Some(tenant)).await?;
+    let agent = match state.operator.agent(caller, tenant).await {
+        Ok(agent) => AgentDoc::from(agent),
+        Err(OperatorError::NoAgent(_)) => AgentDoc::NONE,
+        Err(other) => return Err(other.into()),
+    };
+    page::ok(&TenantPage {
+        chrome: session.chrome(request),
+        tenant: TenantDoc::from(record),
+        workspaces: workspaces.into_iter().map(WorkspaceDoc::from).collect(),
+        installations: installations.into_iter().map(InstallationDoc::from).collect(),
+        agent,
+        may_link_by_id: session.may_write() && session.key.scope.tenant.is_none(),
+        install_link,
+    })
+}
+
+/// A form on a tenant's page: the session, the tenant and the checked form.
+async fn tenant_form(
+    request: &HttpRequest,
+    state: &AdminState,
+    id: &str,
+    body: &[u8],
+) -> Result<(Session, TenantId, super::form::Form), ConsoleError> {
+    let session = Session::of(request, state).await?;
+    let tenant = tenant_path(id)?;
+    let form = session.form(request, body)?;
+    Ok((session, tenant, form))
+}
+
+fn back(tenant: TenantId, done: &str) -> HttpResponse {
+    see_other(format!("/console/tenants/{tenant}?done={done}"))
+}
+
+pub async fn link_workspace(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
+    let id = |field: &str| {
+        form.get(field).map(WorkspaceId::new).transpose().map_err(|e| ApiError::invalid_value(field, &e))
+    };
+    let (team, enterprise) = (id("team_id")?, id("enterprise_id")?);
+    if team.is_none() && enterprise.is_none() {
+        return Err(ConsoleError::bad_request(
+            "give a team id, an enterprise id (an org-wide install), or both",
+        ));
+    }
+    state.operator.link_workspace(&session.caller, tenant, team, enterprise).await?;
+    Ok(back(tenant, "linked"))
+}
+
+pub async fn unlink_workspace(
+    request: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (id, workspace) = path.into_inner();
+    let (session, tenant, _) = tenant_form(&request, &state, &id, &body).await?;
+    state.operator.unlink_workspace(&session.caller, tenant, &workspace_path(&workspace)?).await?;
+    Ok(back(tenant, "unlinked"))
+}
+
+pub async fn set_agent(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
+    let url =
+        AgentUrl::from_operator(form.required("url")?).map_err(|e| ApiError::invalid_value("url", &e))?;
+    let secret = AgentSecret::parse(form.required("signing_secret")?)
+        .map_err(|e| ApiError::invalid_value("signing_secret", &e))?;
+    state
+        .operator
+        .set_agent(&session.caller, tenant, url, secret)
+        .await
+        .map_err(|e| ApiError::from_operator(e, Some("url")))?;
+    Ok(back(tenant, "agent-set"))
+}
+
+pub async fn pause_agent(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, _) = tenant_form(&request, &state, &path, &body).await?;
+    state.operator.pause_agent(&session.caller, tenant, true).await?;
+    Ok(back(tenant, "paused"))
+}
+
+pub async fn resume_agent(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, _) = tenant_form(&request, &state, &path, &body).await?;
+    state.operator.pause_agent(&session.caller, tenant, false).await?;
+    Ok(back(tenant, "resumed"))
+}
+
+/// `enabled=on|off`.
+pub async fn retain_payloads(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
+    let on = match form.required("enabled")? {
+        "on" => true,
+        "off" => false,
+        _ => return Err(ConsoleError::bad_request("enabled: must be on or off")),
+    };
+    state.operator.set_retain_payloads(&session.caller, tenant, on).await?;
+    Ok(back(tenant, if on { "payloads-on" } else { "payloads-off" }))
+}
+
+/// An install link for the tenant's customer, shown once on the tenant's page. `days`: 1 to
+/// 30 (1 by default).
+pub async fn install_link(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
+    let days = match form.get("days") {
+        None => 1,
+        Some(raw) => raw
+            .parse::<u64>()
+            .ok()
+            .filter(|d| (1..=30).contains(d))
+            .ok_or_else(|| ConsoleError::bad_request("days: must be a whole number from 1 to 30"))?,
+    };
+    let lifetime = LinkLifetime::new(Duration::from_secs(days * 24 * 3600))
+        .map_err(|e| ApiError::invalid_value("days", &e))?;
+    let link = state.operator.create_install_link(&session.caller, tenant, lifetime).await?;
+    render(&request, &session, &state, tenant, Some(InstallLinkDoc::from(link))).await
+}
+
+/// For the templates: a workspace's id as its unlink path names it.
+impl WorkspaceDoc {
+    pub fn path_id(&self) -> &str {
+        self.team_id.as_deref().or(self.enterprise_id.as_deref()).unwrap_or_default()
+    }
+}

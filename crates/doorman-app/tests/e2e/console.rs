@@ -1,0 +1,480 @@
+//! The operator console end to end: `doorman admin serve` on a random port and a fresh
+//! database, driven by Debian's headless Chromium through WebDriver as a support person and as
+//! a customer would, and by plain HTTP where what matters is what a browser is refused.
+//! `just browser` and `just axe` (both run by `just test`) install Chromium and axe-core.
+
+use std::time::Duration;
+
+use fantoccini::{Client, Locator};
+use reqwest::header;
+use serde_json::{Value, json};
+
+use crate::admin_api::{Admin, key};
+use crate::browser::Chromedriver;
+use crate::helpers::{AGENT_SECRET, WAIT, http_client, post_event, serve_config};
+use doorman_testkit::FakeAgent;
+use doorman_testkit::database::TestDatabase;
+
+/// What the console sends with every page.
+const CSP: &str = doorman_app::console::CONTENT_SECURITY_POLICY;
+
+/// A tenant made over the API, with a workspace, an agent, and payloads kept.
+async fn onboarded(admin: &Admin, root: &str, name: &str, team: &str, agent: &str) -> String {
+    let tenant = admin.tenant(root, name).await;
+    let path = |rest: &str| format!("/admin/v1/tenants/{tenant}{rest}");
+    assert_eq!(admin.post(&path("/workspaces"), root, json!({"team_id": team})).await.status, 201);
+    let set = admin.put(&path("/agent"), root, json!({"url": agent, "signing_secret": AGENT_SECRET})).await;
+    assert_eq!(set.status, 200, "{set:?}");
+    assert_eq!(admin.put(&path("/retain-payloads"), root, json!({"enabled": true})).await.status, 200);
+    tenant
+}
+
+/// The event's status as the admin API reads it, once it is `status`.
+async fn until_status(admin: &Admin, root: &str, tenant: &str, event: &str, status: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let read = admin.get(&format!("/admin/v1/tenants/{tenant}/events/{event}"), root).await;
+        if read.status == 200 && read.body["status"] == status {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{event} never {status}: {read:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn text(browser: &Client, css: &str) -> String {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|_| panic!("{css} on the page"))
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn click(browser: &Client, css: &str) {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|_| panic!("{css} on the page"))
+        .click()
+        .await
+        .unwrap();
+}
+
+/// Signs `browser` in with `key` on the sign-in page, as a person types it.
+async fn sign_in(browser: &Client, base: &str, key: &str) {
+    browser.goto(&format!("{base}/console/sign-in")).await.unwrap();
+    browser.find(Locator::Id("key")).await.unwrap().send_keys(key).await.unwrap();
+    click(browser, "form button[type=submit]").await;
+}
+
+/// A page's path, once the browser has followed the redirects.
+async fn path(browser: &Client) -> String {
+    let url = browser.current_url().await.unwrap();
+    match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_in_the_audit() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    onboarded(&admin, &root, "Globex", "TGLOBEX", agent.url()).await;
+    let tenant = onboarded(&admin, &root, "Acme Support", "TSUPPORT", agent.url()).await;
+    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    // An event the agent fails.
+    agent.answer_with(500);
+    assert_eq!(post_event(&http_client(), &serving, "TSUPPORT", "EvConsoleFail").await, 200);
+    until_status(&admin, &root, &tenant, "EvConsoleFail", "failed").await;
+    agent.answer_with(200);
+
+    let driver = Chromedriver::start().await;
+    let browser = driver.browser("support").await;
+    sign_in(&browser, &admin.base, &root).await;
+    assert_eq!(path(&browser).await, "/console/tenants", "{}", browser.source().await.unwrap());
+
+    // Find the tenant by part of its name.
+    browser.find(Locator::Id("name")).await.unwrap().send_keys("support").await.unwrap();
+    click(&browser, "form[role=search] button").await;
+    let rows = browser.find_all(Locator::Css("tbody tr")).await.unwrap();
+    assert_eq!(rows.len(), 1, "only Acme Support matches");
+    browser.find(Locator::LinkText("Acme Support")).await.unwrap().click().await.unwrap();
+    assert_eq!(path(&browser).await, format!("/console/tenants/{tenant}"));
+    assert_eq!(text(&browser, "h1").await, "Acme Support");
+
+    // Pause its agent (the page asks first): the serving process answers 503 within 200 ms.
+    click(&browser, "#pause").await;
+    browser.accept_alert().await.unwrap();
+    assert!(text(&browser, ".notice").await.starts_with("Agent paused"));
+    let paused_at = tokio::time::Instant::now();
+    let mut n = 0;
+    while post_event(&http_client(), &serving, "TSUPPORT", &format!("EvConsolePaused{n}")).await != 503 {
+        n += 1;
+        assert!(paused_at.elapsed() < WAIT, "the pause never applied");
+    }
+    assert!(paused_at.elapsed() < Duration::from_millis(200), "applied after {:?}", paused_at.elapsed());
+    assert!(text(&browser, "#agent-state").await.contains("paused"));
+    click(&browser, "#resume").await;
+    assert_eq!(text(&browser, ".notice").await, "Agent resumed.");
+
+    // The failed event, its failure, and a replay of it, followed to the end.
+    browser.find(Locator::LinkText("Failed events")).await.unwrap().click().await.unwrap();
+    let failed = text(&browser, "tbody").await;
+    assert!(failed.contains("EvConsoleFail") && failed.contains("agent answered HTTP 500"), "{failed}");
+    browser.find(Locator::LinkText("EvConsoleFail")).await.unwrap().click().await.unwrap();
+    assert_eq!(text(&browser, "#event-status").await, "failed");
+    click(&browser, "#replay").await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while text(&browser, "#job-state").await != "finished" {
+        assert!(tokio::time::Instant::now() < deadline, "the replay job never finished");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        browser.refresh().await.unwrap();
+    }
+    assert!(text(&browser, "tbody").await.contains("sent"));
+    browser.find(Locator::LinkText("EvConsoleFail")).await.unwrap().click().await.unwrap();
+    assert_eq!(text(&browser, "#event-status").await, "handled");
+    assert_eq!(agent.count_for("EvConsoleFail"), 1, "accepted once: by the replay");
+
+    // All of it in the audit trail, by this key.
+    browser.goto(&format!("{}/console/audit?tenant={tenant}", admin.base)).await.unwrap();
+    let trail = text(&browser, "tbody").await;
+    for action in ["agent.pause", "agent.resume", "events.replay", "event.replay"] {
+        assert!(trail.contains(action), "{action} in {trail}");
+    }
+
+    // Signing out ends the session: the console asks for a sign-in again.
+    click(&browser, ".sign-out button").await;
+    browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
+    assert_eq!(path(&browser).await, "/console/sign-in");
+    browser.close().await.unwrap();
+    server.shutdown().await;
+}
+
+/// A key's id from its text (`dmk_<id>_<secret>`).
+fn key_id(key: &str) -> uuid::Uuid {
+    uuid::Uuid::parse_str(key.split('_').nth(1).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_write_read_only() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let own = onboarded(&admin, &root, "Customer Co", "TCUSTOMER", agent.url()).await;
+    let other = onboarded(&admin, &root, "Someone Else", "TELSE", agent.url()).await;
+    let portal = key(&db, Some(&own), true).await;
+    let made =
+        admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(&portal)), &root, json!({})).await;
+    assert_eq!(made.status, 201, "{made:?}");
+    assert_eq!(
+        (made.body["tenant_id"].as_str(), made.body["read_only"].as_bool()),
+        (Some(own.as_str()), Some(true))
+    );
+    let link = format!("{}{}", admin.base, made.body["path"].as_str().unwrap());
+    // A key for every tenant gets no link: whoever holds it signs in with it.
+    assert_eq!(
+        admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(&root)), &root, json!({})).await.status,
+        422
+    );
+
+    let driver = Chromedriver::start().await;
+    let (customer, second) = (driver.browser("customer").await, driver.browser("second").await);
+    customer.goto(&link).await.unwrap();
+    click(&customer, "form button[type=submit]").await;
+    assert_eq!(path(&customer).await, format!("/console/tenants/{own}"), "to its own tenant");
+    assert_eq!(text(&customer, "h1").await, "Customer Co");
+    let nav = text(&customer, "header nav").await;
+    assert!(nav.contains("My tenant") && !nav.contains("Keys") && !nav.contains("Tenants"), "{nav}");
+    // Read-only: no button that writes.
+    for form in ["/agent/pause", "/agent", "/retain-payloads", "/install-links", "/workspaces"] {
+        let found = customer.find_all(Locator::Css(&format!("form[action$='{form}']"))).await.unwrap();
+        assert!(found.is_empty(), "a read-only session sees no {form} form");
+    }
+
+    // Another tenant's pages, by editing the URL: 404, as a tenant that does not exist.
+    for page in [
+        format!("/console/tenants/{other}"),
+        format!("/console/tenants/{other}/events?state=failed"),
+        format!("/console/audit?tenant={other}"),
+    ] {
+        customer.goto(&format!("{}{page}", admin.base)).await.unwrap();
+        assert_eq!(text(&customer, "h1").await, "Not Found", "{page}");
+    }
+    customer.goto(&format!("{}/console/tenants", admin.base)).await.unwrap();
+    assert_eq!(path(&customer).await, format!("/console/tenants/{own}"));
+    customer.goto(&format!("{}/console/keys", admin.base)).await.unwrap();
+    assert_eq!(text(&customer, "h1").await, "Forbidden");
+
+    // The link is spent: a second browser is refused.
+    second.goto(&link).await.unwrap();
+    click(&second, "form button[type=submit]").await;
+    assert!(text(&second, ".problem").await.contains("not valid any more"));
+    second.goto(&format!("{}/console/tenants/{own}", admin.base)).await.unwrap();
+    assert_eq!(path(&second).await, "/console/sign-in");
+
+    // Writing with the session itself, its token and all, is refused: read-only.
+    let cookie = customer.get_named_cookie("doorman_console").await.unwrap();
+    assert_eq!(cookie.http_only(), Some(true));
+    assert_eq!(cookie.same_site().map(|s| s.to_string()), Some("Strict".to_owned()));
+    customer.goto(&format!("{}/console/tenants/{own}", admin.base)).await.unwrap();
+    let csrf =
+        customer.find(Locator::Css("input[name=csrf]")).await.unwrap().attr("value").await.unwrap().unwrap();
+    let pause = http_client()
+        .post(format!("{}/console/tenants/{own}/agent/pause", admin.base))
+        .header(header::COOKIE, format!("doorman_console={}", cookie.value()))
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pause.status(), 403);
+    let agent_doc = admin.get(&format!("/admin/v1/tenants/{own}/agent"), &root).await;
+    assert_eq!(agent_doc.body["paused"], false);
+    customer.close().await.unwrap();
+    second.close().await.unwrap();
+}
+
+/// A plain HTTP client holding a console session, as a browser would.
+struct Session {
+    base: String,
+    http: reqwest::Client,
+    cookie: String,
+}
+
+impl Session {
+    async fn sign_in(base: &str, key: &str) -> Self {
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let answer = http
+            .post(format!("{base}/console/sign-in"))
+            .header(header::ORIGIN, base)
+            .form(&[("key", key)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 303);
+        let set = answer.headers()[header::SET_COOKIE].to_str().unwrap().to_owned();
+        for attribute in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+            assert!(set.contains(attribute), "{attribute} in {set}");
+        }
+        let cookie = set.split(';').next().unwrap().to_owned();
+        Self { base: base.to_owned(), http, cookie }
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .header(header::COOKIE, &self.cookie)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn post(&self, path: &str, origin: Option<&str>, form: &[(&str, &str)]) -> reqwest::Response {
+        let mut request =
+            self.http.post(format!("{}{path}", self.base)).header(header::COOKIE, &self.cookie).form(form);
+        if let Some(origin) = origin {
+            request = request.header(header::ORIGIN, origin);
+        }
+        request.send().await.unwrap()
+    }
+
+    /// The form token on a page.
+    async fn csrf(&self, path: &str) -> String {
+        let page = self.get(path).await.text().await.unwrap();
+        let at = page.find("name=\"csrf\" value=\"").expect("a form token") + 19;
+        page[at..at + 64].to_owned()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_end_with_their_key_forms_need_this_origin_and_the_token_and_every_page_has_the_csp() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Acme", "TSESSION", agent.url()).await;
+    let support = key(&db, None, false).await;
+    let session = Session::sign_in(&admin.base, &support).await;
+
+    // The CSP (and its companions) on every page, the error pages and the sign-in pages too.
+    for page in [
+        "/console/tenants".to_owned(),
+        format!("/console/tenants/{tenant}"),
+        format!("/console/tenants/{tenant}/events?state=handled"),
+        format!("/console/tenants/{tenant}/replays"),
+        "/console/audit".to_owned(),
+        "/console/keys".to_owned(),
+        "/console/sign-in".to_owned(),
+        "/console/sign-in/not-a-link".to_owned(),
+        "/console/no-such-page".to_owned(),
+        format!("/console/tenants/{tenant}/events/EvNone"),
+    ] {
+        let answer = session.get(&page).await;
+        let headers = answer.headers();
+        assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CSP, "{page}");
+        assert_eq!(headers[header::X_FRAME_OPTIONS], "DENY", "{page}");
+        assert_eq!(headers[header::REFERRER_POLICY], "same-origin", "{page}");
+        assert_eq!(headers[header::CACHE_CONTROL], "no-store", "{page}");
+        assert!(headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/html"), "{page}");
+        assert!(!answer.text().await.unwrap().contains("<script>"), "{page}: no inline script");
+    }
+
+    // A form from another origin, or without the session's token, is refused; nothing changes.
+    let pause = format!("/console/tenants/{tenant}/agent/pause");
+    let csrf = session.csrf(&format!("/console/tenants/{tenant}")).await;
+    let evil = Some("https://evil.example");
+    assert_eq!(session.post(&pause, evil, &[("csrf", &csrf)]).await.status(), 403, "another origin");
+    assert_eq!(session.post(&pause, Some(&admin.base), &[]).await.status(), 403, "no token");
+    assert_eq!(session.post(&pause, Some(&admin.base), &[("csrf", &"0".repeat(64))]).await.status(), 403);
+    let agent_doc = admin.get(&format!("/admin/v1/tenants/{tenant}/agent"), &root).await;
+    assert_eq!(agent_doc.body["paused"], false, "no refused form changed anything");
+    let done = session.post(&pause, Some(&admin.base), &[("csrf", &csrf)]).await;
+    assert_eq!(
+        (done.status().as_u16(), done.headers()[header::LOCATION].to_str().unwrap()),
+        (303, &*format!("/console/tenants/{tenant}?done=paused"))
+    );
+    // Signing in from another origin is refused too (a login forced on someone's browser).
+    let forced = session
+        .http
+        .post(format!("{}/console/sign-in", admin.base))
+        .header(header::ORIGIN, "https://evil.example")
+        .form(&[("key", support.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forced.status(), 403);
+
+    // A wrong key signs nobody in, and is counted as the API counts it.
+    let wrong = session
+        .http
+        .post(format!("{}/console/sign-in", admin.base))
+        .form(&[("key", "dmk_nope")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    assert!(wrong.headers().get(header::SET_COOKIE).is_none());
+
+    // Revoking the key ends its session on the next request.
+    assert_eq!(session.get("/console/tenants").await.status(), 200);
+    let revoked = admin
+        .call(reqwest::Method::DELETE, &format!("/admin/v1/keys/{}", key_id(&support)), Some(&root), None)
+        .await;
+    assert_eq!(revoked.status, 204);
+    let after = session.get("/console/tenants").await;
+    assert_eq!(
+        (after.status().as_u16(), after.headers()[header::LOCATION].to_str().unwrap()),
+        (303, "/console/sign-in")
+    );
+
+    // Signing out ends a session for good, even with the cookie kept.
+    let other = Session::sign_in(&admin.base, &root).await;
+    let csrf = other.csrf("/console/tenants").await;
+    assert_eq!(other.post("/console/sign-out", Some(&admin.base), &[("csrf", &csrf)]).await.status(), 303);
+    assert_eq!(other.get("/console/tenants").await.status(), 303);
+    // Nothing of a session or a key is stored in clear.
+    let keys_page: Value = json!(admin.get("/admin/v1/keys", &root).await.body);
+    assert!(!keys_page.to_string().contains(other.cookie.split('=').nth(1).unwrap()));
+}
+
+/// axe-core's source (`just axe` installs it).
+fn axe_source() -> String {
+    let path = std::env::var("AXE_CORE").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/axe/node_modules/axe-core/axe.min.js").to_owned()
+    });
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("axe-core at {path} (run `just axe`, or set AXE_CORE)"))
+}
+
+/// The serious and critical violations axe-core finds on the browser's page, one line each.
+async fn violations(browser: &Client, axe: &str) -> Vec<String> {
+    browser
+        .execute(axe, vec![])
+        .await
+        .expect("axe-core loads (WebDriver scripts are not held to the page's CSP)");
+    let found = browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations), e => done(String(e)));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let Value::Array(found) = found else { panic!("axe failed: {found}") };
+    found
+        .iter()
+        .filter(|v| matches!(v["impact"].as_str(), Some("serious" | "critical")))
+        .map(|v| format!("{} ({}): {}", v["id"], v["impact"], v["nodes"][0]["html"]))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_console_page_has_no_serious_or_critical_accessibility_violation() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    onboarded(&admin, &root, "Globex", "TGLOBEXA11Y", agent.url()).await;
+    let tenant = onboarded(&admin, &root, "Acme", "TA11Y", agent.url()).await;
+    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    agent.answer_with(500);
+    assert_eq!(post_event(&http_client(), &serving, "TA11Y", "EvA11yFailed").await, 200);
+    until_status(&admin, &root, &tenant, "EvA11yFailed", "failed").await;
+    agent.answer_with(200);
+    assert_eq!(post_event(&http_client(), &serving, "TA11Y", "EvA11yHandled").await, 200);
+    until_status(&admin, &root, &tenant, "EvA11yHandled", "handled").await;
+    let replay =
+        admin.post(&format!("/admin/v1/tenants/{tenant}/events/EvA11yFailed/replay"), &root, json!({})).await;
+    let job = replay.body["id"].as_str().unwrap().to_owned();
+    until_status(&admin, &root, &tenant, "EvA11yFailed", "handled").await;
+    let portal = key(&db, Some(&tenant), true).await;
+    admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(&portal)), &root, json!({})).await;
+
+    let axe = axe_source();
+    let shots = std::env::var_os("CONSOLE_SCREENSHOTS").map(std::path::PathBuf::from);
+    let driver = Chromedriver::start().await;
+    let browser = driver.browser("a11y").await;
+    browser.set_window_size(1280, 900).await.unwrap();
+    browser.goto(&format!("{}/console/sign-in", admin.base)).await.unwrap();
+    let mut found = Vec::new();
+    let mut check = async |name: &str| {
+        for problem in violations(&browser, &axe).await {
+            found.push(format!("{name}: {problem}"));
+        }
+        if let Some(dir) = &shots {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join(format!("{name}.png")), browser.screenshot().await.unwrap()).unwrap();
+        }
+    };
+    check("sign-in").await;
+    sign_in(&browser, &admin.base, &root).await;
+    let pages = [
+        ("tenants", "/console/tenants".to_owned()),
+        ("tenant", format!("/console/tenants/{tenant}")),
+        ("events", format!("/console/tenants/{tenant}/events?state=handled")),
+        ("event", format!("/console/tenants/{tenant}/events/EvA11yFailed")),
+        ("replay-jobs", format!("/console/tenants/{tenant}/replays")),
+        ("replay-job", format!("/console/tenants/{tenant}/replays/{job}")),
+        ("audit", "/console/audit".to_owned()),
+        ("keys", "/console/keys".to_owned()),
+        ("not-found", "/console/tenants/00000000-0000-4000-8000-000000000000".to_owned()),
+    ];
+    for (name, page) in &pages {
+        browser.goto(&format!("{}{page}", admin.base)).await.unwrap();
+        check(name).await;
+    }
+    // At phone width too.
+    browser.set_window_size(390, 844).await.unwrap();
+    browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
+    check("tenant-phone").await;
+    assert!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
+    browser.close().await.unwrap();
+    server.shutdown().await;
+}

@@ -1,0 +1,2 @@
+DROP TABLE console_sign_in_links;
+DROP TABLE console_sessions;
