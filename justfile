@@ -462,6 +462,13 @@ axe:
 console-screenshots: postgres browser axe
     CONSOLE_SCREENSHOTS="$PWD/docs/console" cargo test --locked -p doorman-app --test e2e console::every_console_page -- --nocapture
 
+# Every console page's median and slowest time (21 fetches each, signed in) on a bench database
+# of 100,000 receipts, with a release `doorman admin serve` (deploy/console/page-times.sh).
+# Time the console's pages on a bench database.
+bench-console ROUNDS="21": postgres
+    cargo build --release --locked -p doorman-app
+    bash deploy/console/page-times.sh {{ROUNDS}}
+
 # The Citus tests start their own coordinator and workers from the machine's PostgreSQL 15; this
 # builds the extension into it from the vendored source (deploy/citus, a few minutes on two
 # cores, needs root for apt-get and make install) and does nothing when it is already there.

@@ -84,6 +84,16 @@ pub enum AdminCommand {
     },
     /// Print the admin API's OpenAPI 3.1 document (also served at /admin/v1/openapi.json).
     Openapi,
+    /// Delete console sessions that ended or expired and sign-in links spent or expired, in
+    /// bounded batches (run it daily, beside `receipts prune`).
+    PruneSessions {
+        #[arg(long, default_value_t = 1000)]
+        batch: u32,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -699,6 +699,8 @@ pub mod words {
         ReceiptsPrune,
         #[serde(rename = "install_states.prune")]
         InstallStatesPrune,
+        #[serde(rename = "console_sessions.prune")]
+        ConsoleSessionsPrune,
     }
 
     #[cfg(test)]

@@ -249,6 +249,31 @@ impl PgMaintenance {
         }
     }
 
+    /// Deletes console sessions that ended or expired and sign-in links spent or expired
+    /// (neither can sign anyone in again), `batch` rows per statement.
+    pub async fn prune_console_sessions(&mut self, batch: NonZeroU32) -> Result<u64, StorageError> {
+        let mut total = 0;
+        for statement in [
+            "DELETE FROM console_sessions WHERE id_hash IN ( \
+               SELECT id_hash FROM console_sessions WHERE ended_at IS NOT NULL OR expires_at <= now() LIMIT $1)",
+            "DELETE FROM console_sign_in_links WHERE token_hash IN ( \
+               SELECT token_hash FROM console_sign_in_links WHERE used_at IS NOT NULL OR expires_at <= now() LIMIT $1)",
+        ] {
+            loop {
+                let deleted = diesel::sql_query(statement)
+                    .bind::<BigInt, _>(i64::from(batch.get()))
+                    .execute(&mut self.conn)
+                    .await
+                    .map_err(from_diesel)?;
+                total += deleted as u64;
+                if deleted < batch.get() as usize {
+                    break;
+                }
+            }
+        }
+        Ok(total)
+    }
+
     /// Deletes every tenant's receipts claimed before `expired_before`, tenant by tenant and
     /// at most `batch` rows per statement (each its own short transaction), with the same
     /// bounded prune a completed dispatch runs; then whatever deleted tenants left (an

@@ -117,3 +117,24 @@ async fn a_sign_in_link_signs_in_once_before_it_expires_and_only_while_its_key_i
     assert_eq!(f.link(key, tenant, Duration::minutes(15)).await, None, "no link for a revoked key");
     assert_eq!(f.link(KeyId::generate(), tenant, Duration::minutes(15)).await, None, "nor for no key");
 }
+
+#[tokio::test]
+async fn pruning_deletes_what_can_sign_nobody_in_and_keeps_the_rest() {
+    let f = Fixture::new().await;
+    let tenant = f.db.operator().create_tenant("Acme").await;
+    let key = f.key(Some(tenant)).await;
+    let live = f.sessions.open(key, Utc::now() + Duration::hours(8)).await.unwrap();
+    let ended = f.sessions.open(key, Utc::now() + Duration::hours(8)).await.unwrap();
+    f.sessions.end(ended.expose()).await.unwrap();
+    f.sessions.open(key, Utc::now() - Duration::seconds(1)).await.unwrap();
+    let fresh = f.link(key, tenant, Duration::minutes(15)).await.unwrap();
+    let spent = f.link(key, tenant, Duration::minutes(15)).await.unwrap();
+    f.sessions.spend_link(&spent).await.unwrap();
+    f.link(key, tenant, Duration::seconds(-1)).await.unwrap();
+
+    let batch = std::num::NonZeroU32::new(1).unwrap();
+    assert_eq!(f.db.maintenance().await.prune_console_sessions(batch).await.unwrap(), 4);
+    assert!(f.sessions.resolve(live.expose()).await.unwrap().is_some(), "a live session stays");
+    assert_eq!(f.sessions.spend_link(&fresh).await.unwrap(), Some(key), "an unspent link stays");
+    assert_eq!(f.db.maintenance().await.prune_console_sessions(batch).await.unwrap(), 1, "now spent");
+}

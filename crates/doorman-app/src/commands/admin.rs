@@ -1,9 +1,9 @@
 //! `doorman admin …`: serve the admin API, manage its keys, read the audit trail.
 
 use anyhow::Context;
-use doorman_domain::{AuditCursor, KeyId, KeyName, KeyScope, PageLimit, PageRequest};
+use doorman_domain::{AuditAction, AuditCursor, KeyId, KeyName, KeyScope, PageLimit, PageRequest};
 
-use super::context::{Cli, Needs, explain, tenant_id};
+use super::context::{Cli, Needs, explain, maintenance, tenant_id};
 use super::output;
 use crate::cli::{AdminCommand, ApiKeysCommand};
 use crate::config::AdminConfig;
@@ -23,6 +23,27 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::Keys(command) => keys(command).await,
         AdminCommand::Openapi => {
             output::text(&admin_api::openapi::document());
+            Ok(())
+        }
+        AdminCommand::PruneSessions { batch, json, db } => {
+            let batch = std::num::NonZeroU32::new(batch).context("--batch must be at least 1")?;
+            let mut maintenance = maintenance(&db).await?;
+            let cli = Cli::owner(&db, Needs::default());
+            let run = maintenance.prune_console_sessions(batch);
+            let deleted = cli
+                .operator
+                .maintain(&cli.caller, AuditAction::ConsoleSessionsPrune, run, |deleted| {
+                    format!("deleted {deleted}")
+                })
+                .await
+                .map_err(explain)?;
+            if json {
+                output::json(&serde_json::json!({ "deleted": deleted }));
+            } else {
+                output::line(&format!(
+                    "deleted {deleted} ended or expired console sessions and sign-in links"
+                ));
+            }
             Ok(())
         }
         AdminCommand::Audit { tenant, limit, json, db } => {

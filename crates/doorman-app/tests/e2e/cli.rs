@@ -189,6 +189,7 @@ async fn every_audited_action_is_read_back_from_the_trail() {
     ok(&doorman(url, &["secrets", "rotate"]));
     ok(&doorman(url, &["receipts", "prune"]));
     ok(&doorman(url, &["slack", "prune-states"]));
+    ok(&doorman(url, &["admin", "prune-sessions"]));
     let refused = doorman(url, &["tenant", "delete", "--tenant", t]);
     assert!(
         !refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("--yes"),

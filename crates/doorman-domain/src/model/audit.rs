@@ -34,11 +34,13 @@ pub enum AuditAction {
     SecretsRotate,
     ReceiptsPrune,
     InstallStatesPrune,
+    /// Ended or expired console sessions, and spent or expired sign-in links, deleted.
+    ConsoleSessionsPrune,
 }
 
 impl AuditAction {
     /// Every action, for what must cover them all (a test reads each one back).
-    pub const ALL: [Self; 20] = [
+    pub const ALL: [Self; 21] = [
         Self::TenantCreate,
         Self::TenantRename,
         Self::TenantRetainPayloads,
@@ -59,6 +61,7 @@ impl AuditAction {
         Self::SecretsRotate,
         Self::ReceiptsPrune,
         Self::InstallStatesPrune,
+        Self::ConsoleSessionsPrune,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -83,6 +86,7 @@ impl AuditAction {
             Self::SecretsRotate => "secrets.rotate",
             Self::ReceiptsPrune => "receipts.prune",
             Self::InstallStatesPrune => "install_states.prune",
+            Self::ConsoleSessionsPrune => "console_sessions.prune",
         }
     }
 }
@@ -180,6 +184,7 @@ mod tests {
             (SecretsRotate, "secrets.rotate"),
             (ReceiptsPrune, "receipts.prune"),
             (InstallStatesPrune, "install_states.prune"),
+            (ConsoleSessionsPrune, "console_sessions.prune"),
         ];
         for (action, word) in words {
             assert_eq!(action.as_str(), word);
@@ -218,6 +223,7 @@ mod tests {
                 SecretsRotate => 17,
                 ReceiptsPrune => 18,
                 InstallStatesPrune => 19,
+                ConsoleSessionsPrune => 20,
             }
         }
         for (i, action) in AuditAction::ALL.into_iter().enumerate() {

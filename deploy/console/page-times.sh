@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Times every console page on a bench database: 100,000 receipts (90,000 of one tenant, in
+# every state; 10,000 of another), a replay job, an audit trail, keys. A release
+# `doorman admin serve` logged in as a doorman_admin member; each page fetched ROUNDS times (21)
+# after one warm-up, signed in as a support key; prints the median and the slowest, in ms.
+# Usage: deploy/console/page-times.sh [ROUNDS]   (`just bench-console` builds the binary first)
+set -euo pipefail
+rounds="${1:-21}"
+doorman="${DOORMAN:-target/release/doorman}"
+server="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+server="${server%/*}"
+name="doorman_console_bench_$$"
+export DATABASE_URL="$server/$name"
+export DOORMAN_ENCRYPTION_KEYS="bench:$(head -c 32 /dev/urandom | base64 -w0)"
+export DOORMAN_AGENT_ALLOW_PRIVATE=true RUST_LOG=warn
+work=$(mktemp -d)
+cleanup() {
+    [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+    psql -qX "$server/postgres" -c "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null 2>&1 || true
+    psql -qX "$server/postgres" -c "DROP ROLE IF EXISTS console_bench_admin" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+psql -qX "$server/postgres" -c "CREATE DATABASE \"$name\""
+"$doorman" migrate >/dev/null 2>&1
+psql -qX "$server/postgres" -c "DROP ROLE IF EXISTS console_bench_admin" -c "CREATE ROLE console_bench_admin LOGIN NOINHERIT; GRANT doorman_admin TO console_bench_admin" >/dev/null
+key=$("$doorman" admin keys create --name bench-support 2>/dev/null)
+tenants=()
+for n in 1 2; do
+    t=$("$doorman" tenant add --name "Bench $n" 2>/dev/null)
+    "$doorman" workspace link --tenant "$t" --team-id "TBENCH$n" >/dev/null 2>&1
+    DOORMAN_AGENT_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw "$doorman" agent set --tenant "$t" --url http://127.0.0.1:9/agent >/dev/null 2>&1
+    tenants+=("$t")
+done
+t="${tenants[0]}"
+# 90,000 receipts for the measured tenant (1 in 10 failed, 1 in 1,000 unfinished), 10,000 for the other.
+psql -qX "$DATABASE_URL" <<SQL
+INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at, handled_at, failure_reason, failed_at)
+SELECT CASE WHEN g <= 90000 THEN '$t'::uuid ELSE '${tenants[1]}'::uuid END, 'slack', 'EvBench' || g,
+       CASE WHEN g % 3 = 0 THEN 'message' ELSE 'app_mention' END, 0,
+       now() - g * interval '6 seconds',
+       CASE WHEN g % 10 <> 0 AND g % 1000 <> 1 THEN now() - g * interval '6 seconds' + interval '40 ms' END,
+       CASE WHEN g % 10 = 0 THEN 'agent answered HTTP 500' END,
+       CASE WHEN g % 10 = 0 THEN now() - g * interval '6 seconds' + interval '40 ms' END
+FROM generate_series(1, 100000) AS g;
+ANALYZE;
+SQL
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+base="http://127.0.0.1:$port"
+DATABASE_URL="${server/\/\/postgres@//console_bench_admin@}/$name" \
+    "$doorman" admin serve --bind "127.0.0.1:$port" --metrics-bind 127.0.0.1:0 >"$work/admin.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do curl -fsS "$base/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+# A replay job of ten failed events, so the job pages have something to show.
+curl -fsS -X POST -H "Authorization: Bearer $key" -H 'content-type: application/json' \
+    -d "{\"failed_since\": \"$(date -u -d '-2 minutes' +%Y-%m-%dT%H:%M:%SZ)\"}" \
+    "$base/admin/v1/tenants/$t/replays" >"$work/job.json"
+job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/job.json")
+curl -fsS -o /dev/null -c "$work/jar" -H "Origin: $base" --data-urlencode "key=$key" "$base/console/sign-in"
+since=$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M)
+pages=(
+    "/console/tenants"
+    "/console/tenants?name=bench"
+    "/console/tenants/$t"
+    "/console/tenants/$t/events?state=handled"
+    "/console/tenants/$t/events?state=failed"
+    "/console/tenants/$t/events?state=in_flight"
+    "/console/tenants/$t/events?state=stranded"
+    "/console/tenants/$t/events?state=handled&type=message&since=$since"
+    "/console/tenants/$t/events/EvBench10"
+    "/console/tenants/$t/replays"
+    "/console/tenants/$t/replays/$job"
+    "/console/audit"
+    "/console/audit?tenant=$t"
+    "/console/keys"
+)
+printf '%-72s %8s %8s %6s\n' page "median" "max" status
+for page in "${pages[@]}"; do
+    curl -s -o /dev/null -b "$work/jar" "$base$page"   # warm-up
+    times=()
+    status=""
+    for _ in $(seq 1 "$rounds"); do
+        out=$(curl -s -o /dev/null -b "$work/jar" -w '%{http_code} %{time_total}' "$base$page")
+        status="${out% *}"
+        times+=("${out#* }")
+    done
+    sorted=$(printf '%s\n' "${times[@]}" | sort -n)
+    median=$(echo "$sorted" | sed -n "$(( (rounds + 1) / 2 ))p")
+    max=$(echo "$sorted" | tail -n1)
+    awk -v p="${page//$t/\{tenant\}}" -v m="$median" -v x="$max" -v s="$status" 'BEGIN { printf "%-72s %8.1f %8.1f %6s\n", p, m * 1000, x * 1000, s }'
+done
