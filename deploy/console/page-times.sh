@@ -47,10 +47,11 @@ ANALYZE;
 SQL
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
-DATABASE_URL="${server/\/\/postgres@//console_bench_admin@}/$name" \
+DATABASE_URL="${server/postgres@/console_bench_admin@}/$name" \
     "$doorman" admin serve --bind "127.0.0.1:$port" --metrics-bind 127.0.0.1:0 >"$work/admin.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do curl -fsS "$base/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fsS "$base/readyz" >/dev/null || { echo "doorman admin serve did not start:" >&2; cat "$work/admin.log" >&2; exit 1; }
 # A replay job of ten failed events, so the job pages have something to show.
 curl -fsS -X POST -H "Authorization: Bearer $key" -H 'content-type: application/json' \
     -d "{\"failed_since\": \"$(date -u -d '-2 minutes' +%Y-%m-%dT%H:%M:%SZ)\"}" \

@@ -1,10 +1,10 @@
 //! `/admin/v1/keys`: admin API keys made, listed and revoked over HTTP, by a key for every
 //! tenant that is not read-only (the command line's `doorman admin keys` does the same).
 
-use actix_web::http::header;
+use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, web};
 use chrono::Utc;
-use doorman_domain::{KeyId, KeyName, KeyScope, TenantId};
+use doorman_domain::{KeyId, KeyName, KeyScope, OperatorError, TenantId};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -130,7 +130,8 @@ pub async fn get(
 /// A one-time sign-in link to the operator console for a key scoped to one tenant (a
 /// customer's portal): the browser that opens it gets a session acting as the key, which ends
 /// when the key is revoked. Good for one sign-in within 15 minutes; shown once. Only a key for
-/// every tenant, and not read-only, makes one; a key for every tenant gets none (422).
+/// every tenant, and not read-only, makes one; a key for every tenant gets none (409: the
+/// request is well formed, the key is of the wrong kind).
 #[utoipa::path(
     post,
     path = "/admin/v1/keys/{key_id}/sign-in-links",
@@ -140,7 +141,7 @@ pub async fn get(
     responses(
         (status = 201, description = "The link, shown once", body = SignInLinkDoc),
         ChangeRefusals,
-        (status = 422, description = "The key is for every tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The key is for every tenant (`key-for-every-tenant`): its holder signs in with the key", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -150,11 +151,13 @@ pub async fn sign_in_link(
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = key_path(&path)?;
-    let link = state
-        .operator
-        .create_sign_in_link(&caller.0, id)
-        .await
-        .map_err(|e| ApiError::from_operator(e, Some("key_id")))?;
+    let link = match state.operator.create_sign_in_link(&caller.0, id).await {
+        Ok(link) => link,
+        Err(OperatorError::Refused { what: "key", reason }) => {
+            return Err(ApiError::new(StatusCode::CONFLICT, "key-for-every-tenant", reason));
+        }
+        Err(other) => return Err(other.into()),
+    };
     Ok(HttpResponse::Created().json(SignInLinkDoc::new(&link, state.console_url.as_ref())))
 }
 

@@ -181,7 +181,7 @@ async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_wr
     // A key for every tenant gets no link: whoever holds it signs in with it.
     assert_eq!(
         admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(&root)), &root, json!({})).await.status,
-        422
+        409
     );
 
     let driver = Chromedriver::start().await;
