@@ -42,24 +42,35 @@ async fn until_status(admin: &Admin, root: &str, tenant: &str, event: &str, stat
     }
 }
 
-async fn text(browser: &Client, css: &str) -> String {
+/// The element, once the page has it (a click's navigation may still be under way).
+async fn find(browser: &Client, css: &str) -> fantoccini::elements::Element {
     browser
-        .find(Locator::Css(css))
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(css))
         .await
         .unwrap_or_else(|_| panic!("{css} on the page"))
-        .text()
-        .await
-        .unwrap()
+}
+
+/// Waits until the browser is at `expected` (path and query), after a click or a form.
+async fn arrive(browser: &Client, expected: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let now = path(browser).await;
+        if now == expected {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "at {now}, not {expected}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn text(browser: &Client, css: &str) -> String {
+    find(browser, css).await.text().await.unwrap()
 }
 
 async fn click(browser: &Client, css: &str) {
-    browser
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|_| panic!("{css} on the page"))
-        .click()
-        .await
-        .unwrap();
+    find(browser, css).await.click().await.unwrap();
 }
 
 /// Signs `browser` in with `key` on the sign-in page, as a person types it.
@@ -97,20 +108,22 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     let driver = Chromedriver::start().await;
     let browser = driver.browser("support").await;
     sign_in(&browser, &admin.base, &root).await;
-    assert_eq!(path(&browser).await, "/console/tenants", "{}", browser.source().await.unwrap());
+    arrive(&browser, "/console/tenants").await;
 
     // Find the tenant by part of its name.
     browser.find(Locator::Id("name")).await.unwrap().send_keys("support").await.unwrap();
     click(&browser, "form[role=search] button").await;
+    arrive(&browser, "/console/tenants?name=support").await;
     let rows = browser.find_all(Locator::Css("tbody tr")).await.unwrap();
     assert_eq!(rows.len(), 1, "only Acme Support matches");
     browser.find(Locator::LinkText("Acme Support")).await.unwrap().click().await.unwrap();
-    assert_eq!(path(&browser).await, format!("/console/tenants/{tenant}"));
+    arrive(&browser, &format!("/console/tenants/{tenant}")).await;
     assert_eq!(text(&browser, "h1").await, "Acme Support");
 
     // Pause its agent (the page asks first): the serving process answers 503 within 200 ms.
     click(&browser, "#pause").await;
     browser.accept_alert().await.unwrap();
+    arrive(&browser, &format!("/console/tenants/{tenant}?done=paused")).await;
     assert!(text(&browser, ".notice").await.starts_with("Agent paused"));
     let paused_at = tokio::time::Instant::now();
     let mut n = 0;
@@ -121,13 +134,16 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     assert!(paused_at.elapsed() < Duration::from_millis(200), "applied after {:?}", paused_at.elapsed());
     assert!(text(&browser, "#agent-state").await.contains("paused"));
     click(&browser, "#resume").await;
+    arrive(&browser, &format!("/console/tenants/{tenant}?done=resumed")).await;
     assert_eq!(text(&browser, ".notice").await, "Agent resumed.");
 
     // The failed event, its failure, and a replay of it, followed to the end.
     browser.find(Locator::LinkText("Failed events")).await.unwrap().click().await.unwrap();
+    arrive(&browser, &format!("/console/tenants/{tenant}/events?state=failed")).await;
     let failed = text(&browser, "tbody").await;
     assert!(failed.contains("EvConsoleFail") && failed.contains("agent answered HTTP 500"), "{failed}");
     browser.find(Locator::LinkText("EvConsoleFail")).await.unwrap().click().await.unwrap();
+    arrive(&browser, &format!("/console/tenants/{tenant}/events/EvConsoleFail")).await;
     assert_eq!(text(&browser, "#event-status").await, "failed");
     click(&browser, "#replay").await;
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -138,6 +154,7 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     }
     assert!(text(&browser, "tbody").await.contains("sent"));
     browser.find(Locator::LinkText("EvConsoleFail")).await.unwrap().click().await.unwrap();
+    arrive(&browser, &format!("/console/tenants/{tenant}/events/EvConsoleFail")).await;
     assert_eq!(text(&browser, "#event-status").await, "handled");
     assert_eq!(agent.count_for("EvConsoleFail"), 1, "accepted once: by the replay");
 
@@ -150,8 +167,9 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
 
     // Signing out ends the session: the console asks for a sign-in again.
     click(&browser, ".sign-out button").await;
+    arrive(&browser, "/console/sign-in").await;
     browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
-    assert_eq!(path(&browser).await, "/console/sign-in");
+    arrive(&browser, "/console/sign-in").await;
     browser.close().await.unwrap();
     server.shutdown().await;
 }
@@ -188,7 +206,7 @@ async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_wr
     let (customer, second) = (driver.browser("customer").await, driver.browser("second").await);
     customer.goto(&link).await.unwrap();
     click(&customer, "form button[type=submit]").await;
-    assert_eq!(path(&customer).await, format!("/console/tenants/{own}"), "to its own tenant");
+    arrive(&customer, &format!("/console/tenants/{own}")).await;
     assert_eq!(text(&customer, "h1").await, "Customer Co");
     let nav = text(&customer, "header nav").await;
     assert!(nav.contains("My tenant") && !nav.contains("Keys") && !nav.contains("Tenants"), "{nav}");
@@ -208,7 +226,7 @@ async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_wr
         assert_eq!(text(&customer, "h1").await, "Not Found", "{page}");
     }
     customer.goto(&format!("{}/console/tenants", admin.base)).await.unwrap();
-    assert_eq!(path(&customer).await, format!("/console/tenants/{own}"));
+    arrive(&customer, &format!("/console/tenants/{own}")).await;
     customer.goto(&format!("{}/console/keys", admin.base)).await.unwrap();
     assert_eq!(text(&customer, "h1").await, "Forbidden");
 
@@ -217,7 +235,7 @@ async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_wr
     click(&second, "form button[type=submit]").await;
     assert!(text(&second, ".problem").await.contains("not valid any more"));
     second.goto(&format!("{}/console/tenants/{own}", admin.base)).await.unwrap();
-    assert_eq!(path(&second).await, "/console/sign-in");
+    arrive(&second, "/console/sign-in").await;
 
     // Writing with the session itself, its token and all, is refused: read-only.
     let cookie = customer.get_named_cookie("doorman_console").await.unwrap();
