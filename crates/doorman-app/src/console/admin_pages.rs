@@ -53,13 +53,9 @@ pub async fn audit(request: HttpRequest, state: web::Data<AdminState>) -> Result
     let tenant: Option<TenantId> = asked.as_deref().map(tenant_path).transpose()?;
     let page = query.page::<AuditCursor>()?;
     let listed = state.operator.audit(&session.caller, tenant, &page).await?;
-    let next = listed.next.map(|cursor| {
-        let mut next = form_urlencoded::Serializer::new(String::new());
-        if let Some(tenant) = &asked {
-            next.append_pair("tenant", tenant);
-        }
-        next.append_pair("cursor", &doorman_domain::Cursor::encode(&cursor)).finish()
-    });
+    let next = listed
+        .next
+        .map(|cursor| page::next_page(&[("tenant", asked.as_deref().unwrap_or_default())], &cursor));
     page::ok(&AuditPage {
         chrome: session.chrome(&request),
         tenant: asked.unwrap_or_default(),

@@ -81,16 +81,8 @@ pub async fn list(
     };
     let page = query.page::<EventCursor>()?;
     let listed = state.operator.events(&session.caller, Some(tenant), which, filter, &page).await?;
-    let next = listed.next.map(|cursor| {
-        let mut next = form_urlencoded::Serializer::new(String::new());
-        next.append_pair("state", which.as_str());
-        for (name, value) in [("since", &since), ("until", &until), ("type", &kind)] {
-            if !value.is_empty() {
-                next.append_pair(name, value);
-            }
-        }
-        next.append_pair("cursor", &doorman_domain::Cursor::encode(&cursor)).finish()
-    });
+    let filters = [("state", which.as_str()), ("since", &since), ("until", &until), ("type", &kind)];
+    let next = listed.next.map(|cursor| page::next_page(&filters, &cursor));
     page::ok(&EventsPage {
         chrome: session.chrome(&request),
         tenant: TenantDoc::from(record),
@@ -196,7 +188,7 @@ pub async fn jobs(
     let record = state.operator.tenant(&session.caller, tenant).await?;
     let page = Query::of(&request).page::<JobCursor>()?;
     let listed = state.operator.replay_jobs(&session.caller, tenant, &page).await?;
-    let next = listed.next.map(|cursor| format!("cursor={}", doorman_domain::Cursor::encode(&cursor)));
+    let next = listed.next.map(|cursor| page::next_page(&[], &cursor));
     page::ok(&JobsPage {
         chrome: session.chrome(&request),
         tenant: TenantDoc::from(record),

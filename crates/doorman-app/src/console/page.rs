@@ -61,6 +61,15 @@ pub fn notice(done: Option<&str>) -> Option<&'static str> {
     })
 }
 
+/// The query string of a listing's next page: its filters that are set, then the cursor.
+pub fn next_page(filters: &[(&str, &str)], cursor: &impl doorman_domain::Cursor) -> String {
+    let mut next = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in filters.iter().filter(|(_, value)| !value.is_empty()) {
+        next.append_pair(name, value);
+    }
+    next.append_pair("cursor", &cursor.encode()).finish()
+}
+
 /// An instant as pages show it.
 pub fn when(at: impl Borrow<DateTime<Utc>>) -> String {
     at.borrow().format("%Y-%m-%d %H:%M:%S UTC").to_string()
@@ -69,4 +78,20 @@ pub fn when(at: impl Borrow<DateTime<Utc>>) -> String {
 /// An optional instant, or a dash.
 pub fn maybe(at: impl Borrow<Option<DateTime<Utc>>>) -> String {
     at.borrow().as_ref().map(when).unwrap_or_else(|| "—".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use doorman_domain::{Cursor, TenantCursor};
+
+    use super::*;
+
+    #[test]
+    fn a_next_page_keeps_the_filters_that_are_set_encoded_and_then_the_cursor() {
+        let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let cursor = TenantCursor::from_position(at, "7b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11").unwrap();
+        let next = next_page(&[("name", "a&b c"), ("since", "")], &cursor);
+        assert_eq!(next, format!("name=a%26b+c&cursor={}", cursor.encode()));
+        assert_eq!(next_page(&[], &cursor), format!("cursor={}", cursor.encode()));
+    }
 }

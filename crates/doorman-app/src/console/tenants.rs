@@ -61,13 +61,7 @@ pub async fn list(request: HttpRequest, state: web::Data<AdminState>) -> Result<
     };
     let page = query.page::<TenantCursor>()?;
     let listed = state.operator.tenants(&session.caller, name.as_ref(), &page).await?;
-    let next = listed.next.map(|cursor| {
-        let mut next = form_urlencoded::Serializer::new(String::new());
-        if !search.is_empty() {
-            next.append_pair("name", &search);
-        }
-        next.append_pair("cursor", &doorman_domain::Cursor::encode(&cursor)).finish()
-    });
+    let next = listed.next.map(|cursor| page::next_page(&[("name", &search)], &cursor));
     page::ok(&TenantsPage {
         chrome: session.chrome(&request),
         search,
@@ -200,9 +194,7 @@ pub async fn pause_agent(
     body: web::Bytes,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let (session, tenant, _) = tenant_form(&request, &state, &path, &body).await?;
-    state.operator.pause_agent(&session.caller, tenant, true).await?;
-    Ok(back(tenant, "paused"))
+    set_paused(&request, &path, &body, &state, true).await
 }
 
 pub async fn resume_agent(
@@ -211,9 +203,19 @@ pub async fn resume_agent(
     body: web::Bytes,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let (session, tenant, _) = tenant_form(&request, &state, &path, &body).await?;
-    state.operator.pause_agent(&session.caller, tenant, false).await?;
-    Ok(back(tenant, "resumed"))
+    set_paused(&request, &path, &body, &state, false).await
+}
+
+async fn set_paused(
+    request: &HttpRequest,
+    id: &str,
+    body: &[u8],
+    state: &AdminState,
+    paused: bool,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, _) = tenant_form(request, state, id, body).await?;
+    state.operator.pause_agent(&session.caller, tenant, paused).await?;
+    Ok(back(tenant, if paused { "paused" } else { "resumed" }))
 }
 
 /// `enabled=on|off`.
