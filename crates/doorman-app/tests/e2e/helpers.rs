@@ -287,18 +287,37 @@ impl TestApp {
 
     /// Directory change notices the server has applied (`doorman_directory_notices_total`).
     pub async fn directory_notices(&self) -> u64 {
-        metric_value(&self.http, &self.metrics_base, "doorman_directory_notices_total").await
+        directory_notices(&self.http, &self.metrics_base).await
     }
 
-    /// Waits until the server has applied a directory notice since `before`: what its
-    /// directory remembers from then on was read after the change that sent it. A change is
-    /// heard within milliseconds, so the delivery right after one may still see the old answer.
+    /// [`wait_for_directory_notice_since`] for this server.
     pub async fn wait_for_directory_notice_since(&self, before: u64) {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        while self.directory_notices().await <= before {
-            assert!(tokio::time::Instant::now() < deadline, "no directory notice after {WAIT:?}");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        wait_for_directory_notice_since(&self.http, &self.metrics_base, before).await;
+    }
+}
+
+/// Directory change notices the server whose metrics answer at `metrics_base` has applied
+/// (`doorman_directory_notices_total`), once its listener has subscribed (a change made
+/// before that is announced to nobody, and the directory reads it from the database).
+pub async fn directory_notices(http: &reqwest::Client, metrics_base: &str) -> u64 {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while metric_value(http, metrics_base, "doorman_directory_listening").await != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "the directory listener never subscribed");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    metric_value(http, metrics_base, "doorman_directory_notices_total").await
+}
+
+/// Waits until that server has applied a directory notice since `before`: what its directory
+/// remembers from then on was read after the change that sent it, so the next delivery sees
+/// the change. A change is heard within milliseconds, so the delivery right after one may
+/// still see the old answer; how long it took is the machine's speed, not the feature's, and
+/// is not asserted.
+pub async fn wait_for_directory_notice_since(http: &reqwest::Client, metrics_base: &str, before: u64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while directory_notices(http, metrics_base).await <= before {
+        assert!(tokio::time::Instant::now() < deadline, "no directory notice after {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -461,18 +480,47 @@ pub fn signature_headers(body: &[u8]) -> String {
 
 /// Posts a signed Events API delivery for `team` to a server at `base`; returns the status.
 pub async fn post_event(http: &reqwest::Client, base: &str, team: &str, event_id: &str) -> u16 {
+    post_event_attempt(http, base, team, event_id, 0).await
+}
+
+/// The same as Slack's `attempt`th re-send of it (`X-Slack-Retry-Num`, outside the signature;
+/// 0: the first delivery, without the header).
+pub async fn post_event_attempt(
+    http: &reqwest::Client,
+    base: &str,
+    team: &str,
+    event_id: &str,
+    attempt: u32,
+) -> u16 {
     let body = event_body(team, event_id);
     let now = Utc::now().timestamp();
-    http.post(format!("{base}/slack/events"))
+    let mut request = http
+        .post(format!("{base}/slack/events"))
         .header("content-type", "application/json")
         .header("x-slack-request-timestamp", now.to_string())
-        .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()))
-        .body(body)
-        .send()
-        .await
-        .expect("request sent")
-        .status()
-        .as_u16()
+        .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()));
+    if attempt > 0 {
+        request = request
+            .header("x-slack-retry-num", attempt.to_string())
+            .header("x-slack-retry-reason", "http_error");
+    }
+    request.body(body).send().await.expect("request sent").status().as_u16()
+}
+
+/// Delivers an event as Slack does: re-sent after each 503 (a 503 is not an acknowledgement)
+/// until it is answered 200; how many deliveries that took. Any other status fails the test.
+pub async fn deliver_as_slack(http: &reqwest::Client, base: &str, team: &str, event_id: &str) -> u32 {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    for attempt in 0.. {
+        match post_event_attempt(http, base, team, event_id, attempt).await {
+            200 => return attempt + 1,
+            503 => {}
+            other => panic!("{event_id}: answered {other}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{event_id} still refused after {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    unreachable!()
 }
 
 /// The `doorman` binary, as an operator runs it against `database_url`.
