@@ -64,14 +64,14 @@ impl CitusCluster {
     }
 
     /// `doorman migrate` on the coordinator (the migrations, then the distribution), and the
-    /// tests' login roles.
+    /// tests' login roles, which inherit the group roles (these may not log in on Citus).
     pub async fn migrate(&self) {
         let owner = self.url("postgres");
         doorman_adapters::postgres::migrations::run_pending(&owner).await.expect("migrate the coordinator");
         let mut admin = <diesel_async::AsyncPgConnection as diesel_async::AsyncConnection>::establish(&owner)
             .await
             .expect("connect to the coordinator");
-        crate::database::create_login_roles(&mut admin).await;
+        crate::database::create_inheriting_login_roles(&mut admin).await;
     }
 
     /// The coordinator's `doorman` database, logging in as `user`: what Doorman is given.
@@ -87,6 +87,17 @@ impl CitusCluster {
     /// Runs `sql` on worker `i`'s `doorman` database as `postgres`; its output.
     pub fn worker_sql(&self, i: usize, query: &str) -> Option<String> {
         self.workers[i].sql(DATABASE, query)
+    }
+
+    /// Runs `sql` on the coordinator's `doorman` database logging in as `user`: its output,
+    /// or what psql said when the login or the statement was refused.
+    pub fn coordinator_sql_as(&self, user: &str, query: &str) -> Result<String, String> {
+        self.coordinator.sql_as(user, DATABASE, query)
+    }
+
+    /// The same on worker `i`.
+    pub fn worker_sql_as(&self, i: usize, user: &str, query: &str) -> Result<String, String> {
+        self.workers[i].sql_as(user, DATABASE, query)
     }
 
     /// Worker `i`'s `doorman` database, logging in as `user` (tests of what a role may do on

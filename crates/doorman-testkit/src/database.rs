@@ -273,13 +273,25 @@ async fn ensure_template(server: &str) -> String {
 }
 
 /// Creates (or finds) [`SERVER_ROLE`] and [`ADMIN_ROLE`] on the server `admin` is connected
-/// to, once the migrations have made the roles they are members of.
+/// to, once the migrations have made the roles they are members of: `NOINHERIT` members,
+/// which take their role with `SET ROLE` as each connection opens.
 pub async fn create_login_roles(admin: &mut AsyncPgConnection) {
+    create_logins(admin, "NOINHERIT").await;
+}
+
+/// The same as `INHERIT` members, which act as their role without `SET ROLE`: what a Citus
+/// coordinator needs (it connects to the workers as the role a statement runs as, and the
+/// group roles may not log in).
+pub async fn create_inheriting_login_roles(admin: &mut AsyncPgConnection) {
+    create_logins(admin, "INHERIT").await;
+}
+
+async fn create_logins(admin: &mut AsyncPgConnection, inherit: &str) {
     for (login, member_of) in [(SERVER_ROLE, "doorman_app"), (ADMIN_ROLE, "doorman_admin")] {
         diesel::sql_query(format!(
             "DO $$ BEGIN \
                IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{login}') THEN \
-                 CREATE ROLE {login} LOGIN NOINHERIT; \
+                 CREATE ROLE {login} LOGIN {inherit}; \
                END IF; \
                GRANT {member_of} TO {login}; \
              END $$"

@@ -150,6 +150,12 @@ impl PgServer {
         psql(&self.bin, self.port, database, sql)
     }
 
+    /// The same, logging in as `user`: `Err` with what psql said when it failed (a login
+    /// refused, a statement refused).
+    pub fn sql_as(&self, user: &str, database: &str, sql: &str) -> Result<String, String> {
+        psql_as(&self.bin, self.port, user, database, sql)
+    }
+
     /// The CA its certificate chains to (PEM), when it serves TLS.
     pub fn ca_pem(&self) -> Option<&str> {
         self.ca_pem.as_deref()
@@ -232,12 +238,19 @@ pub(crate) fn start_on_a_free_port(bin: &Path, data: &Path) -> u16 {
 }
 
 pub(crate) fn psql(bin: &Path, port: u16, database: &str, sql: &str) -> Option<String> {
+    psql_as(bin, port, "postgres", database, sql).ok()
+}
+
+fn psql_as(bin: &Path, port: u16, user: &str, database: &str, sql: &str) -> Result<String, String> {
     let output = Command::new(bin.join("psql"))
-        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres", "-d", database, "-Atqc", sql])
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", user, "-d", database, "-Atqc", sql])
         .env("PGSSLMODE", "prefer")
         .output()
-        .ok()?;
-    output.status.success().then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .map_err(|error| format!("run psql: {error}"))?;
+    match output.status.success() {
+        true => Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned()),
+        false => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
+    }
 }
 
 pub(crate) fn run_as_postgres(bin: &Path, tool: &str, args: &[&str]) {

@@ -52,9 +52,10 @@ BEGIN
 END
 $citus$;
 
--- Citus reaches the workers as the role a statement runs as: inside `SET ROLE doorman_app`
--- that is doorman_app, so the two process roles must be allowed to log in (on the workers;
--- the coordinator's pg_hba.conf need not let them in from anywhere else, docs/operations.md).
-ALTER ROLE doorman_app LOGIN;
-ALTER ROLE doorman_admin LOGIN;
+-- Citus reaches the workers as the role a statement runs as. The group roles doorman_app and
+-- doorman_admin stay NOLOGIN: anyone who could log in to a worker as one of them could name any
+-- tenant there. Doorman's processes log in as roles of their own that inherit them (so no
+-- SET ROLE is taken, and Citus logs in to the workers as those logins: pool::act_as). An
+-- earlier release made them LOGIN here; `doorman serve` warns while they still are, and the
+-- operator turns it off once every process runs this release (docs/operations.md).
 

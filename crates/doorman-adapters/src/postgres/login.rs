@@ -8,6 +8,13 @@
 //! A login that is a superuser, or owns the tables, passes row-level security by its own
 //! right: the process starts, with a warning (acting as the role still applies the policies,
 //! but a login that can `RESET ROLE` is more than the process needs).
+//!
+//! On Citus the login must inherit the role (`CREATE ROLE … LOGIN INHERIT`, a member of it):
+//! Citus connects to the workers as the role a statement runs as, so a process that took the
+//! role with `SET ROLE` would log in to the workers as the group role itself, which may not log
+//! in (it is `NOLOGIN`, so that nobody can connect to a worker as it). A login that would have
+//! to take the role there is refused; a group role still allowed to log in (by an earlier
+//! release's `doorman migrate`) is warned about.
 
 use diesel::sql_types::{Bool, Text};
 use diesel_async::RunQueryDsl;
@@ -40,6 +47,16 @@ struct Found {
     member: bool,
     #[diesel(sql_type = Bool)]
     owner: bool,
+    /// The database is a Citus coordinator (the extension is installed).
+    #[diesel(sql_type = Bool)]
+    citus: bool,
+    /// The login acts as the role by inheritance, under the policies, without `SET ROLE`
+    /// (what `pool::act_as` checks as each connection opens).
+    #[diesel(sql_type = Bool)]
+    inherits: bool,
+    /// The role itself may log in.
+    #[diesel(sql_type = Bool)]
+    role_can_login: bool,
 }
 
 /// How long the check may take: a database that answers nothing in time is `Unreachable`.
@@ -66,7 +83,14 @@ async fn check_now(database_url: &str, role: &str) -> Result<Login, Refused> {
                 CASE WHEN EXISTS (SELECT FROM pg_roles r WHERE r.rolname = $1) \
                      THEN pg_has_role(current_user, $1, 'MEMBER') ELSE false END AS member, \
                 coalesce((SELECT t.tableowner = current_user FROM pg_tables t \
-                           WHERE t.schemaname = 'public' AND t.tablename = 'tenants'), false) AS owner",
+                           WHERE t.schemaname = 'public' AND t.tablename = 'tenants'), false) AS owner, \
+                EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus, \
+                CASE WHEN EXISTS (SELECT FROM pg_roles r WHERE r.rolname = $1) \
+                     THEN pg_has_role(current_user, $1, 'USAGE') ELSE false END \
+                  AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_roles r WHERE r.rolname = current_user), false) \
+                  AND NOT coalesce((SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c \
+                                     WHERE c.oid = to_regclass('public.tenants')), false) AS inherits, \
+                coalesce((SELECT r.rolcanlogin FROM pg_roles r WHERE r.rolname = $1), false) AS role_can_login",
     )
     .bind::<Text, _>(role)
     .get_result::<Found>(&mut conn)
@@ -87,7 +111,22 @@ async fn check_now(database_url: &str, role: &str) -> Result<Login, Refused> {
             user = found.user
         )));
     }
+    if found.citus && !found.inherits && !found.role_can_login {
+        return Err(Refused(format!(
+            "on Citus the login must inherit {role}: {user:?} would take it with SET ROLE, and Citus would then \
+             log in to the workers as {role}, which may not log in. Log in as a role of its own that inherits it \
+             (`CREATE ROLE … LOGIN INHERIT; GRANT {role} TO …`; docs/operations.md, \"Running on Citus\")",
+            user = found.user
+        )));
+    }
     let mut warnings = Vec::new();
+    if found.citus && found.role_can_login {
+        warnings.push(format!(
+            "{role} may log in on this Citus cluster (an earlier release's migrate allowed it), so anyone who \
+             can reach a worker as {role} can name any tenant: once every process logs in as a role that \
+             inherits it, run `ALTER ROLE {role} NOLOGIN` on the coordinator (docs/operations.md, \"Running on Citus\")"
+        ));
+    }
     if found.superuser {
         warnings.push(format!(
             "logged in as {:?}, a superuser: use a login whose only membership is {role} (docs/operations.md, \"Security model\")",

@@ -143,7 +143,7 @@ pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'st
             match (mode, role) {
                 // The role lasts the session: a pooled connection is never `RESET ROLE`.
                 (PoolMode::Session, Some(role)) => {
-                    diesel::sql_query(format!("SET ROLE {role}"))
+                    diesel::sql_query(format!("SELECT {}", act_as(role, false)))
                         .execute(&mut conn)
                         .await
                         .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
@@ -166,6 +166,25 @@ pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'st
         .error_sink(Box::new(LastFailure(std::sync::Arc::clone(&last_failure))))
         .build_unchecked(manager);
     PgPool { connections, role, mode, limits: settings.limits, last_failure }
+}
+
+/// The SQL expression (a scalar subquery) that makes a session (or, `local`, a transaction) act as `role`: `SET
+/// ROLE`, unless the login already acts as it under the policies by itself: it inherits the
+/// role's privileges and is neither a superuser, nor exempt from row-level security, nor (a
+/// member of) the tables' owner. Such a login (`CREATE ROLE … LOGIN INHERIT`, a member of the
+/// role) keeps its own name, which Citus needs: it connects to the workers as the role a
+/// statement runs as, and a role taken with `SET ROLE` would have to be allowed to log in
+/// there (docs/operations.md, "Running on Citus"). Any other login takes the role, so that
+/// the policies apply to it as they do to the role.
+fn act_as(role: &str, local: bool) -> String {
+    format!(
+        "(SELECT CASE WHEN pg_has_role(session_user, '{role}', 'USAGE') \
+                AND NOT r.rolsuper AND NOT r.rolbypassrls \
+                AND NOT EXISTS (SELECT FROM pg_class AS c WHERE c.oid = to_regclass('public.tenants') \
+                                   AND pg_has_role(session_user, c.relowner, 'USAGE')) \
+              THEN current_user::text ELSE set_config('role', '{role}', {local}) END \
+           FROM pg_roles AS r WHERE r.rolname = session_user)"
+    )
 }
 
 /// Keeps what the last failed connection attempt said (bb8 reports those only here).
@@ -192,7 +211,7 @@ impl PgPool {
         })?;
         let in_transaction = self.mode == PoolMode::Transaction;
         if in_transaction {
-            let role = self.role.map(|role| format!("set_config('role', '{role}', true)"));
+            let role = self.role.map(|role| act_as(role, true));
             let settings: Vec<String> = role.into_iter().chain(self.limits.local_settings()).collect();
             let begin = format!("BEGIN; SELECT {}", settings.join(", "));
             AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await.map_err(from_diesel)?;

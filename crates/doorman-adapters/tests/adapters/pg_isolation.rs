@@ -56,6 +56,78 @@ async fn the_server_pool_acts_as_doorman_app() {
     assert_eq!(role.current_user, "doorman_app");
 }
 
+/// A login takes its role with `SET ROLE` unless it already acts as it under the policies by
+/// inheritance (what Citus needs, ADR 22): a `NOINHERIT` member, a superuser and a
+/// non-superuser owner of the tables take it (session and transaction pool modes alike); an
+/// `INHERIT` member keeps its own name, and the policies still hold it to its tenant.
+#[tokio::test]
+async fn a_login_takes_its_role_unless_it_inherits_it_and_the_policies_hold_either_way() {
+    let db = TestDatabase::create().await;
+    let (a, _) = two_tenants(&db).await;
+    let mut owner = db.owner().await;
+    diesel::sql_query(
+        "DO $$ BEGIN \
+           IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'doorman_test_inheriting') THEN \
+             CREATE ROLE doorman_test_inheriting LOGIN INHERIT; \
+           END IF; \
+           IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'doorman_test_owner') THEN \
+             CREATE ROLE doorman_test_owner LOGIN NOSUPERUSER INHERIT; \
+           END IF; \
+         END $$",
+    )
+    .execute(&mut owner)
+    .await
+    .unwrap();
+    diesel::sql_query("GRANT doorman_app TO doorman_test_inheriting, doorman_test_owner")
+        .execute(&mut owner)
+        .await
+        .unwrap();
+    for table in ["tenants", "messaging_event_receipts", "messaging_workspaces", "agent_bridges"] {
+        diesel::sql_query(format!("ALTER TABLE {table} OWNER TO doorman_test_owner"))
+            .execute(&mut owner)
+            .await
+            .unwrap();
+    }
+    #[derive(diesel::QueryableByName)]
+    struct Seen {
+        #[diesel(sql_type = Text)]
+        acting: String,
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    for mode in [
+        doorman_adapters::postgres::pool::PoolMode::Session,
+        doorman_adapters::postgres::pool::PoolMode::Transaction,
+    ] {
+        for (login, acting) in [
+            (doorman_testkit::database::SERVER_ROLE, "doorman_app"),
+            ("postgres", "doorman_app"),
+            ("doorman_test_owner", "doorman_app"),
+            ("doorman_test_inheriting", "doorman_test_inheriting"),
+        ] {
+            let url = doorman_testkit::database::with_user(db.url(), login);
+            let pool = doorman_adapters::postgres::pool::connect(
+                &url,
+                &PoolSettings { mode, ..PoolSettings::default() },
+            );
+            let mut unit = pool.unit().await.unwrap();
+            let seen: Seen = unit
+                .transaction::<_, diesel::result::Error, _>(async |conn| {
+                    set_tenant(conn, a).await;
+                    diesel::sql_query(
+                        "SELECT current_user::text AS acting, (SELECT count(*) FROM messaging_event_receipts) AS n",
+                    )
+                    .get_result(conn)
+                    .await
+                })
+                .await
+                .unwrap();
+            unit.finish(Ok::<_, doorman_domain::StorageError>(())).await.unwrap();
+            assert_eq!((seen.acting.as_str(), seen.n), (acting, 1), "{login} in {mode:?} mode");
+        }
+    }
+}
+
 #[tokio::test]
 async fn another_tenants_rows_are_invisible_and_its_receipts_unchangeable() {
     let db = TestDatabase::create().await;

@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::helpers::{
     AGENT_SECRET, SIGNING_SECRET, WAIT, directory_notices, doorman, event_body, http_client, ok, quiesce,
-    quiesce_within, spawn_serve_on, wait_for_directory_notice_since,
+    quiesce_within, serve_config, spawn_serve_on, wait_for_directory_notice_since,
 };
 
 /// One tenant of the cluster, and the worker its shard is on.
@@ -283,13 +283,15 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
         );
         assert_eq!(written, None, "worker {w}'s shard took a row for another tenant");
     }
-    // Through the coordinator, as the servers connect: one tenant's rows from both workers.
-    // (psql prints doorman_set_local's answer first: the statement's is the last line.)
+    // Through the coordinator, logged in as the servers are: one tenant's rows from both
+    // workers. (psql prints doorman_set_local's answer first: the statement's is the last line.)
     let through = |tenant: TenantId, sql: &str| {
         run.cluster
-            .coordinator_sql(&format!(
-                "BEGIN; SET ROLE doorman_app; SELECT doorman_set_local('app.tenant_id', '{tenant}'); {sql}"
-            ))
+            .coordinator_sql_as(
+                SERVER_ROLE,
+                &format!("BEGIN; SELECT doorman_set_local('app.tenant_id', '{tenant}'); {sql}"),
+            )
+            .ok()
             .and_then(|out| out.lines().last().map(str::to_owned))
     };
     assert_eq!(through(a.tenant, "SELECT count(*) FROM messaging_event_receipts").as_deref(), Some("10"));
@@ -313,6 +315,60 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
         None,
         "the coordinator forwarded a write for another tenant"
     );
+}
+
+/// The group roles may not log in on any node (anyone who could log in to a worker as
+/// doorman_app could name any tenant there): the processes log in as roles of their own that
+/// inherit them, which Citus uses to reach the workers, and a login that would take its role
+/// with SET ROLE (so Citus would log in as the group role) is refused at start, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_the_group_roles_log_in_nowhere_and_a_login_that_would_need_them_to_is_refused() {
+    let cluster = tokio::task::spawn_blocking(CitusCluster::start).await.unwrap();
+    cluster.migrate().await;
+    let logins = "SELECT string_agg(rolname || '=' || rolcanlogin, ',' ORDER BY rolname) FROM pg_roles \
+                  WHERE rolname IN ('doorman_app', 'doorman_admin')";
+    let nologin = Some("doorman_admin=false,doorman_app=false".to_owned());
+    assert_eq!(cluster.coordinator_sql(logins), nologin, "on the coordinator");
+    for w in 0..WORKERS {
+        assert_eq!(cluster.worker_sql(w, logins), nologin, "on worker {w}");
+        for group in ["doorman_app", "doorman_admin"] {
+            let refused = cluster.worker_sql_as(w, group, "SELECT 1").expect_err("a group role logged in");
+            assert!(refused.contains("not permitted to log in"), "{refused}");
+        }
+    }
+    // The tests' logins inherit their roles: each reaches the workers as itself.
+    for login in [SERVER_ROLE, ADMIN_ROLE] {
+        let read = cluster.coordinator_sql_as(
+            login,
+            "SELECT current_user || ' ' || count(*) FROM messaging_event_receipts",
+        );
+        assert_eq!(read, Ok(format!("{login} 0")));
+    }
+
+    // A login that takes doorman_app with SET ROLE (NOINHERIT) cannot work here: refused.
+    cluster
+        .coordinator_sql(
+            "CREATE ROLE doorman_setrole_login LOGIN NOINHERIT; GRANT doorman_app TO doorman_setrole_login",
+        )
+        .expect("create a NOINHERIT login");
+    let url = cluster.url("doorman_setrole_login");
+    let refused = match doorman_app::server::start(serve_config(&url, &[])).await {
+        Ok(running) => {
+            running.shutdown().await;
+            panic!("a login that would need doorman_app to log in on the workers was not refused")
+        }
+        Err(error) => format!("{error:#}"),
+    };
+    assert!(refused.contains("on Citus the login must inherit doorman_app"), "{refused}");
+
+    // A cluster an earlier release migrated (the group roles LOGIN): such a login still works,
+    // and the process warns until the operator turns the group role's login off.
+    cluster.coordinator_sql("ALTER ROLE doorman_app LOGIN").expect("as an earlier release left it");
+    let checked = doorman_adapters::postgres::login::check(&url, "doorman_app").await;
+    let Ok(doorman_adapters::postgres::login::Login::Ready { warnings, .. }) = checked else {
+        panic!("{checked:?}")
+    };
+    assert!(warnings.iter().any(|w| w.contains("ALTER ROLE doorman_app NOLOGIN")), "{warnings:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
