@@ -39,10 +39,10 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
         connection_timeout: Duration::from_secs(30),
         ..Default::default()
     };
-    let acks = pool::connect(&run.database_url, &sized(args.pool_size));
-    let background = pool::connect(&run.database_url, &sized(args.background_pool_size));
+    let acks = pool::connect(&run.serve_url, &sized(args.pool_size));
+    let background = pool::connect(&run.serve_url, &sized(args.background_pool_size));
     let directory = NotifiedDirectory::new(PgTenantDirectory::new(acks.clone(), Arc::new(test_keys())));
-    let listener = listener::spawn(&run.database_url, directory.notices());
+    let listener = listener::spawn(&run.serve_url, directory.notices());
     while !directory.status().is_listening() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -20,7 +20,12 @@ const AGENT_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const DATABASE: &str = "doorman_bench";
 
 pub struct Run {
+    /// The benchmark database, as its owner (setup and counting).
     pub database_url: String,
+    /// The same as the server (and the floor's adapters) log in: the owner on one PostgreSQL
+    /// (its connections take `doorman_app` with `SET ROLE`); on Citus a login of its own that
+    /// inherits `doorman_app`, since there the group role may not log in to the workers.
+    pub serve_url: String,
     pub agent: FakeAgent,
     pub server: Option<Server>,
     pub tenants: Vec<(TenantId, String)>,
@@ -65,10 +70,14 @@ impl Run {
             let tenant = tenant_with_agent(&mut conn, &team, agent.url()).await?;
             tenants.push((tenant, team));
         }
-        let server = server.map(|binary| Server::start(binary, &database_url, args, env)).transpose()?;
+        let serve_url = match args.citus_workers.is_empty() {
+            true => database_url.clone(),
+            false => inheriting_login(&mut conn, &database_url).await?,
+        };
+        let server = server.map(|binary| Server::start(binary, &serve_url, args, env)).transpose()?;
         let run_id = format!("{:x}", chrono::Utc::now().timestamp_millis() % 0xfffff);
         let citus_workers = args.citus_workers.clone();
-        Ok(Self { database_url, agent, server, tenants, run_id, admin_url, citus_workers })
+        Ok(Self { database_url, serve_url, agent, server, tenants, run_id, admin_url, citus_workers })
     }
 
     pub async fn finish(self) -> anyhow::Result<()> {
@@ -81,6 +90,23 @@ impl Run {
         }
         Ok(())
     }
+}
+
+/// On Citus: the login the server uses there, `doorman_bench_server`, which inherits
+/// `doorman_app` (made once per cluster; Citus creates it on the workers); `database_url` as it.
+async fn inheriting_login(conn: &mut AsyncPgConnection, database_url: &str) -> anyhow::Result<String> {
+    diesel::sql_query(
+        "DO $$ BEGIN \
+           IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'doorman_bench_server') THEN \
+             CREATE ROLE doorman_bench_server LOGIN INHERIT; \
+           END IF; \
+         END $$",
+    )
+    .execute(conn)
+    .await
+    .context("creating the server's login")?;
+    diesel::sql_query("GRANT doorman_app TO doorman_bench_server").execute(conn).await?;
+    Ok(doorman_testkit::database::with_user(database_url, "doorman_bench_server"))
 }
 
 /// A tenant with `team` linked and the fake agent set, written in plain SQL on the three
