@@ -65,6 +65,15 @@ async fn arrive(browser: &Client, expected: &str) {
     }
 }
 
+/// The first cell of each of the table's rows.
+async fn text_of_rows(browser: &Client) -> Vec<String> {
+    let mut cells = Vec::new();
+    for cell in browser.find_all(Locator::Css("tbody tr td:first-child")).await.unwrap() {
+        cells.push(cell.text().await.unwrap());
+    }
+    cells
+}
+
 async fn text(browser: &Client, css: &str) -> String {
     find(browser, css).await.text().await.unwrap()
 }
@@ -110,12 +119,18 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     sign_in(&browser, &admin.base, &root).await;
     arrive(&browser, "/console/tenants").await;
 
-    // Find the tenant by part of its name.
-    browser.find(Locator::Id("name")).await.unwrap().send_keys("support").await.unwrap();
-    click(&browser, "form[role=search] button").await;
-    arrive(&browser, "/console/tenants?name=support").await;
-    let rows = browser.find_all(Locator::Css("tbody tr")).await.unwrap();
-    assert_eq!(rows.len(), 1, "only Acme Support matches");
+    // Find the tenant by its Slack team id, by the start of its id, and by part of its name.
+    let search = async |text: &str| {
+        let field = find(&browser, "#search").await;
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+        click(&browser, "form[role=search] button").await;
+        arrive(&browser, &format!("/console/tenants?search={text}")).await;
+        text_of_rows(&browser).await
+    };
+    assert_eq!(search("TSUPPORT").await, ["Acme Support"], "a Slack team id");
+    assert_eq!(search(&tenant[..8]).await, ["Acme Support"], "the start of the id");
+    assert_eq!(search("support").await, ["Acme Support"], "part of the name");
     browser.find(Locator::LinkText("Acme Support")).await.unwrap().click().await.unwrap();
     arrive(&browser, &format!("/console/tenants/{tenant}")).await;
     assert_eq!(text(&browser, "h1").await, "Acme Support");

@@ -236,11 +236,11 @@ async fn a_scoped_key_lists_only_its_own_tenant() {
     ports
         .tenants
         .expect_list()
-        .withf(|only, name, _| *only == Some(own()) && name.as_deref() == Some("acme"))
+        .withf(|only, search, _| *only == Some(own()) && search.iter().map(TenantSearch::text).eq(["acme"]))
         .times(1)
         .returning(|_, _, _| ready(Ok(Page { items: vec![record(own())], next: None })));
-    let name = TenantName::new(" acme ").unwrap();
-    let page = ports.build().tenants(&key(Some(own()), true), Some(&name), &PageRequest::default()).await;
+    let search = TenantSearch::Anything(TenantName::new(" acme ").unwrap());
+    let page = ports.build().tenants(&key(Some(own()), true), vec![search], &PageRequest::default()).await;
     assert_eq!(page.unwrap().items, vec![record(own())]);
 }
 
