@@ -408,7 +408,7 @@ async fn a_key_authenticates_by_its_secret_until_revoked_and_only_its_hash_is_st
 }
 
 /// When the key last authenticated, read as the owner.
-async fn last_used(db: &TestDatabase, id: KeyId) -> Option<chrono::DateTime<chrono::Utc>> {
+pub(crate) async fn last_used(db: &TestDatabase, id: KeyId) -> Option<chrono::DateTime<chrono::Utc>> {
     #[derive(diesel::QueryableByName)]
     struct Used {
         #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
