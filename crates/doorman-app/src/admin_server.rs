@@ -73,7 +73,7 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
         keys: PgAdminKeys::new(pool.clone()),
         replays: Replays::new(pool.clone(), dispatch)?,
         sessions: PgConsoleSessions::new(pool.clone()),
-        console_url: config.console_url.clone(),
+        console: config.console.clone(),
         pool,
         metrics: AdminMetrics::default(),
     });

@@ -158,7 +158,7 @@ pub async fn sign_in_link(
         }
         Err(other) => return Err(other.into()),
     };
-    Ok(HttpResponse::Created().json(SignInLinkDoc::new(&link, state.console_url.as_ref())))
+    Ok(HttpResponse::Created().json(SignInLinkDoc::new(&link, state.console.url.as_ref())))
 }
 
 /// Revokes a key: from its next request on, in every admin process, it is refused. A key may

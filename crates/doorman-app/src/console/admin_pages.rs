@@ -141,6 +141,6 @@ pub async fn sign_in_link(
     let session = Session::of(&request, &state).await?;
     session.form(&request, &body)?;
     let link = state.operator.create_sign_in_link(&session.caller, key_path(&path)?).await?;
-    let doc = SignInLinkDoc::new(&link, state.console_url.as_ref());
+    let doc = SignInLinkDoc::new(&link, state.console.url.as_ref());
     render(&request, &session, &state, None, Some(doc)).await
 }
