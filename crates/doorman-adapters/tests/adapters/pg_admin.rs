@@ -29,6 +29,7 @@ pub(crate) fn admin(db: &TestDatabase) -> Operator<PgOperatorPorts> {
         PgOperatorPorts::new(pool, Some(Arc::new(test_keys())), DestinationPolicy { allow_private: true });
     let settings = OperatorSettings {
         install_base_url: None,
+        console_base_url: None,
         stranded_after: std::time::Duration::from_secs(600),
         replay_hold: std::time::Duration::from_secs(90),
     };
