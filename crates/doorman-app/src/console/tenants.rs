@@ -42,6 +42,8 @@ struct TenantPage {
     may_link_by_id: bool,
     /// An install link just made, shown once.
     install_link: Option<InstallLinkDoc>,
+    /// Whether install links can be made (the Slack app is configured).
+    installs_on: bool,
 }
 
 /// The tenants the session sees; `?search=` finds them by part of the name, the start of the
@@ -122,6 +124,7 @@ async fn render(
         agent,
         may_link_by_id: session.may_write() && session.key.scope.tenant.is_none(),
         install_link,
+        installs_on: state.operator.installs_on(),
     })
 }
 
