@@ -85,6 +85,8 @@ mod tests {
         let own = parse("http://10.0.0.2:3001");
         let trusting = address(None, &["10.0.0.0/24"]);
         assert_eq!(of(&request(PROXY).to_http_request(), &trusting), forwarded);
+        let mapped = "[::ffff:10.0.0.7]:50000";
+        assert_eq!(of(&request(mapped).to_http_request(), &trusting), forwarded, "IPv4 over IPv6");
         assert_eq!(of(&request(CLIENT).to_http_request(), &trusting), own, "not a trusted peer");
         assert_eq!(of(&request(PROXY).to_http_request(), &address(None, &[])), own, "nobody trusted");
         let fixed = address(Some("https://admin.example/"), &["10.0.0.0/24"]);
