@@ -94,7 +94,8 @@ api-contract: postgres
     (IFS=,; echo "[${seeds[*]}]") > "$work/seed.json"
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     "$doorman" admin serve --bind "127.0.0.1:$port" --metrics-bind 127.0.0.1:0 --slack-client-id 1.2 \
-        --slack-client-secret contract --public-url https://doorman.example >"$work/admin.log" 2>&1 &
+        --slack-client-secret contract --public-url https://doorman.example \
+        --console-url "http://127.0.0.1:$port" >"$work/admin.log" 2>&1 &
     pid=$!
     for _ in $(seq 1 100); do
         curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break

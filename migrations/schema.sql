@@ -897,6 +897,8 @@ CREATE POLICY admin_lists_every_tenant ON public.admin_audit FOR SELECT TO doorm
 
 CREATE POLICY admin_lists_every_tenant ON public.admin_replay_jobs FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
 
+CREATE POLICY admin_lists_every_tenant ON public.messaging_workspaces FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
+
 CREATE POLICY admin_lists_every_tenant ON public.tenants FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
 
 ALTER TABLE public.admin_replay_job_events ENABLE ROW LEVEL SECURITY;

@@ -61,7 +61,7 @@ curl -fsS -o /dev/null -c "$work/jar" -H "Origin: $base" --data-urlencode "key=$
 since=$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M)
 pages=(
     "/console/tenants"
-    "/console/tenants?name=bench"
+    "/console/tenants?search=bench"
     "/console/tenants/$t"
     "/console/tenants/$t/events?state=handled"
     "/console/tenants/$t/events?state=failed"

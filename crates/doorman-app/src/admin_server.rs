@@ -64,6 +64,7 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
     let dispatch = &config.dispatch;
     let settings = OperatorSettings {
         install_base_url: dispatch.slack_app.as_ref().map(|install| install.public_url.clone()),
+        console_base_url: config.console.url.as_ref().map(url::Url::to_string),
         stranded_after: ReceiptStatus::STRANDED_AFTER,
         replay_hold: crate::replays::hold(dispatch.bridge.dispatch_timeout),
     };
@@ -73,7 +74,7 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
         keys: PgAdminKeys::new(pool.clone()),
         replays: Replays::new(pool.clone(), dispatch)?,
         sessions: PgConsoleSessions::new(pool.clone()),
-        console_url: config.console_url.clone(),
+        console: config.console.clone(),
         pool,
         metrics: AdminMetrics::default(),
     });

@@ -168,10 +168,17 @@ pub struct AdminServeArgs {
     pub workers: usize,
 
     /// Where browsers reach the operator console (`/console/` of this process), e.g.
-    /// `https://admin.example`: sign-in links are given whole with it, and its session cookie
-    /// is `Secure` when it is https. Without it, links are given as paths.
+    /// `https://admin.example`: sign-in links begin with it (none is made without it), forms
+    /// must come from it, and on https its session cookie is `__Host-doorman_console`.
     #[arg(long, env = "DOORMAN_CONSOLE_URL", value_parser = console_url)]
     pub console_url: Option<url::Url>,
+
+    /// Proxies in front of this process (addresses or CIDRs, comma-separated: `10.0.0.0/8,
+    /// 192.0.2.7`) whose `Forwarded` or `X-Forwarded-Host`/`-Proto` headers say where the
+    /// browser reached the console when DOORMAN_CONSOLE_URL is unset. Nobody by default: the
+    /// request's own Host then counts.
+    #[arg(long, env = "DOORMAN_TRUSTED_PROXIES", value_delimiter = ',', value_parser = trusted_proxy)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 
     /// How replays dispatch, and where agents may be (shared with `serve`).
     #[command(flatten)]
@@ -678,6 +685,14 @@ pub enum DbPoolMode {
     Session,
     /// A pooler in transaction mode.
     Transaction,
+}
+
+/// `--trusted-proxies`: an address (`192.0.2.7`, `::1`) or a network (`10.0.0.0/8`).
+fn trusted_proxy(raw: &str) -> Result<ipnet::IpNet, String> {
+    let raw = raw.trim();
+    raw.parse::<ipnet::IpNet>()
+        .or_else(|_| raw.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{raw:?} is not an IP address or a network like 10.0.0.0/8"))
 }
 
 /// `--console-url`: an http(s) address with nothing after its path.

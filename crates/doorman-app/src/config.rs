@@ -182,9 +182,30 @@ pub struct AdminConfig {
     /// For replays (the same bridge, bounds and keys as `serve`), sealing agents' secrets,
     /// where agents may be, and install links.
     pub dispatch: DispatchConfig,
-    /// Where browsers reach the operator console (`DOORMAN_CONSOLE_URL`), if set: whole
-    /// sign-in links begin with it, and the console's cookie is `Secure` when it is https.
-    pub console_url: Option<url::Url>,
+    /// Where browsers reach the operator console, and whom to believe about it.
+    pub console: ConsoleAddress,
+}
+
+/// Where browsers reach the operator console: what its forms' `Origin` must be, whether its
+/// cookie is https-only, and where sign-in links begin.
+#[derive(Debug, Clone, Default)]
+pub struct ConsoleAddress {
+    /// `DOORMAN_CONSOLE_URL`: when set, the console's one origin.
+    pub url: Option<url::Url>,
+    /// `DOORMAN_TRUSTED_PROXIES`: peers whose forwarded headers say the origin (when `url` is
+    /// unset). Any other peer's forwarded headers are ignored: a client can write them.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+impl ConsoleAddress {
+    /// Whether a request from `peer` may say, in forwarded headers, where the browser was.
+    pub fn trusts(&self, peer: std::net::IpAddr) -> bool {
+        let peer = match peer {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        self.trusted_proxies.iter().any(|net| net.contains(&peer))
+    }
 }
 
 impl AdminConfig {
@@ -202,7 +223,10 @@ impl AdminConfig {
                 ..PoolSettings::default()
             },
             dispatch: DispatchConfig::from_args(&args.dispatch)?,
-            console_url: args.console_url.clone(),
+            console: ConsoleAddress {
+                url: args.console_url.clone(),
+                trusted_proxies: args.trusted_proxies.clone(),
+            },
         })
     }
 }

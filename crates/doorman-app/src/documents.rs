@@ -557,26 +557,21 @@ pub struct SignInLinkDoc {
     /// `/console/sign-in/<token>`: good for one sign-in; only its hash is stored.
     #[schema(example = "/console/sign-in/3q2-7wAAAQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRo")]
     pub path: String,
-    /// The whole link (`DOORMAN_CONSOLE_URL` followed by `path`); `null` when the console's
-    /// address is not configured.
-    pub url: Option<String>,
+    /// The whole link to send the customer: `DOORMAN_CONSOLE_URL` followed by `path`.
+    #[schema(example = "https://admin.example/console/sign-in/3q2-7wAAAQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRo")]
+    pub url: String,
     /// After this it signs nobody in (15 minutes after it was made).
     pub expires_at: DateTime<Utc>,
 }
 
-impl SignInLinkDoc {
-    /// `console_url`: where browsers reach the console (`DOORMAN_CONSOLE_URL`), if known.
-    pub fn new(
-        link: &doorman_domain::usecases::operator::keys::SignInLink,
-        console_url: Option<&url::Url>,
-    ) -> Self {
-        let path = format!("/console/sign-in/{}", link.token.expose());
+impl From<&doorman_domain::usecases::operator::keys::SignInLink> for SignInLinkDoc {
+    fn from(link: &doorman_domain::usecases::operator::keys::SignInLink) -> Self {
         Self {
             key_id: *link.key.id.as_uuid(),
             tenant_id: link.key.scope.tenant.map(|t| *t.as_uuid()).unwrap_or_default(),
             read_only: link.key.scope.read_only,
-            url: console_url.map(|base| format!("{}{path}", base.as_str().trim_end_matches('/'))),
-            path,
+            path: link.path(),
+            url: link.url.clone(),
             expires_at: link.expires_at,
         }
     }

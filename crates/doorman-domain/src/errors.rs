@@ -91,6 +91,9 @@ pub enum OperatorError {
     /// Install links need the Slack app's settings (client id and secret, public URL).
     #[error("installs are off: the Slack app's client id, secret and public URL are not configured")]
     InstallsOff,
+    /// Sign-in links need where browsers reach the console.
+    #[error("sign-in links are off: where browsers reach the operator console is not configured")]
+    SignInLinksOff,
     /// A value that is well-formed but not allowed (an agent on a private address).
     #[error("{what} refused: {reason}")]
     Refused { what: &'static str, reason: String },

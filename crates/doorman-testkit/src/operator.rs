@@ -19,6 +19,9 @@ use crate::keys::test_keys;
 /// Where tests' install links start.
 pub const INSTALL_BASE_URL: &str = "http://doorman.test";
 
+/// Where tests' console sign-in links start.
+pub const CONSOLE_BASE_URL: &str = "http://admin.doorman.test";
+
 /// [`Operator`] over the PostgreSQL ports, as `cli`, with private agents allowed and nothing
 /// in flight for long (a receipt unfinished at all reads as stranded).
 #[derive(Debug)]
@@ -38,6 +41,7 @@ impl TestOperator {
         );
         let settings = OperatorSettings {
             install_base_url: Some(INSTALL_BASE_URL.to_owned()),
+            console_base_url: Some(CONSOLE_BASE_URL.to_owned()),
             stranded_after: Duration::ZERO,
             replay_hold: Duration::from_secs(90),
         };

@@ -281,7 +281,8 @@ impl std::ops::DerefMut for Unit<'_> {
 }
 
 /// `SET LOCAL app.all_tenants = on`: the rest of this transaction may read every tenant's row
-/// of `tenants` and `admin_audit` as `doorman_admin` (listings across tenants); nothing else,
+/// of `tenants`, `messaging_workspaces` (the tenant search), `admin_audit` and
+/// `admin_replay_jobs` as `doorman_admin` (listings across tenants); nothing else,
 /// and nothing after the transaction.
 pub async fn across_tenants(conn: &mut AsyncPgConnection) -> Result<(), diesel::result::Error> {
     diesel::sql_query("SELECT doorman_set_local('app.all_tenants', 'on')").execute(conn).await.map(drop)

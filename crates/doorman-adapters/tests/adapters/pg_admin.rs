@@ -15,7 +15,8 @@ use doorman_domain::ports::{OperatorPorts, ReceiptStore, Tenants};
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
 use doorman_domain::{
     Actor, ApiKey, AuditCursor, Caller, Failure, IdempotencyKey, KeyId, KeyName, KeyRefusal, KeyScope,
-    OperatorError, PageLimit, PageRequest, RequestId, TenantCursor, TenantId, TenantName,
+    OperatorError, PageLimit, PageRequest, RequestId, TenantCursor, TenantId, TenantName, TenantSearch,
+    WorkspaceId,
 };
 use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
@@ -28,6 +29,7 @@ pub(crate) fn admin(db: &TestDatabase) -> Operator<PgOperatorPorts> {
         PgOperatorPorts::new(pool, Some(Arc::new(test_keys())), DestinationPolicy { allow_private: true });
     let settings = OperatorSettings {
         install_base_url: None,
+        console_base_url: None,
         stranded_after: std::time::Duration::from_secs(600),
         replay_hold: std::time::Duration::from_secs(90),
     };
@@ -201,7 +203,7 @@ async fn tenants_page_in_creation_order_and_a_scoped_key_lists_its_own() {
     let mut page = PageRequest::<TenantCursor> { limit: PageLimit::new(2).unwrap(), after: None };
     let mut pages = 0;
     loop {
-        let listed = admin.tenants(&writer, None, &page).await.unwrap();
+        let listed = admin.tenants(&writer, vec![], &page).await.unwrap();
         pages += 1;
         seen.extend(listed.items.iter().map(|t| t.id));
         match listed.next {
@@ -212,7 +214,7 @@ async fn tenants_page_in_creation_order_and_a_scoped_key_lists_its_own() {
     assert_eq!((seen, pages), (made.clone(), 3));
 
     let scoped = key_caller(Some(made[3]), true);
-    let own = admin.tenants(&scoped, None, &PageRequest::default()).await.unwrap();
+    let own = admin.tenants(&scoped, vec![], &PageRequest::default()).await.unwrap();
     assert_eq!(own.items.iter().map(|t| t.id).collect::<Vec<_>>(), vec![made[3]]);
 }
 
@@ -226,8 +228,8 @@ async fn tenants_are_found_by_part_of_their_name_ignoring_case_and_wildcards_are
         ids.insert(n, admin.create_tenant(&writer, name(n), None).await.unwrap().tenant.id);
     }
     let found = async |text: &str, caller: &Caller| {
-        let text = TenantName::new(text).unwrap();
-        let page = admin.tenants(caller, Some(&text), &PageRequest::default()).await.unwrap();
+        let search = vec![TenantSearch::Name(TenantName::new(text).unwrap())];
+        let page = admin.tenants(caller, search, &PageRequest::default()).await.unwrap();
         page.items.into_iter().map(|t| t.name).collect::<Vec<_>>()
     };
     assert_eq!(found("acme", &writer).await, ["Acme Corp", "ACME 100%"]);
@@ -239,6 +241,48 @@ async fn tenants_are_found_by_part_of_their_name_ignoring_case_and_wildcards_are
     let scoped = key_caller(Some(ids["Globex"]), true);
     assert!(found("acme", &scoped).await.is_empty());
     assert_eq!(found("glob", &scoped).await, ["Globex"]);
+}
+
+#[tokio::test]
+async fn support_finds_a_tenant_by_name_part_id_prefix_or_slack_team_or_enterprise_id() {
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let mut ids = std::collections::HashMap::new();
+    for n in ["Acme", "Globex", "Initech", "Umbrella"] {
+        ids.insert(n, admin.create_tenant(&writer, name(n), None).await.unwrap().tenant.id);
+    }
+    let ws = |id: &str| Some(WorkspaceId::new(id).unwrap());
+    admin.link_workspace(&writer, ids["Acme"], ws("TACME1"), None).await.unwrap();
+    admin.link_workspace(&writer, ids["Globex"], None, ws("EGLOBEX")).await.unwrap();
+    admin.link_workspace(&writer, ids["Initech"], ws("TINI1"), ws("EGRID")).await.unwrap();
+    admin.link_workspace(&writer, ids["Umbrella"], ws("TUMB1"), ws("EGRID")).await.unwrap();
+    let found = async |text: &str, caller: &Caller| {
+        let search = vec![TenantSearch::Anything(TenantName::new(text).unwrap())];
+        let page = admin.tenants(caller, search, &PageRequest::default()).await.unwrap();
+        page.items.into_iter().map(|t| t.name).collect::<Vec<_>>()
+    };
+    assert_eq!(found("glob", &writer).await, ["Globex"], "part of the name");
+    assert_eq!(found("TACME1", &writer).await, ["Acme"], "a team id");
+    assert_eq!(found("EGLOBEX", &writer).await, ["Globex"], "an org-wide enterprise id");
+    assert_eq!(found("EGRID", &writer).await, ["Initech", "Umbrella"], "teams inside an enterprise");
+    assert!(found("TACME", &writer).await.is_empty(), "a workspace id is whole");
+    let acme = ids["Acme"].to_string();
+    assert_eq!(found(&acme[..8], &writer).await, ["Acme"], "the start of the id");
+    assert_eq!(found(&acme[..8].to_uppercase(), &writer).await, ["Acme"], "ignoring case");
+    assert_eq!(found(&acme, &writer).await, ["Acme"], "the whole id");
+    assert!(found("%", &writer).await.is_empty(), "% is text, not a wildcard");
+    // A scoped key finds only its own tenant, whatever it searches.
+    let scoped = key_caller(Some(ids["Initech"]), true);
+    assert_eq!(found("EGRID", &scoped).await, ["Initech"]);
+    assert!(found("TACME1", &scoped).await.is_empty());
+    // With a name filter too, a tenant must match both.
+    let both = vec![
+        TenantSearch::Name(TenantName::new("um").unwrap()),
+        TenantSearch::Anything(TenantName::new("EGRID").unwrap()),
+    ];
+    let page = admin.tenants(&writer, both, &PageRequest::default()).await.unwrap();
+    assert_eq!(page.items.into_iter().map(|t| t.name).collect::<Vec<_>>(), ["Umbrella"]);
 }
 
 #[tokio::test]
@@ -365,7 +409,7 @@ async fn a_key_authenticates_by_its_secret_until_revoked_and_only_its_hash_is_st
 }
 
 /// When the key last authenticated, read as the owner.
-async fn last_used(db: &TestDatabase, id: KeyId) -> Option<chrono::DateTime<chrono::Utc>> {
+pub(crate) async fn last_used(db: &TestDatabase, id: KeyId) -> Option<chrono::DateTime<chrono::Utc>> {
     #[derive(diesel::QueryableByName)]
     struct Used {
         #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]

@@ -96,6 +96,37 @@ async fn a_session_acts_as_its_key_until_signed_out_expired_or_the_key_is_revoke
 }
 
 #[tokio::test]
+async fn a_sessions_requests_are_its_keys_use_recorded_at_most_once_a_minute() {
+    let f = Fixture::new().await;
+    let tenant = f.db.operator().create_tenant("Acme").await;
+    let key = f.key(Some(tenant)).await;
+    let cookie = f.sessions.open(key, Utc::now() + Duration::hours(8)).await.unwrap();
+    assert_eq!(crate::pg_admin::last_used(&f.db, key).await, None, "a session opened is no use yet");
+
+    f.sessions.resolve(cookie.expose()).await.unwrap().expect("a live session");
+    let first = crate::pg_admin::last_used(&f.db, key).await.expect("the request is the key's use");
+    f.sessions.resolve(cookie.expose()).await.unwrap().expect("a live session");
+    assert_eq!(crate::pg_admin::last_used(&f.db, key).await, Some(first), "not again within the minute");
+    // A minute later (moved back here), the next request is recorded again.
+    diesel::sql_query(format!(
+        "UPDATE admin_keys SET last_used_at = now() - interval '61 seconds' WHERE id = '{key}'"
+    ))
+    .execute(&mut f.db.owner().await)
+    .await
+    .unwrap();
+    f.sessions.resolve(cookie.expose()).await.unwrap().expect("a live session");
+    assert!(crate::pg_admin::last_used(&f.db, key).await.unwrap() > first);
+    // An ended session is nobody's use.
+    f.sessions.end(cookie.expose()).await.unwrap();
+    diesel::sql_query(format!("UPDATE admin_keys SET last_used_at = NULL WHERE id = '{key}'"))
+        .execute(&mut f.db.owner().await)
+        .await
+        .unwrap();
+    assert_eq!(f.sessions.resolve(cookie.expose()).await.unwrap(), None);
+    assert_eq!(crate::pg_admin::last_used(&f.db, key).await, None);
+}
+
+#[tokio::test]
 async fn a_sign_in_link_signs_in_once_before_it_expires_and_only_while_its_key_is_valid() {
     let f = Fixture::new().await;
     let tenant = f.db.operator().create_tenant("Acme").await;

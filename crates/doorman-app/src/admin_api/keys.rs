@@ -131,7 +131,8 @@ pub async fn get(
 /// customer's portal): the browser that opens it gets a session acting as the key, which ends
 /// when the key is revoked. Good for one sign-in within 15 minutes; shown once. Only a key for
 /// every tenant, and not read-only, makes one; a key for every tenant gets none (409: the
-/// request is well formed, the key is of the wrong kind).
+/// request is well formed, the key is of the wrong kind), and none is made while
+/// `DOORMAN_CONSOLE_URL` is unset (409: a path alone does not work pasted to a customer).
 #[utoipa::path(
     post,
     path = "/admin/v1/keys/{key_id}/sign-in-links",
@@ -141,7 +142,7 @@ pub async fn get(
     responses(
         (status = 201, description = "The link, shown once", body = SignInLinkDoc),
         ChangeRefusals,
-        (status = 409, description = "The key is for every tenant (`key-for-every-tenant`): its holder signs in with the key", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The key is for every tenant (`key-for-every-tenant`): its holder signs in with the key; or `DOORMAN_CONSOLE_URL` is unset (`sign-in-links-off`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -158,7 +159,7 @@ pub async fn sign_in_link(
         }
         Err(other) => return Err(other.into()),
     };
-    Ok(HttpResponse::Created().json(SignInLinkDoc::new(&link, state.console_url.as_ref())))
+    Ok(HttpResponse::Created().json(SignInLinkDoc::from(&link)))
 }
 
 /// Revokes a key: from its next request on, in every admin process, it is refused. A key may

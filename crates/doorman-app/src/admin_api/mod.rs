@@ -54,8 +54,8 @@ pub struct AdminState {
     pub metrics: AdminMetrics,
     /// The operator console's sessions and sign-in links.
     pub sessions: PgConsoleSessions,
-    /// Where browsers reach the console (`DOORMAN_CONSOLE_URL`), for whole sign-in links.
-    pub console_url: Option<url::Url>,
+    /// Where browsers reach the console, and whom to believe about it.
+    pub console: crate::config::ConsoleAddress,
 }
 
 /// The caller the [`authenticate`] middleware found: a handler that takes this only runs for

@@ -196,6 +196,11 @@ impl ApiError {
                 "installs-off",
                 "installs are off: the Slack app's client id, secret and public URL are not configured",
             ),
+            OperatorError::SignInLinksOff => Self::new(
+                StatusCode::CONFLICT,
+                "sign-in-links-off",
+                "no sign-in link without the console's address: set DOORMAN_CONSOLE_URL (where browsers reach this process's /console/, e.g. https://admin.example) and restart doorman admin serve",
+            ),
             OperatorError::Refused { what, reason } => Self::invalid(field.unwrap_or(what), reason),
             OperatorError::Invalid(invalid) => Self::invalid_value(field.unwrap_or(invalid.what), &invalid),
             OperatorError::Storage(error) => Self::storage(&error),

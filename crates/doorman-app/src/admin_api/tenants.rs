@@ -2,7 +2,7 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use doorman_domain::{IdempotencyKey, TenantCursor, TenantName};
+use doorman_domain::{IdempotencyKey, TenantCursor, TenantName, TenantSearch};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -78,7 +78,8 @@ pub async fn create(
 }
 
 /// The tenants this key may see, oldest first: every tenant, or a scoped key's own; with
-/// `name`, those whose name contains it (ignoring case).
+/// `name`, those whose name contains it (ignoring case); with `search`, those found by part of
+/// their name, the start of their id, or a Slack team or enterprise id.
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants",
@@ -90,11 +91,14 @@ pub async fn create(
         ("name" = Option<String>, Query, min_length = 1, max_length = 200,
          pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$",
          description = "Only tenants whose name contains this, ignoring case (taken as text: `%` and `_` are no wildcards)"),
+        ("search" = Option<String>, Query, min_length = 1, max_length = 200,
+         pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$",
+         description = "Only tenants found by what support has at hand: part of the name (ignoring case), the start of the id, or a Slack team or enterprise id of one of their workspaces (taken as text)"),
     ),
     responses(
         (status = 200, description = "A page of tenants", body = TenantPage),
         ReadRefusals,
-        (status = 422, description = "A refused limit, cursor or name", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused limit, cursor, name or search", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -105,8 +109,7 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::of(&request);
     let page = query.page::<TenantCursor>()?;
-    let name = name_filter(&query)?;
-    let listed = state.operator.tenants(&caller.0, name.as_ref(), &page).await?;
+    let listed = state.operator.tenants(&caller.0, tenant_search(&query)?, &page).await?;
     Ok(HttpResponse::Ok().json(TenantPage::of(listed)))
 }
 
@@ -211,7 +214,14 @@ pub async fn delete(
     Ok(HttpResponse::Ok().json(OffboardedDoc::new(tenant, &offboarded)))
 }
 
-/// `name`: part of a tenant's name to search for, held to a name's rules.
-pub(crate) fn name_filter(query: &Query) -> Result<Option<TenantName>, ApiError> {
-    query.get("name").map(TenantName::new).transpose().map_err(|e| ApiError::invalid_value("name", &e))
+/// `name` (part of a tenant's name) and `search` (part of its name, the start of its id, or a
+/// Slack team or enterprise id of one of its workspaces), each held to a name's rules; with
+/// both, a tenant must match both.
+fn tenant_search(query: &Query) -> Result<Vec<TenantSearch>, ApiError> {
+    let text = |field| {
+        query.get(field).map(TenantName::new).transpose().map_err(|e| ApiError::invalid_value(field, &e))
+    };
+    let name = text("name")?.map(TenantSearch::Name);
+    let anything = text("search")?.map(TenantSearch::Anything);
+    Ok(name.into_iter().chain(anything).collect())
 }

@@ -153,14 +153,15 @@ async fn keys(command: ApiKeysCommand) -> anyhow::Result<()> {
         }
         ApiKeysCommand::SignInLink { id, console_url, json, db } => {
             let id: KeyId = id.parse().context("the key id")?;
-            let cli = Cli::owner(&db, Needs::default());
+            let console_base_url = console_url.as_ref().map(url::Url::to_string);
+            let cli = Cli::owner(&db, Needs { console_base_url, ..Needs::default() });
             let link = cli.operator.create_sign_in_link(&cli.caller, id).await.map_err(explain)?;
-            let doc = SignInLinkDoc::new(&link, console_url.as_ref());
+            let doc = SignInLinkDoc::from(&link);
             if json {
                 output::json(&serde_json::to_value(&doc)?);
             } else {
                 // Shown this once: stdout, never a log.
-                output::line(doc.url.as_deref().unwrap_or(&doc.path));
+                output::line(&doc.url);
             }
         }
     }

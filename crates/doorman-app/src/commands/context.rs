@@ -29,6 +29,8 @@ pub struct Needs {
     pub destinations: DestinationPolicy,
     /// Where install links start; `None`: installs are off.
     pub install_base_url: Option<String>,
+    /// Where browsers reach the operator console; `None`: no sign-in link is made.
+    pub console_base_url: Option<String>,
     pub stranded_after: Option<Duration>,
     pub replay_hold: Option<Duration>,
 }
@@ -44,6 +46,7 @@ impl Cli {
     pub fn on(pool: PgPool, needs: Needs) -> Self {
         let settings = OperatorSettings {
             install_base_url: needs.install_base_url,
+            console_base_url: needs.console_base_url,
             stranded_after: needs.stranded_after.unwrap_or(ReceiptStatus::STRANDED_AFTER),
             replay_hold: needs.replay_hold.unwrap_or(Duration::from_secs(90)),
         };
@@ -88,6 +91,9 @@ pub fn explain(error: OperatorError) -> anyhow::Error {
         }
         OperatorError::InstallsOff => anyhow::anyhow!(
             "installs are off: set SLACK_CLIENT_ID and SLACK_CLIENT_SECRET (and DOORMAN_PUBLIC_URL) as for `doorman serve`"
+        ),
+        OperatorError::SignInLinksOff => anyhow::anyhow!(
+            "no sign-in link without the console's address: give --console-url (or set DOORMAN_CONSOLE_URL) to where browsers reach `doorman admin serve`, e.g. https://admin.example"
         ),
         other => other.into(),
     }

@@ -32,7 +32,7 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
             let mut page = PageRequest { limit: PageLimit::new(PageLimit::MAX)?, after: None };
             let mut tenants = Vec::new();
             loop {
-                let listed = cli.operator.tenants(&cli.caller, None, &page).await.map_err(explain)?;
+                let listed = cli.operator.tenants(&cli.caller, vec![], &page).await.map_err(explain)?;
                 tenants.extend(listed.items.into_iter().map(TenantDoc::from));
                 match listed.next {
                     Some(next) => page.after = Some(next),

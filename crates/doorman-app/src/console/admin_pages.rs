@@ -32,6 +32,8 @@ struct KeysPage {
     made: Option<NewKeyDoc>,
     /// A sign-in link just made, shown this once.
     link: Option<SignInLinkDoc>,
+    /// Whether sign-in links can be made (`DOORMAN_CONSOLE_URL` is set).
+    sign_in_links_on: bool,
 }
 
 impl KeysPage {
@@ -82,6 +84,7 @@ async fn render(
         keys: keys.into_iter().map(KeyDoc::from).collect(),
         made,
         link,
+        sign_in_links_on: state.operator.sign_in_links_on(),
     })
 }
 
@@ -141,6 +144,6 @@ pub async fn sign_in_link(
     let session = Session::of(&request, &state).await?;
     session.form(&request, &body)?;
     let link = state.operator.create_sign_in_link(&session.caller, key_path(&path)?).await?;
-    let doc = SignInLinkDoc::new(&link, state.console_url.as_ref());
+    let doc = SignInLinkDoc::from(&link);
     render(&request, &session, &state, None, Some(doc)).await
 }

@@ -215,3 +215,30 @@ pub async fn job(
         job: ReplayJobDoc::from(job),
     })
 }
+
+/// For the templates: a replay job's progress in words. How many of its events are done, how
+/// many of those the agent took, and, when the job's events are listed, how each ended in the
+/// words of its outcome: `1 of 1 done: 0 succeeded (1 failed)`.
+impl ReplayJobDoc {
+    pub fn progress(&self) -> String {
+        let done = format!("{} of {} done: {} succeeded", self.done, self.total, self.succeeded);
+        let mut outcomes: Vec<(&str, u32)> = Vec::new();
+        for outcome in self.events.iter().filter_map(|e| e.outcome.as_deref()) {
+            match outcomes.iter_mut().find(|(seen, _)| *seen == outcome) {
+                Some((_, count)) => *count += 1,
+                None => outcomes.push((outcome, 1)),
+            }
+        }
+        if outcomes.is_empty() {
+            return match self.done.saturating_sub(self.succeeded) {
+                0 => done,
+                rest => format!("{done}, {rest} did not"),
+            };
+        }
+        let each: Vec<String> = outcomes
+            .iter()
+            .map(|(outcome, count)| format!("{count} {}", outcome.replace('_', " ")))
+            .collect();
+        format!("{done} ({})", each.join(", "))
+    }
+}

@@ -1,7 +1,8 @@
 //! Forms posted to the console. A form that changes something must come from the console's
-//! own origin (the browser's `Origin`) and carry the session's form token (`csrf`): a page on
-//! another site can make a signed-in browser post, but cannot read the token. The token is
-//! derived from the session's cookie, so it needs no storage and dies with the session.
+//! own origin (the browser's `Origin`, scheme, host and port, against [`super::origin`]) and
+//! carry the session's form token (`csrf`): a page on another site can make a signed-in
+//! browser post, but cannot read the token. The token is derived from the session's cookie,
+//! so it needs no storage and dies with the session.
 
 use std::collections::HashMap;
 
@@ -9,7 +10,9 @@ use actix_web::HttpRequest;
 use actix_web::http::header;
 use doorman_adapters::secrets::token_hash;
 
-use super::ConsoleError;
+use url::Origin;
+
+use super::{ConsoleError, origin};
 
 /// The most a console form may be.
 pub const MAX_FORM_BYTES: usize = 16 * 1024;
@@ -24,9 +27,14 @@ pub fn token_for(cookie: &str) -> String {
 pub struct Form(HashMap<String, String>);
 
 impl Form {
-    /// A form that changes something: from this origin, with `expected` as its token.
-    pub fn checked(request: &HttpRequest, body: &[u8], expected: &str) -> Result<Self, ConsoleError> {
-        let form = Self::from_this_origin(request, body)?;
+    /// A form that changes something: from the console's origin, with `expected` as its token.
+    pub fn checked(
+        request: &HttpRequest,
+        body: &[u8],
+        console: &Origin,
+        expected: &str,
+    ) -> Result<Self, ConsoleError> {
+        let form = Self::from_this_origin(request, body, console)?;
         let presented = form.0.get("csrf").map(String::as_bytes).unwrap_or_default();
         if !same(presented, expected.as_bytes()) {
             tracing::warn!(
@@ -41,12 +49,17 @@ impl Form {
         Ok(form)
     }
 
-    /// A form with no session yet (signing in): from this origin.
-    pub fn from_this_origin(request: &HttpRequest, body: &[u8]) -> Result<Self, ConsoleError> {
-        if !from_this_origin(request) {
+    /// A form with no session yet (signing in): from the console's origin.
+    pub fn from_this_origin(
+        request: &HttpRequest,
+        body: &[u8],
+        console: &Origin,
+    ) -> Result<Self, ConsoleError> {
+        if !from_this_origin(request, console) {
             tracing::warn!(
                 client.address = request.peer_addr().map(|a| a.ip().to_string()),
                 path = request.match_pattern().unwrap_or_default(),
+                console.origin = console.ascii_serialization(),
                 "console form refused: posted from another origin"
             );
             return Err(ConsoleError::forbidden("forms are accepted only from the console's own pages"));
@@ -70,16 +83,14 @@ impl Form {
     }
 }
 
-/// Whether the browser says the form came from this origin: its `Origin` (sent with every
-/// POST by current browsers) names this host, or, without one, `Sec-Fetch-Site` does not say
-/// another site. A client that sends neither (curl) is not a browser another site can drive.
-fn from_this_origin(request: &HttpRequest) -> bool {
-    let host = request.connection_info().host().to_owned();
+/// Whether the browser says the form came from the console: its `Origin` (sent with every
+/// POST by current browsers) is the console's, scheme, host and port; or, without one,
+/// `Sec-Fetch-Site` does not say another site. A client that sends neither (curl) is not a
+/// browser another site can drive.
+fn from_this_origin(request: &HttpRequest, console: &Origin) -> bool {
     let said = |name| request.headers().get(name).and_then(|v| v.to_str().ok());
     match said(header::ORIGIN) {
-        Some(origin) => origin.split_once("://").is_some_and(|(scheme, rest)| {
-            matches!(scheme, "http" | "https") && rest.eq_ignore_ascii_case(&host)
-        }),
+        Some(origin) => origin::parse(origin) == *console,
         None => !matches!(
             said(header::HeaderName::from_static("sec-fetch-site")),
             Some("cross-site" | "same-site")
@@ -99,29 +110,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_changing_form_needs_this_origin_and_the_sessions_token() {
+    fn a_changing_form_needs_the_consoles_origin_and_the_sessions_token() {
         let token = token_for("cookie-value");
         let body = format!("csrf={token}&name=+Acme+");
+        let console = origin::parse("https://console.example");
         let here = || TestRequest::post().insert_header((header::HOST, "console.example"));
         let form = Form::checked(
             &here().insert_header((header::ORIGIN, "https://console.example")).to_http_request(),
             body.as_bytes(),
+            &console,
             &token,
         )
         .unwrap();
         assert_eq!(form.get("name"), Some("Acme"));
         assert!(
-            Form::checked(&here().to_http_request(), body.as_bytes(), &token).is_ok(),
+            Form::checked(&here().to_http_request(), body.as_bytes(), &console, &token).is_ok(),
             "no Origin: not a browser"
         );
-        for origin in ["https://evil.example", "null", "https://console.example.evil.example"] {
+        for origin in [
+            "https://evil.example",
+            "null",
+            "https://console.example.evil.example",
+            "http://console.example",
+            "https://console.example:8443",
+        ] {
             let request = here().insert_header((header::ORIGIN, origin)).to_http_request();
-            assert!(Form::checked(&request, body.as_bytes(), &token).is_err(), "{origin}");
+            assert!(Form::checked(&request, body.as_bytes(), &console, &token).is_err(), "{origin}");
         }
         let cross = here().insert_header(("sec-fetch-site", "cross-site")).to_http_request();
-        assert!(Form::checked(&cross, body.as_bytes(), &token).is_err());
+        assert!(Form::checked(&cross, body.as_bytes(), &console, &token).is_err());
         for stale in ["name=x".to_owned(), format!("csrf={}", token_for("another session"))] {
-            assert!(Form::checked(&here().to_http_request(), stale.as_bytes(), &token).is_err(), "{stale}");
+            let request = here().to_http_request();
+            assert!(Form::checked(&request, stale.as_bytes(), &console, &token).is_err(), "{stale}");
         }
     }
 

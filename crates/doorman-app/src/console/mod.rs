@@ -5,8 +5,9 @@
 //! with a one-time link made for a key scoped to their tenant.
 //!
 //! The browser never holds a key: it holds a session ([`session`]), an opaque id in an
-//! `HttpOnly`, `SameSite=Strict` cookie, checked against its key on every request. Every form
-//! that changes something carries a token derived from the session ([`form`]), and every page
+//! `HttpOnly`, `SameSite=Strict` cookie (`__Host-` on https), checked against its key on every
+//! request. Every form that changes something comes from the console's own origin
+//! ([`origin`]) and carries a token derived from the session ([`form`]), and every page
 //! is sent with a strict Content-Security-Policy ([`secure_headers`]): scripts and styles only
 //! from `/console/assets/`, nothing inline, nothing from another origin.
 
@@ -15,6 +16,7 @@ mod assets;
 mod error;
 mod events;
 mod form;
+mod origin;
 mod page;
 mod session;
 mod tenants;

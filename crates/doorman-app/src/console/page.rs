@@ -70,6 +70,17 @@ pub fn next_page(filters: &[(&str, &str)], cursor: &impl doorman_domain::Cursor)
     next.append_pair("cursor", &cursor.encode()).finish()
 }
 
+/// What a path segment keeps as it is (RFC 3986's unreserved characters); everything else is
+/// percent-encoded, `/`, `?`, `#` and `%` included, so that an id holding any of them is one
+/// segment of a link that leads back to it.
+const SEGMENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// `text` as one segment of a link's path (an event's id, a workspace's).
+pub fn segment(text: impl AsRef<str>) -> String {
+    percent_encoding::utf8_percent_encode(text.as_ref(), SEGMENT).to_string()
+}
+
 /// An instant as pages show it.
 pub fn when(at: impl Borrow<DateTime<Utc>>) -> String {
     at.borrow().format("%Y-%m-%d %H:%M:%S UTC").to_string()
@@ -85,6 +96,12 @@ mod tests {
     use doorman_domain::{Cursor, TenantCursor};
 
     use super::*;
+
+    #[test]
+    fn a_segment_keeps_only_unreserved_characters() {
+        assert_eq!(segment("Ev0A1b-._~"), "Ev0A1b-._~");
+        assert_eq!(segment("Ev/<%?# x+&\""), "Ev%2F%3C%25%3F%23%20x%2B%26%22");
+    }
 
     #[test]
     fn a_next_page_keeps_the_filters_that_are_set_encoded_and_then_the_cursor() {

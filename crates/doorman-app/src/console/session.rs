@@ -1,9 +1,11 @@
 //! Sessions: signing in (with a key, or a one-time link), who a request acts as, signing out.
 //!
-//! The cookie holds an opaque random value (`doorman_console`, `HttpOnly`, `SameSite=Strict`,
-//! `Path=/console`, `Secure` on https); only its hash is stored. Every request looks the
-//! session up with its key, so it ends at sign-out, at its expiry ([`SESSION_LIFETIME`]), and
-//! as soon as its key is revoked or expires.
+//! The cookie holds an opaque random value; only its hash is stored. It is `HttpOnly` and
+//! `SameSite=Strict`; on https it is `__Host-doorman_console` (`Secure`, `Path=/`, no
+//! `Domain`: no other host, and no plain-http page, can set or shadow it), on http (local
+//! development) `doorman_console` with `Path=/console`. Every request looks the session up
+//! with its key, so it ends at sign-out, at its expiry ([`SESSION_LIFETIME`]), and as soon as
+//! its key is revoked or expires.
 
 use actix_web::cookie::{Cookie, SameSite, time};
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
@@ -13,11 +15,20 @@ use doorman_domain::{Actor, ApiKey, Caller, KeyId, RequestId};
 
 use super::form::{Form, token_for};
 use super::page::{self, Chrome};
-use super::{ConsoleError, see_other};
+use super::{ConsoleError, origin, see_other};
 use crate::admin_api::AdminState;
 
-/// The session cookie's name.
-pub const COOKIE: &str = "doorman_console";
+/// The session cookie's name on https: the `__Host-` prefix makes browsers refuse it unless it
+/// is `Secure`, `Path=/` and has no `Domain`.
+pub const HTTPS_COOKIE: &str = "__Host-doorman_console";
+
+/// The session cookie's name on http (local development).
+pub const HTTP_COOKIE: &str = "doorman_console";
+
+/// The session cookie as the console's origin has it: its name and path.
+fn cookie_for(console: &url::Origin) -> (&'static str, &'static str) {
+    if origin::is_https(console) { (HTTPS_COOKIE, "/") } else { (HTTP_COOKIE, "/console") }
+}
 
 /// How long a session lasts from sign-in (a revoked or expired key ends it sooner).
 pub const SESSION_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::hours(8);
@@ -28,12 +39,15 @@ pub struct Session {
     pub caller: Caller,
     pub key: ApiKey,
     csrf: String,
+    /// Where the browser reached the console: its forms must come from there.
+    console: url::Origin,
 }
 
 impl Session {
     /// The live session of this request's cookie, or [`ConsoleError::SignIn`].
     pub async fn of(request: &HttpRequest, state: &AdminState) -> Result<Self, ConsoleError> {
-        let Some(cookie) = request.cookie(COOKIE) else { return Err(ConsoleError::SignIn) };
+        let console = origin::of(request, &state.console);
+        let Some(cookie) = request.cookie(cookie_for(&console).0) else { return Err(ConsoleError::SignIn) };
         let key = match state.sessions.resolve(cookie.value()).await {
             Ok(Some(key)) => key,
             Ok(None) => return Err(ConsoleError::SignIn),
@@ -48,12 +62,13 @@ impl Session {
             caller: Caller { actor: Actor::Key(key.clone()), request: request_id },
             csrf: token_for(cookie.value()),
             key,
+            console,
         })
     }
 
-    /// A form that changes something, checked against this session's token.
+    /// A form that changes something, checked against this session's origin and token.
     pub fn form(&self, request: &HttpRequest, body: &[u8]) -> Result<Form, ConsoleError> {
-        Form::checked(request, body, &self.csrf)
+        Form::checked(request, body, &self.console, &self.csrf)
     }
 
     pub fn may_write(&self) -> bool {
@@ -107,7 +122,8 @@ pub async fn sign_in(
     body: web::Bytes,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Form::from_this_origin(&request, &body)?;
+    let console = origin::of(&request, &state.console);
+    let form = Form::from_this_origin(&request, &body, &console)?;
     let presented = form.get("key").unwrap_or_default();
     let refused = |reason, key: Option<KeyId>| {
         state.metrics.refused(reason);
@@ -126,7 +142,7 @@ pub async fn sign_in(
         return refused(doorman_domain::KeyRefusal::Missing, None);
     }
     match state.keys.authenticate(presented).await {
-        Ok(Presented::Valid(key)) => open(&request, &state, key.id, "key").await,
+        Ok(Presented::Valid(key)) => open(&request, &state, &console, key.id, "key").await,
         Ok(Presented::Refused { reason, key }) => refused(reason, key),
         Err(error) => Err(crate::admin_api::problem::ApiError::storage(&error).into()),
     }
@@ -145,9 +161,10 @@ pub async fn link_sign_in(
     body: web::Bytes,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
-    Form::from_this_origin(&request, &body)?;
+    let console = origin::of(&request, &state.console);
+    Form::from_this_origin(&request, &body, &console)?;
     match state.sessions.spend_link(&token).await {
-        Ok(Some(key)) => open(&request, &state, key, "link").await,
+        Ok(Some(key)) => open(&request, &state, &console, key, "link").await,
         Ok(None) => {
             tracing::warn!(
                 client.address = request.peer_addr().map(|a| a.ip().to_string()),
@@ -163,6 +180,7 @@ pub async fn link_sign_in(
 async fn open(
     request: &HttpRequest,
     state: &AdminState,
+    console: &url::Origin,
     key: KeyId,
     how: &str,
 ) -> Result<HttpResponse, ConsoleError> {
@@ -173,13 +191,12 @@ async fn open(
         .await
         .map_err(|e| ConsoleError::from(crate::admin_api::problem::ApiError::storage(&e)))?;
     tracing::info!(key.id = %key, how, client.address = request.peer_addr().map(|a| a.ip().to_string()), "console session opened");
-    let secure = state.console_url.as_ref().is_some_and(|url| url.scheme() == "https")
-        || request.connection_info().scheme() == "https";
-    let cookie = Cookie::build(COOKIE, secret.expose().to_owned())
-        .path("/console")
+    let (name, path) = cookie_for(console);
+    let cookie = Cookie::build(name, secret.expose().to_owned())
+        .path(path)
         .http_only(true)
         .same_site(SameSite::Strict)
-        .secure(secure)
+        .secure(origin::is_https(console))
         .max_age(time::Duration::seconds(SESSION_LIFETIME.num_seconds()))
         .finish();
     let mut response = see_other("/console/");
@@ -197,7 +214,8 @@ pub async fn sign_out(
 ) -> Result<HttpResponse, ConsoleError> {
     let session = Session::of(&request, &state).await?;
     session.form(&request, &body)?;
-    if let Some(cookie) = request.cookie(COOKIE) {
+    let (name, path) = cookie_for(&session.console);
+    if let Some(cookie) = request.cookie(name) {
         state
             .sessions
             .end(cookie.value())
@@ -206,7 +224,7 @@ pub async fn sign_out(
     }
     tracing::info!(key.id = %session.key.id, "console session ended by sign-out");
     let mut response = see_other("/console/sign-in");
-    let mut gone = Cookie::build(COOKIE, "").path("/console").finish();
+    let mut gone = Cookie::build(name, "").path(path).secure(origin::is_https(&session.console)).finish();
     gone.make_removal();
     response
         .add_cookie(&gone)

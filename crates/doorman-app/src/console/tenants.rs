@@ -7,7 +7,9 @@ use std::time::Duration;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use doorman_domain::usecases::operator::installs::LinkLifetime;
-use doorman_domain::{AgentSecret, AgentUrl, OperatorError, TenantCursor, TenantId, TenantName, WorkspaceId};
+use doorman_domain::{
+    AgentSecret, AgentUrl, OperatorError, TenantCursor, TenantId, TenantName, TenantSearch, WorkspaceId,
+};
 
 use super::page::{self, Chrome};
 use super::session::Session;
@@ -40,28 +42,33 @@ struct TenantPage {
     may_link_by_id: bool,
     /// An install link just made, shown once.
     install_link: Option<InstallLinkDoc>,
+    /// Whether install links can be made (the Slack app is configured).
+    installs_on: bool,
 }
 
-/// The tenants the session sees; `?name=` searches by part of the name, and a tenant's id
-/// goes straight to its page. A session for one tenant goes to that tenant.
+/// The tenants the session sees; `?search=` finds them by part of the name, the start of the
+/// id or a Slack team or enterprise id, and a whole id goes straight to its tenant's page. A
+/// session for one tenant goes to that tenant.
 pub async fn list(request: HttpRequest, state: web::Data<AdminState>) -> Result<HttpResponse, ConsoleError> {
     let session = Session::of(&request, &state).await?;
     if let Some(own) = session.key.scope.tenant {
         return Ok(see_other(format!("/console/tenants/{own}")));
     }
     let query = Query::of(&request);
-    let search = query.get("name").unwrap_or_default().trim().to_owned();
+    let search = query.get("search").unwrap_or_default().trim().to_owned();
     if let Ok(id) = search.parse::<TenantId>() {
         return Ok(see_other(format!("/console/tenants/{id}")));
     }
-    let name = if search.is_empty() {
-        None
+    let found_by = if search.is_empty() {
+        vec![]
     } else {
-        Some(TenantName::new(&search).map_err(|e| ApiError::invalid_value("name", &e))?)
+        vec![TenantSearch::Anything(
+            TenantName::new(&search).map_err(|e| ApiError::invalid_value("search", &e))?,
+        )]
     };
     let page = query.page::<TenantCursor>()?;
-    let listed = state.operator.tenants(&session.caller, name.as_ref(), &page).await?;
-    let next = listed.next.map(|cursor| page::next_page(&[("name", &search)], &cursor));
+    let listed = state.operator.tenants(&session.caller, found_by, &page).await?;
+    let next = listed.next.map(|cursor| page::next_page(&[("search", &search)], &cursor));
     page::ok(&TenantsPage {
         chrome: session.chrome(&request),
         search,
@@ -117,6 +124,7 @@ async fn render(
         agent,
         may_link_by_id: session.may_write() && session.key.scope.tenant.is_none(),
         install_link,
+        installs_on: state.operator.installs_on(),
     })
 }
 

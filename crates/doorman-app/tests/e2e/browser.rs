@@ -41,7 +41,7 @@ fn binary(variable: &str, candidates: &[&str]) -> PathBuf {
         })
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 

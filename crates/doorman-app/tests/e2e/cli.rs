@@ -179,6 +179,12 @@ async fn every_audited_action_is_read_back_from_the_trail() {
     )))
     .unwrap();
     let portal_id = portal["id"].as_str().expect("the key's id").to_owned();
+    // Without the console's address no link is made (a path alone is no link to paste), and
+    // the refusal says what to set.
+    let pathless = doorman(url, &["admin", "keys", "sign-in-link", &portal_id]);
+    let said = String::from_utf8_lossy(&pathless.stderr);
+    assert!(!pathless.status.success() && pathless.stdout.is_empty(), "{said}");
+    assert!(said.contains("--console-url") && said.contains("DOORMAN_CONSOLE_URL"), "{said}");
     let link = ok(&doorman(
         url,
         &["admin", "keys", "sign-in-link", &portal_id, "--console-url", "https://admin.example/"],

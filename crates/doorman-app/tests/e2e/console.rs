@@ -10,11 +10,16 @@ use reqwest::header;
 use serde_json::{Value, json};
 
 use crate::admin_api::{Admin, key};
+<<<<<<< HEAD
 use crate::browser::Chromedriver;
 use crate::helpers::{
     AGENT_SECRET, WAIT, directory_notices, http_client, post_event, serve_config,
     wait_for_directory_notice_since,
 };
+=======
+use crate::browser::{Chromedriver, free_port};
+use crate::helpers::{AGENT_SECRET, WAIT, http_client, post_event, serve_config};
+>>>>>>> i38-console
 use doorman_testkit::FakeAgent;
 use doorman_testkit::database::TestDatabase;
 
@@ -32,11 +37,25 @@ async fn onboarded(admin: &Admin, root: &str, name: &str, team: &str, agent: &st
     tenant
 }
 
+/// `doorman admin serve` with private agents allowed, at an address of its own that is also
+/// its `DOORMAN_CONSOLE_URL` (so sign-in links are whole and lead to it), and `flags`.
+async fn console_at_its_address(db: &TestDatabase, flags: &[&str]) -> Admin {
+    let bind = format!("127.0.0.1:{}", free_port());
+    let url = format!("http://{bind}");
+    let own = ["--agent-allow-private", "true", "--bind", &bind, "--console-url", &url];
+    Admin::start(db, &[&own, flags].concat()).await
+}
+
+/// An id as one segment of a URL's path.
+fn segment(id: &str) -> String {
+    percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
 /// The event's status as the admin API reads it, once it is `status`.
 async fn until_status(admin: &Admin, root: &str, tenant: &str, event: &str, status: &str) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let read = admin.get(&format!("/admin/v1/tenants/{tenant}/events/{event}"), root).await;
+        let read = admin.get(&format!("/admin/v1/tenants/{tenant}/events/{}", segment(event)), root).await;
         if read.status == 200 && read.body["status"] == status {
             return;
         }
@@ -66,6 +85,15 @@ async fn arrive(browser: &Client, expected: &str) {
         assert!(tokio::time::Instant::now() < deadline, "at {now}, not {expected}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The first cell of each of the table's rows.
+async fn text_of_rows(browser: &Client) -> Vec<String> {
+    let mut cells = Vec::new();
+    for cell in browser.find_all(Locator::Css("tbody tr td:first-child")).await.unwrap() {
+        cells.push(cell.text().await.unwrap());
+    }
+    cells
 }
 
 async fn text(browser: &Client, css: &str) -> String {
@@ -113,12 +141,18 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     sign_in(&browser, &admin.base, &root).await;
     arrive(&browser, "/console/tenants").await;
 
-    // Find the tenant by part of its name.
-    browser.find(Locator::Id("name")).await.unwrap().send_keys("support").await.unwrap();
-    click(&browser, "form[role=search] button").await;
-    arrive(&browser, "/console/tenants?name=support").await;
-    let rows = browser.find_all(Locator::Css("tbody tr")).await.unwrap();
-    assert_eq!(rows.len(), 1, "only Acme Support matches");
+    // Find the tenant by its Slack team id, by the start of its id, and by part of its name.
+    let search = async |text: &str| {
+        let field = find(&browser, "#search").await;
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+        click(&browser, "form[role=search] button").await;
+        arrive(&browser, &format!("/console/tenants?search={text}")).await;
+        text_of_rows(&browser).await
+    };
+    assert_eq!(search("TSUPPORT").await, ["Acme Support"], "a Slack team id");
+    assert_eq!(search(&tenant[..8]).await, ["Acme Support"], "the start of the id");
+    assert_eq!(search("support").await, ["Acme Support"], "part of the name");
     browser.find(Locator::LinkText("Acme Support")).await.unwrap().click().await.unwrap();
     arrive(&browser, &format!("/console/tenants/{tenant}")).await;
     assert_eq!(text(&browser, "h1").await, "Acme Support");
@@ -146,13 +180,9 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     arrive(&browser, &format!("/console/tenants/{tenant}/events/EvConsoleFail")).await;
     assert_eq!(text(&browser, "#event-status").await, "failed");
     click(&browser, "#replay").await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while text(&browser, "#job-state").await != "finished" {
-        assert!(tokio::time::Instant::now() < deadline, "the replay job never finished");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        browser.refresh().await.unwrap();
-    }
+    until_job_finished(&browser).await;
     assert!(text(&browser, "tbody").await.contains("sent"));
+    assert_eq!(text(&browser, "#job-progress").await, "1 of 1 done: 1 succeeded (1 handled)");
     browser.find(Locator::LinkText("EvConsoleFail")).await.unwrap().click().await.unwrap();
     arrive(&browser, &format!("/console/tenants/{tenant}/events/EvConsoleFail")).await;
     assert_eq!(text(&browser, "#event-status").await, "handled");
@@ -174,6 +204,16 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     server.shutdown().await;
 }
 
+/// Reloads the replay job's page until the job has finished.
+async fn until_job_finished(browser: &Client) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while text(browser, "#job-state").await != "finished" {
+        assert!(tokio::time::Instant::now() < deadline, "the replay job never finished");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        browser.refresh().await.unwrap();
+    }
+}
+
 /// A key's id from its text (`dmk_<id>_<secret>`).
 fn key_id(key: &str) -> uuid::Uuid {
     uuid::Uuid::parse_str(key.split('_').nth(1).unwrap()).unwrap()
@@ -182,20 +222,23 @@ fn key_id(key: &str) -> uuid::Uuid {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_write_read_only() {
     let db = TestDatabase::create().await;
-    let admin = Admin::start_allowing_private(&db).await;
+    let admin = console_at_its_address(&db, &[]).await;
     let agent = FakeAgent::start(AGENT_SECRET);
     let root = key(&db, None, false).await;
     let own = onboarded(&admin, &root, "Customer Co", "TCUSTOMER", agent.url()).await;
     let other = onboarded(&admin, &root, "Someone Else", "TELSE", agent.url()).await;
     let portal = key(&db, Some(&own), true).await;
-    let made =
-        admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(&portal)), &root, json!({})).await;
+    let portal_doc = format!("/admin/v1/keys/{}", key_id(&portal));
+    assert_eq!(admin.get(&portal_doc, &root).await.body["last_used_at"], Value::Null, "never used yet");
+    let made = admin.post(&format!("{portal_doc}/sign-in-links"), &root, json!({})).await;
     assert_eq!(made.status, 201, "{made:?}");
     assert_eq!(
         (made.body["tenant_id"].as_str(), made.body["read_only"].as_bool()),
         (Some(own.as_str()), Some(true))
     );
-    let link = format!("{}{}", admin.base, made.body["path"].as_str().unwrap());
+    // The link is whole: DOORMAN_CONSOLE_URL, then its path, ready to paste to the customer.
+    let link = made.body["url"].as_str().unwrap().to_owned();
+    assert_eq!(link, format!("{}{}", admin.base, made.body["path"].as_str().unwrap()));
     // A key for every tenant gets no link: whoever holds it signs in with it.
     assert_eq!(
         admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(&root)), &root, json!({})).await.status,
@@ -208,6 +251,9 @@ async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_wr
     click(&customer, "form button[type=submit]").await;
     arrive(&customer, &format!("/console/tenants/{own}")).await;
     assert_eq!(text(&customer, "h1").await, "Customer Co");
+    // Support sees that the customer opened their portal: the session's requests are its key's use.
+    let used = admin.get(&portal_doc, &root).await.body["last_used_at"].clone();
+    assert!(used.is_string(), "the portal key's last use: {used}");
     let nav = text(&customer, "header nav").await;
     assert!(nav.contains("My tenant") && !nav.contains("Keys") && !nav.contains("Tenants"), "{nav}");
     // Read-only: no button that writes.
@@ -399,6 +445,190 @@ async fn sessions_end_with_their_key_forms_need_this_origin_and_the_token_and_ev
     // Nothing of a session or a key is stored in clear.
     let keys_page: Value = json!(admin.get("/admin/v1/keys", &root).await.body);
     assert!(!keys_page.to_string().contains(other.cookie.split('=').nth(1).unwrap()));
+}
+
+/// A console sign-in with `key`, sending `headers` (an `Origin`, forwarded headers).
+async fn sign_in_with(base: &str, key: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let mut request = http.post(format!("{base}/console/sign-in")).form(&[("key", key)]);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+/// The session cookie a sign-in set: `name=value`, and its attributes.
+fn session_cookie(signed_in: &reqwest::Response) -> (String, Vec<String>) {
+    assert_eq!(signed_in.status(), 303, "signed in");
+    let set = signed_in.headers()[header::SET_COOKIE].to_str().unwrap();
+    let mut parts = set.split(';').map(|part| part.trim().to_owned());
+    let pair = parts.next().unwrap();
+    (pair, parts.collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forms_need_the_consoles_scheme_host_and_port_and_forwarded_headers_count_only_from_trusted_proxies()
+{
+    let db = TestDatabase::create().await;
+    let root = key(&db, None, false).await;
+    let forwarded = |origin: &'static str| {
+        [("x-forwarded-host", "console.example"), ("x-forwarded-proto", "https"), ("origin", origin)]
+    };
+
+    // Trusting no proxy (the default), the origin is the request's own Host and scheme,
+    // whatever a client forwards.
+    let direct = Admin::launch(&db, &[]).await;
+    let own = direct.base.as_str();
+    assert_eq!(sign_in_with(own, &root, &forwarded("https://console.example")).await.status(), 403);
+    let rfc7239 = [("forwarded", "host=console.example;proto=https"), ("origin", "https://console.example")];
+    assert_eq!(sign_in_with(own, &root, &rfc7239).await.status(), 403);
+    let https_here = own.replace("http://", "https://");
+    assert_eq!(sign_in_with(own, &root, &[("origin", &https_here)]).await.status(), 403, "another scheme");
+    let (pair, attributes) = session_cookie(&sign_in_with(own, &root, &[("origin", own)]).await);
+    assert!(pair.starts_with("doorman_console="), "plain http keeps the plain name: {pair}");
+    assert!(attributes.contains(&"Path=/console".to_owned()) && !attributes.contains(&"Secure".to_owned()));
+
+    // From a trusted proxy, what it forwards is where the browser was: https, so the cookie
+    // is __Host- (Secure, Path=/, no Domain).
+    let proxied = Admin::launch(&db, &["--trusted-proxies", "10.0.0.0/8, 127.0.0.1"]).await;
+    let behind = proxied.base.as_str();
+    let (pair, attributes) =
+        session_cookie(&sign_in_with(behind, &root, &forwarded("https://console.example")).await);
+    assert!(pair.starts_with("__Host-doorman_console="), "{pair}");
+    for attribute in ["Secure", "Path=/", "HttpOnly", "SameSite=Strict"] {
+        assert!(attributes.contains(&attribute.to_owned()), "{attribute} in {attributes:?}");
+    }
+    assert!(!attributes.iter().any(|a| a.starts_with("Domain")), "{attributes:?}");
+    for origin in ["http://console.example", "https://console.example:8443", "https://evil.example"] {
+        let refused = sign_in_with(behind, &root, &forwarded(origin)).await;
+        assert_eq!(refused.status(), 403, "{origin}");
+    }
+
+    // DOORMAN_CONSOLE_URL is the origin, above what any proxy says; http against it is another
+    // origin.
+    let fixed =
+        Admin::launch(&db, &["--console-url", "https://admin.example", "--trusted-proxies", "127.0.0.1"])
+            .await;
+    let at = fixed.base.as_str();
+    for origin in ["http://admin.example", "https://admin.example:8443"] {
+        assert_eq!(sign_in_with(at, &root, &[("origin", origin)]).await.status(), 403, "{origin}");
+    }
+    assert_eq!(sign_in_with(at, &root, &forwarded("https://console.example")).await.status(), 403);
+    let (pair, _) = session_cookie(&sign_in_with(at, &root, &[("origin", "https://admin.example")]).await);
+    let value = pair.strip_prefix("__Host-doorman_console=").expect("the __Host- cookie");
+    // On https the session is read from the __Host- cookie alone.
+    let get = |cookie: String| {
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        async move {
+            http.get(format!("{at}/console/tenants")).header(header::COOKIE, cookie).send().await.unwrap()
+        }
+    };
+    let page = get(format!("__Host-doorman_console={value}")).await;
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    let csrf = &page[page.find("name=\"csrf\" value=\"").unwrap() + 19..][..64];
+    assert_eq!(get(format!("doorman_console={value}")).await.status(), 303, "the plain name is not read");
+    // A changing form with the session and its token, from http: refused, nothing made.
+    let create = |origin: &'static str| {
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        http.post(format!("{at}/console/tenants"))
+            .header(header::COOKIE, format!("__Host-doorman_console={value}"))
+            .header(header::ORIGIN, origin)
+            .form(&[("csrf", csrf), ("name", "Forged")])
+            .send()
+    };
+    assert_eq!(create("http://admin.example").await.unwrap().status(), 403);
+    let listed = fixed.get("/admin/v1/tenants?name=Forged", &root).await;
+    assert_eq!(listed.body["items"], json!([]), "nothing made");
+    assert_eq!(create("https://admin.example").await.unwrap().status(), 303);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_slack_app_or_the_consoles_address_no_install_or_sign_in_link_is_offered_and_why_is_said()
+{
+    let db = TestDatabase::create().await;
+    let bare = Admin::launch(&db, &["--agent-allow-private", "true"]).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&bare, &root, "Acme", "TBARE", agent.url()).await;
+    let portal = key(&db, Some(&tenant), true).await;
+    let session = Session::sign_in(&bare.base, &root).await;
+
+    // Installs off: no install-link form on the tenant's page, and why.
+    let page = session.get(&format!("/console/tenants/{tenant}")).await.text().await.unwrap();
+    assert!(!page.contains("/install-links\""), "no install-link form");
+    assert!(page.contains("id=\"installs-off\"") && page.contains("SLACK_CLIENT_ID"), "{page}");
+
+    // No console address: no sign-in-link button, and why; asked anyway, 409 saying what to set.
+    let link_form = format!("/console/keys/{}/sign-in-link", key_id(&portal));
+    let page = session.get("/console/keys").await.text().await.unwrap();
+    assert!(!page.contains(&link_form), "no sign-in-link form");
+    assert!(page.contains("id=\"sign-in-links-off\"") && page.contains("DOORMAN_CONSOLE_URL"), "{page}");
+    let csrf = session.csrf("/console/keys").await;
+    let asked = session.post(&link_form, Some(&bare.base), &[("csrf", &csrf)]).await;
+    assert_eq!(asked.status(), 409);
+    assert!(asked.text().await.unwrap().contains("DOORMAN_CONSOLE_URL"));
+    let api = bare.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(&portal)), &root, json!({})).await;
+    assert_eq!(
+        (api.status.as_u16(), api.body["type"].as_str()),
+        (409, Some("urn:doorman:problem:sign-in-links-off")),
+        "{api:?}"
+    );
+    assert!(api.body["detail"].as_str().unwrap().contains("DOORMAN_CONSOLE_URL"));
+
+    // With both configured, both are offered.
+    let full = console_at_its_address(&db, &[]).await;
+    let session = Session::sign_in(&full.base, &root).await;
+    let page = session.get(&format!("/console/tenants/{tenant}")).await.text().await.unwrap();
+    assert!(page.contains("/install-links\"") && !page.contains("installs-off"));
+    let page = session.get("/console/keys").await.text().await.unwrap();
+    assert!(page.contains(&link_form) && !page.contains("sign-in-links-off"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_whose_id_holds_any_printable_character_opens_from_the_lists_and_its_failed_replay_says_so()
+{
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Odd Ids", "TODDIDS", agent.url()).await;
+    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    // A real signed Slack event, accepted and handled (it fails at the agent).
+    let odd = "Ev/1<2%3?4#5 6+7&8\"9";
+    agent.answer_with(500);
+    assert_eq!(post_event(&http_client(), &serving, "TODDIDS", odd).await, 200);
+    until_status(&admin, &root, &tenant, odd, "failed").await;
+    // The API's event URL, its id percent-encoded, reads it.
+    let read = admin.get(&format!("/admin/v1/tenants/{tenant}/events/{}", segment(odd)), &root).await;
+    assert_eq!((read.status.as_u16(), read.body["external_event_id"].as_str()), (200, Some(odd)), "{read:?}");
+
+    // Opened from the failed events in the console.
+    let driver = Chromedriver::start().await;
+    let browser = driver.browser("odd-ids").await;
+    sign_in(&browser, &admin.base, &root).await;
+    arrive(&browser, "/console/tenants").await;
+    browser.goto(&format!("{}/console/tenants/{tenant}/events?state=failed", admin.base)).await.unwrap();
+    browser.find(Locator::LinkText(odd)).await.unwrap().click().await.unwrap();
+    let event_page = format!("/console/tenants/{tenant}/events/{}", segment(odd));
+    arrive(&browser, &event_page).await;
+    assert_eq!(text(&browser, "h1").await, format!("Event {odd}"));
+    assert_eq!(text(&browser, "#event-status").await, "failed");
+
+    // Replayed from its page, it fails again: the job says so in the outcome's words.
+    click(&browser, "#replay").await;
+    until_job_finished(&browser).await;
+    assert_eq!(text(&browser, "#job-progress").await, "1 of 1 done: 0 succeeded (1 failed)");
+    assert!(text(&browser, "tbody").await.contains("sent again; failed"));
+    // The job's link to the event opens it too.
+    browser.find(Locator::LinkText(odd)).await.unwrap().click().await.unwrap();
+    arrive(&browser, &event_page).await;
+    assert_eq!(text(&browser, "#event-status").await, "failed");
+    browser.goto(&format!("{}/console/tenants/{tenant}/replays", admin.base)).await.unwrap();
+    assert!(text(&browser, "tbody").await.contains("1 of 1 done: 0 succeeded, 1 did not"));
+    browser.close().await.unwrap();
+    server.shutdown().await;
 }
 
 /// axe-core's source (`just axe` installs it).

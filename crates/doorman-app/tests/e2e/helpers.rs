@@ -547,6 +547,8 @@ pub fn doorman_bare(database_url: &str, env: &[(&str, &str)], args: &[&str]) -> 
         .env_remove("DOORMAN_ENCRYPTION_KEYS")
         .env_remove("DOORMAN_AGENT_ALLOW_PRIVATE")
         .env_remove("DOORMAN_AGENT_SECRET")
+        .env_remove("DOORMAN_CONSOLE_URL")
+        .env_remove("DOORMAN_TRUSTED_PROXIES")
         .env("DATABASE_URL", database_url)
         .env("RUST_LOG", "warn")
         // Tests run side by side: each process's metrics on a port of its own.

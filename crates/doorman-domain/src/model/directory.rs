@@ -17,6 +17,26 @@ pub struct TenantRecord {
     pub retain_payloads: bool,
 }
 
+/// Which tenants a listing looks for. The text follows a name's rules ([`TenantName`]) and is
+/// matched as text (no wildcards).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TenantSearch {
+    /// Tenants whose name contains it, ignoring case.
+    Name(TenantName),
+    /// What support has at hand: part of the name (ignoring case), the start of the id, or
+    /// a Slack team or enterprise id of one of the tenant's workspaces.
+    Anything(TenantName),
+}
+
+impl TenantSearch {
+    /// The text searched for.
+    pub fn text(&self) -> &str {
+        match self {
+            Self::Name(text) | Self::Anything(text) => text.as_str(),
+        }
+    }
+}
+
 /// A tenant about to be created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewTenant {

@@ -26,7 +26,7 @@ pub use admission::{Busy, Permit};
 pub use audit::{AuditAction, AuditEntry, AuditRecord};
 pub use directory::{
     AgentSummary, Created, Idempotency, IdempotencyKey, InstallLink, InstallationSummary, Linked,
-    LinkedWorkspace, NewTenant, Removed, TenantRecord,
+    LinkedWorkspace, NewTenant, Removed, TenantRecord, TenantSearch,
 };
 pub use event::{
     Delivery, EventKind, ExternalEventId, Fingerprint, InboundEvent, Label, Payload, RetryReason,

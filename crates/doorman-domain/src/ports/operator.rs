@@ -18,7 +18,7 @@ use crate::model::{
     EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId, KeyName, KeyScope,
     KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest, Platform,
     ReceiptKey, ReceiptRecord, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayResult, TenantCursor,
-    TenantId, TenantName, TenantRecord, WorkspaceRef,
+    TenantId, TenantName, TenantRecord, TenantSearch, WorkspaceRef,
 };
 
 /// Tenants.
@@ -43,13 +43,13 @@ pub trait Tenants: Send + Sync {
         tenant: TenantId,
     ) -> impl Future<Output = Result<Option<TenantRecord>, StorageError>> + Send;
 
-    /// Tenants, oldest first; with `only`, that tenant alone (if it exists); with
-    /// `name_contains`, only those whose name contains it, ignoring case (MUST match it as
-    /// text: `%` and `_` are not wildcards).
+    /// Tenants, oldest first; with `only`, that tenant alone (if it exists); only those every
+    /// one of `search` finds (MUST match their text as text: `%` and `_` are not wildcards;
+    /// an id prefix ignores case, a workspace id does not).
     fn list(
         &self,
         only: Option<TenantId>,
-        name_contains: Option<String>,
+        search: Vec<TenantSearch>,
         page: &PageRequest<TenantCursor>,
     ) -> impl Future<Output = Result<Page<TenantRecord, TenantCursor>, StorageError>> + Send;
 

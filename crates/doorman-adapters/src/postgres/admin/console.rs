@@ -11,6 +11,7 @@ use diesel_async::RunQueryDsl;
 use doorman_domain::{ApiKey, KeyId, KeyScope, StorageError, TenantId};
 use uuid::Uuid;
 
+use super::keys::record_use;
 use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::PgPool;
 use crate::secrets::{random_token, token_hash};
@@ -42,6 +43,10 @@ struct SessionKey {
     tenant_id: Option<Uuid>,
     #[diesel(sql_type = Bool)]
     read_only: bool,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_used_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Timestamptz)]
+    now: DateTime<Utc>,
 }
 
 impl SessionKey {
@@ -92,11 +97,13 @@ impl PgConsoleSessions {
     }
 
     /// The key the session with this cookie acts as, while it is open, unexpired, and its key
-    /// still authenticates; `None` otherwise (a sign-in is due).
+    /// still authenticates; `None` otherwise (a sign-in is due). The request is the key's use,
+    /// recorded as a bearer key's is (at most once a minute), so a portal key's last use says
+    /// when its customer last opened the console.
     pub async fn resolve(&self, cookie: &str) -> Result<Option<ApiKey>, StorageError> {
         let mut unit = self.pool.unit().await?;
         let found = diesel::sql_query(format!(
-            "SELECT k.id, k.name, k.tenant_id, k.read_only \
+            "SELECT k.id, k.name, k.tenant_id, k.read_only, k.last_used_at, now() AS now \
                FROM console_sessions s JOIN admin_keys k ON k.id = s.key_id \
               WHERE s.id_hash = $1 AND s.ended_at IS NULL AND s.expires_at > now() AND {KEY_IS_VALID}"
         ))
@@ -105,7 +112,15 @@ impl PgConsoleSessions {
         .await
         .optional()
         .map_err(from_diesel);
-        Ok(unit.finish(found).await?.map(SessionKey::key))
+        match found {
+            Ok(Some(session)) => {
+                let (last_used_at, now) = (session.last_used_at, session.now);
+                let key = session.key();
+                record_use(unit, key.id, last_used_at, now).await;
+                Ok(Some(key))
+            }
+            other => unit.finish(other.map(|_| None)).await,
+        }
     }
 
     /// Ends the session with this cookie (sign-out); nothing when there is none.

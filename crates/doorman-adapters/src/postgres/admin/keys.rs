@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::audit;
 use crate::postgres::errors::from_diesel;
-use crate::postgres::pool::{PgPool, act_for};
+use crate::postgres::pool::{PgPool, Unit, act_for};
 use crate::postgres::schema::admin_keys;
 use crate::secrets::{random_token, token_hash};
 
@@ -114,24 +114,36 @@ impl PgAdminKeys {
         if let Some(reason) = reason {
             return unit.finish(refused(reason)).await;
         }
-        let recorded = if row.last_used_at.is_none_or(|at| now - at >= chrono::Duration::minutes(1)) {
-            diesel::sql_query(format!(
-                "UPDATE admin_keys SET last_used_at = now() WHERE id = $1 \
-                  AND (last_used_at IS NULL OR last_used_at < now() - interval '{USE_RECORDED_EVERY}')"
-            ))
-            .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
-            .execute(&mut unit)
-            .await
-            .map(drop)
-            .map_err(from_diesel)
-        } else {
-            Ok(())
-        };
-        if let Err(error) = unit.finish(recorded).await {
-            // The request is the key's; only the record of its use is missing.
-            tracing::warn!(key.id = %id, error = %error, "could not record a key's use");
-        }
+        record_use(unit, id, row.last_used_at, now).await;
         Ok(Presented::Valid(ApiKey { id, scope: row.scope(), name: row.name }))
+    }
+}
+
+/// Records that key `id` served a request (a bearer key's, or a console session's), when its
+/// last record (`last_used_at`, as read at `now`) is a minute old or more; the statement
+/// checks again, so several processes at once record it once. Ends `unit`. A failure is
+/// logged: the request is still the key's, only the record of its use is missing.
+pub(crate) async fn record_use(
+    mut unit: Unit<'_>,
+    id: KeyId,
+    last_used_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) {
+    let recorded = if last_used_at.is_none_or(|at| now - at >= chrono::Duration::minutes(1)) {
+        diesel::sql_query(format!(
+            "UPDATE admin_keys SET last_used_at = now() WHERE id = $1 \
+              AND (last_used_at IS NULL OR last_used_at < now() - interval '{USE_RECORDED_EVERY}')"
+        ))
+        .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+        .execute(&mut unit)
+        .await
+        .map(drop)
+        .map_err(from_diesel)
+    } else {
+        Ok(())
+    };
+    if let Err(error) = unit.finish(recorded).await {
+        tracing::warn!(key.id = %id, error = %error, "could not record a key's use");
     }
 }
 

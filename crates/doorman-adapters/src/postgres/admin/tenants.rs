@@ -6,7 +6,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_domain::ports::Tenants;
 use doorman_domain::{
     AuditEntry, Created, Idempotency, NewTenant, Page, PageRequest, StorageError, TenantCursor, TenantId,
-    TenantName, TenantRecord,
+    TenantName, TenantRecord, TenantSearch,
 };
 use uuid::Uuid;
 
@@ -14,7 +14,8 @@ use super::{Stop, audit};
 use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, across_tenants, act_for};
 use crate::postgres::schema::{
-    admin_idempotency, deleted_tenants, messaging_event_payloads, messaging_request_replays, tenants,
+    admin_idempotency, deleted_tenants, messaging_event_payloads, messaging_request_replays,
+    messaging_workspaces, tenants,
 };
 use crate::secrets::token_hash;
 
@@ -37,10 +38,36 @@ type Row = (Uuid, String, DateTime<Utc>, bool);
 const COLUMNS: (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads) =
     (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads);
 
-/// `ILIKE` matching `text` anywhere, as text: its `\`, `%` and `_` escaped.
+/// `text` in a `LIKE` pattern, as text: its `\`, `%` and `_` escaped.
+fn as_text(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+}
+
+/// `ILIKE` matching `text` anywhere, as text.
 fn contains_pattern(text: &str) -> String {
-    let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-    format!("%{escaped}%")
+    format!("%{}%", as_text(text))
+}
+
+/// A tenant that support's search text finds: part of its name (ignoring case), the start of
+/// its id (ignoring case), or a Slack team or enterprise id of one of its workspaces (read
+/// across tenants by `doorman_admin` only in a transaction that says so, as the tenants are).
+fn found_by(
+    text: &str,
+) -> Box<dyn BoxableExpression<tenants::table, diesel::pg::Pg, SqlType = diesel::sql_types::Bool>> {
+    let id_prefix = format!("{}%", as_text(&text.to_lowercase()));
+    let workspaces = messaging_workspaces::table
+        .filter(
+            messaging_workspaces::team_id
+                .eq(text.to_owned())
+                .or(messaging_workspaces::enterprise_id.eq(text.to_owned())),
+        )
+        .select(messaging_workspaces::tenant_id);
+    Box::new(
+        tenants::name
+            .ilike(contains_pattern(text))
+            .or(diesel::dsl::sql::<diesel::sql_types::Text>("tenants.id::text").like(id_prefix))
+            .or(tenants::id.eq_any(workspaces)),
+    )
 }
 
 fn record((id, name, created_at, retain_payloads): Row) -> TenantRecord {
@@ -131,7 +158,7 @@ impl Tenants for PgTenants {
     async fn list(
         &self,
         only: Option<TenantId>,
-        name_contains: Option<String>,
+        search: Vec<TenantSearch>,
         page: &PageRequest<TenantCursor>,
     ) -> Result<Page<TenantRecord, TenantCursor>, StorageError> {
         let mut unit = self.pool.unit().await?;
@@ -146,8 +173,13 @@ impl Tenants for PgTenants {
                     }
                     None => across_tenants(conn).await?,
                 }
-                if let Some(name) = &name_contains {
-                    query = query.filter(tenants::name.ilike(contains_pattern(name)));
+                for narrowing in &search {
+                    query = match narrowing {
+                        TenantSearch::Name(text) => {
+                            query.filter(tenants::name.ilike(contains_pattern(text.as_str())))
+                        }
+                        TenantSearch::Anything(text) => query.filter(found_by(text.as_str())),
+                    };
                 }
                 if let Some(after) = page.after {
                     query = query.filter(tenants::created_at.gt(after.created_at).or(

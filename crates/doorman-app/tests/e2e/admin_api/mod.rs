@@ -42,7 +42,21 @@ pub(crate) struct Answer {
 }
 
 impl Admin {
+    /// With the Slack app's settings (installs on), and `extra`.
     pub(crate) async fn start(db: &TestDatabase, extra: &[&str]) -> Self {
+        let slack_app = [
+            "--slack-client-id",
+            "111.222",
+            "--slack-client-secret",
+            "admin-test-client-secret",
+            "--public-url",
+            "https://doorman.example",
+        ];
+        Self::launch(db, &[&slack_app, extra].concat()).await
+    }
+
+    /// With `flags` alone (on a free port unless they give `--bind`).
+    pub(crate) async fn launch(db: &TestDatabase, flags: &[&str]) -> Self {
         crate::helpers::init_logs();
         let url = db.admin_url();
         let mut argv = vec![
@@ -51,22 +65,17 @@ impl Admin {
             "serve",
             "--database-url",
             &url,
-            "--bind",
-            "127.0.0.1:0",
             "--metrics-bind",
             "127.0.0.1:0",
             "--encryption-keys",
             TEST_KEYS,
             "--workers",
             "2",
-            "--slack-client-id",
-            "111.222",
-            "--slack-client-secret",
-            "admin-test-client-secret",
-            "--public-url",
-            "https://doorman.example",
         ];
-        argv.extend_from_slice(extra);
+        if !flags.contains(&"--bind") {
+            argv.extend(["--bind", "127.0.0.1:0"]);
+        }
+        argv.extend_from_slice(flags);
         let Command::Admin(AdminCommand::Serve(args)) =
             clap::Parser::try_parse_from(argv).map(|c: Cli| c.command).unwrap()
         else {

@@ -33,6 +33,11 @@ impl LinkLifetime {
 }
 
 impl<P: OperatorPorts> Operator<P> {
+    /// Whether install links can be made (the Slack app is configured).
+    pub fn installs_on(&self) -> bool {
+        self.settings.install_base_url.is_some()
+    }
+
     /// A link to hand a customer: their browser goes through Slack's consent and back, and the
     /// workspace is installed and linked to the tenant. Usable for several installs until it
     /// expires.

@@ -12,13 +12,26 @@ use crate::ports::{AdminKeys, Clock, OperatorPorts};
 /// How long a console sign-in link may wait for its one use.
 pub const SIGN_IN_LINK_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
 
-/// A console sign-in link as made: the key it signs in as, its token (shown once) and when it
-/// stops working.
+/// A console sign-in link as made: the key it signs in as, its token (shown once), the whole
+/// link, and when it stops working.
 #[derive(Debug, Clone)]
 pub struct SignInLink {
     pub key: KeySummary,
     pub token: KeySecret,
+    /// `{console_base_url}/console/sign-in/{token}`: it holds the token, shown once too.
+    pub url: String,
     pub expires_at: DateTime<Utc>,
+}
+
+impl SignInLink {
+    /// `/console/sign-in/{token}`: the link's path.
+    pub fn path(&self) -> String {
+        sign_in_path(&self.token)
+    }
+}
+
+fn sign_in_path(token: &KeySecret) -> String {
+    format!("/console/sign-in/{}", token.expose())
 }
 
 impl<P: OperatorPorts> Operator<P> {
@@ -92,7 +105,8 @@ impl<P: OperatorPorts> Operator<P> {
     /// A one-time sign-in link to the operator console for a key scoped to one tenant (a
     /// customer's portal): its token, shown once, good for one sign-in within
     /// [`SIGN_IN_LINK_LIFETIME`]. The session it opens acts as the key, so revoking the key
-    /// ends it. A key for every tenant gets no link: whoever holds one signs in with it.
+    /// ends it. A key for every tenant gets no link: whoever holds one signs in with it. Without
+    /// the console's address no link is made (nothing is written).
     pub async fn create_sign_in_link(&self, caller: &Caller, id: KeyId) -> Result<SignInLink, OperatorError> {
         let key = self.key(caller, id).await?;
         if key.revoked_at.is_some() {
@@ -104,13 +118,22 @@ impl<P: OperatorPorts> Operator<P> {
                 reason: "sign-in links are for keys scoped to one tenant".into(),
             });
         };
+        let Some(base) = &self.settings.console_base_url else { return Err(OperatorError::SignInLinksOff) };
         let expires_at = self.ports.clock().now() + SIGN_IN_LINK_LIFETIME;
         let audit =
             AuditEntry::new(caller, AuditAction::SignInLinkCreate, Some(tenant), Some(id.to_string()));
         match self.ports.keys().sign_in_link(id, expires_at, &audit).await? {
-            Some(token) => Ok(SignInLink { key, token, expires_at }),
+            Some(token) => {
+                let url = format!("{}{}", base.trim_end_matches('/'), sign_in_path(&token));
+                Ok(SignInLink { key, token, url, expires_at })
+            }
             None => Err(OperatorError::NotFound { what: "key", id: id.to_string() }),
         }
+    }
+
+    /// Whether sign-in links can be made (the console's address is known).
+    pub fn sign_in_links_on(&self) -> bool {
+        self.settings.console_base_url.is_some()
     }
 
     fn may_manage_keys(&self, caller: &Caller) -> Result<(), OperatorError> {

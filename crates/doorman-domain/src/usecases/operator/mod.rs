@@ -39,6 +39,10 @@ pub struct OperatorSettings {
     /// The public origin install links start at (`{this}/slack/install/{token}`); `None`:
     /// installs are off (the Slack app is not configured).
     pub install_base_url: Option<String>,
+    /// Where browsers reach the operator console, e.g. `https://admin.example`: sign-in links
+    /// are `{this}/console/sign-in/{token}`; `None`: no link is made (a path alone does not
+    /// work pasted to a customer).
+    pub console_base_url: Option<String>,
     /// Unfinished for longer than this, a receipt reads as stranded.
     pub stranded_after: Duration,
     /// How long a replay holds its event: longer than a dispatch may take.

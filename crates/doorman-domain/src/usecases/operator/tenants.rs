@@ -4,7 +4,7 @@ use super::{Operator, entry};
 use crate::errors::OperatorError;
 use crate::model::{
     AuditAction, AuditEntry, Caller, Created, Idempotency, IdempotencyKey, NewTenant, Page, PageRequest,
-    TenantCursor, TenantId, TenantName, TenantRecord,
+    TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
 };
 use crate::ports::{OperatorPorts, Tenants};
 
@@ -66,16 +66,14 @@ impl<P: OperatorPorts> Operator<P> {
         self.visible(caller, tenant).await
     }
 
-    /// The tenants the caller may see, oldest first; with `name_contains`, those whose name
-    /// contains it (ignoring case).
+    /// The tenants the caller may see, oldest first: those every one of `search` finds.
     pub async fn tenants(
         &self,
         caller: &Caller,
-        name_contains: Option<&TenantName>,
+        search: Vec<TenantSearch>,
         page: &PageRequest<TenantCursor>,
     ) -> Result<Page<TenantRecord, TenantCursor>, OperatorError> {
-        let name = name_contains.map(|name| name.as_str().to_owned());
-        Ok(self.ports.tenants().list(caller.actor.only_tenant(), name, page).await?)
+        Ok(self.ports.tenants().list(caller.actor.only_tenant(), search, page).await?)
     }
 
     /// Renames a tenant.

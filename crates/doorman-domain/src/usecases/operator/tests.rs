@@ -164,6 +164,7 @@ impl Ports {
             self,
             OperatorSettings {
                 install_base_url: install_base_url.map(str::to_owned),
+                console_base_url: Some("https://admin.example/".to_owned()),
                 stranded_after: Duration::from_secs(600),
                 replay_hold: Duration::from_secs(90),
             },
@@ -236,11 +237,11 @@ async fn a_scoped_key_lists_only_its_own_tenant() {
     ports
         .tenants
         .expect_list()
-        .withf(|only, name, _| *only == Some(own()) && name.as_deref() == Some("acme"))
+        .withf(|only, search, _| *only == Some(own()) && search.iter().map(TenantSearch::text).eq(["acme"]))
         .times(1)
         .returning(|_, _, _| ready(Ok(Page { items: vec![record(own())], next: None })));
-    let name = TenantName::new(" acme ").unwrap();
-    let page = ports.build().tenants(&key(Some(own()), true), Some(&name), &PageRequest::default()).await;
+    let search = TenantSearch::Anything(TenantName::new(" acme ").unwrap());
+    let page = ports.build().tenants(&key(Some(own()), true), vec![search], &PageRequest::default()).await;
     assert_eq!(page.unwrap().items, vec![record(own())]);
 }
 
@@ -957,6 +958,19 @@ async fn a_sign_in_link_is_made_for_a_scoped_key_for_15_minutes_and_audited_unde
         (link.token.expose(), link.expires_at, link.key.id),
         ("token", now() + chrono::Duration::minutes(15), id)
     );
+    assert_eq!(link.url, "https://admin.example/console/sign-in/token", "whole, to paste to a customer");
+}
+
+#[tokio::test]
+async fn no_sign_in_link_is_made_without_the_consoles_address() {
+    let id = KeyId::generate();
+    let mut ports = Ports::new().untouched();
+    ports.keys.expect_list().returning(move || ready(Ok(vec![key_summary(id, Some(own()), false)])));
+    let mut operator = ports.build();
+    operator.settings.console_base_url = None;
+    assert!(!operator.sign_in_links_on());
+    let refused = operator.create_sign_in_link(&cli(), id).await.unwrap_err();
+    assert_eq!(refused, OperatorError::SignInLinksOff, "and nothing written");
 }
 
 #[tokio::test]

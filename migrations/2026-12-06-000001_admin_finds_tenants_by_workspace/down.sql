@@ -1,0 +1,1 @@
+DROP POLICY admin_lists_every_tenant ON messaging_workspaces;
