@@ -10,16 +10,11 @@ use reqwest::header;
 use serde_json::{Value, json};
 
 use crate::admin_api::{Admin, key};
-<<<<<<< HEAD
-use crate::browser::Chromedriver;
+use crate::browser::{Chromedriver, free_port};
 use crate::helpers::{
     AGENT_SECRET, WAIT, directory_notices, http_client, post_event, serve_config,
     wait_for_directory_notice_since,
 };
-=======
-use crate::browser::{Chromedriver, free_port};
-use crate::helpers::{AGENT_SECRET, WAIT, http_client, post_event, serve_config};
->>>>>>> i38-console
 use doorman_testkit::FakeAgent;
 use doorman_testkit::database::TestDatabase;
 
