@@ -155,6 +155,18 @@ async fn an_event_id_of_10000_characters_gets_400() {
     assert_untouched(&app).await;
 }
 
+/// `.` and `..` are path steps in every URL an event opens at (console, admin API), so they are
+/// never stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_id_that_is_a_path_step_gets_400() {
+    let app = app().await;
+    for id in [".", ".."] {
+        let response = app.event("T1", id, None).await;
+        assert_answer(response, 400, "event_id is not a valid id").await;
+    }
+    assert_untouched(&app).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_utf8_body_gets_400() {
     let app = app().await;

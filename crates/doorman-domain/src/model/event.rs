@@ -9,7 +9,7 @@ use super::{Platform, WorkspaceRef};
 
 /// The platform's own number for an event (Slack's `event_id`, e.g. `Ev0PV52K25`).
 ///
-/// Non-empty, at most 255 bytes, printable ASCII. Only numbered events are retried by the
+/// Non-empty, at most 255 bytes, printable ASCII, not `.` or `..`. Only numbered events are retried by the
 /// platform, so only they are claimed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ExternalEventId(String);
@@ -18,6 +18,12 @@ impl ExternalEventId {
     pub fn new(id: impl Into<String>) -> Result<Self, ValidationError> {
         let id = id.into();
         check_printable_ascii("event id", &id)?;
+        // Every stored event opens at a URL with its id as one path segment (the console, the
+        // admin API); `.` and `..` are path steps there even percent-encoded, and no platform
+        // numbers an event so.
+        if id == "." || id == ".." {
+            return Err(ValidationError::new("event id", "is a path step (`.` or `..`)"));
+        }
         Ok(Self(id))
     }
 
@@ -225,6 +231,9 @@ mod tests {
         assert!(ExternalEventId::new("E".repeat(256)).is_err());
         assert!(ExternalEventId::new("Év1").is_err());
         assert!(ExternalEventId::new("Ev\n1").is_err());
+        assert!(ExternalEventId::new(".").is_err());
+        assert!(ExternalEventId::new("..").is_err());
+        assert!(ExternalEventId::new("...").is_ok());
     }
 
     #[test]
