@@ -1064,6 +1064,8 @@ GRANT SELECT,INSERT,DELETE ON TABLE public.messaging_install_states TO doorman_a
 GRANT SELECT,UPDATE ON TABLE public.messaging_installations TO doorman_app;
 GRANT SELECT,UPDATE ON TABLE public.messaging_installations TO doorman_admin;
 
+GRANT SELECT ON TABLE public.messaging_receipt_sweep TO doorman_admin;
+
 GRANT SELECT,INSERT,DELETE ON TABLE public.messaging_request_replays TO doorman_app;
 GRANT SELECT,DELETE ON TABLE public.messaging_request_replays TO doorman_admin;
 

@@ -118,7 +118,26 @@ impl TestDatabase {
     pub async fn owner(&self) -> AsyncPgConnection {
         AsyncPgConnection::establish(&self.url).await.expect("connect to the test database")
     }
+
+    /// Every row of every table ([`EVERY_ROW`]), read as the owner.
+    pub async fn every_row(&self) -> String {
+        #[derive(diesel::QueryableByName)]
+        struct Rows {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            rows: String,
+        }
+        diesel::sql_query(EVERY_ROW).get_result::<Rows>(&mut self.owner().await).await.unwrap().rows
+    }
 }
+
+/// One statement printing every row of every table of the `public` schema, table by table,
+/// each table's rows as JSON in a fixed order: the same text before and after something means
+/// it changed no row of any table. Run it as the tables' owner (row-level security would hide
+/// rows); on Citus, on the coordinator (it reads the distributed tables' shards).
+pub const EVERY_ROW: &str = "SELECT string_agg(t.table_name || ': ' || (xpath('/row/r/text()', query_to_xml(\
+    format('SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY to_jsonb(x)::text), ''[]'') AS r FROM public.%I AS x', t.table_name), \
+    false, true, '')))[1]::text, E'\\n' ORDER BY t.table_name) AS rows \
+    FROM information_schema.tables AS t WHERE t.table_schema = 'public' AND t.table_type = 'BASE TABLE'";
 
 impl Drop for TestDatabase {
     fn drop(&mut self) {
