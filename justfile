@@ -387,24 +387,26 @@ alerts:
     promtool check rules alerts.yml
     promtool test rules alerts.test.yml
 
-# The rolling-deploy test runs the previous release's `doorman serve` on today's schema. The
-# revision is in deploy/previous-release (update it when a release is deployed). Built from a
-# worktree into this target directory, so the dependencies both share are compiled once, under
-# its own binary name (doorman-previous), so it never takes the place of today's binary.
+# The rolling-deploy test runs the previous release's `doorman serve` and `receipts replay` on
+# today's schema. The revision is in deploy/previous-release (update it when a release is
+# deployed). Built from a worktree into this target directory (CARGO_TARGET_DIR, else target),
+# so the dependencies both share are compiled once, under its own binary name
+# (doorman-previous), so it never takes the place of today's binary.
 # Build the previous release's doorman (target/debug/doorman-previous).
 previous-release:
     #!/usr/bin/env bash
     set -euo pipefail
     rev=$(cat deploy/previous-release)
+    out="${CARGO_TARGET_DIR:-target}"
     src=target/previous-release
-    if [ -x target/debug/doorman-previous ] && [ "$(cat "$src.rev" 2>/dev/null)" = "$rev" ]; then exit 0; fi
-    rm -rf "$src" && mkdir -p target
+    if [ -x "$out/debug/doorman-previous" ] && [ "$(cat "$out/previous-release.rev" 2>/dev/null)" = "$rev" ]; then exit 0; fi
+    rm -rf "$src" && mkdir -p target "$out"
     git worktree prune
     git worktree add --quiet --detach --force "$src" "$rev"
     trap 'git worktree remove --force "$src"' EXIT
     sed -i 's/^name = "doorman"$/name = "doorman-previous"/' "$src/crates/doorman-app/Cargo.toml"
-    cargo build --quiet --locked --manifest-path "$src/Cargo.toml" --target-dir target --bin doorman-previous
-    echo "$rev" > "$src.rev"
+    cargo build --quiet --locked --manifest-path "$src/Cargo.toml" --target-dir "$out" --bin doorman-previous
+    echo "$rev" > "$out/previous-release.rev"
 
 # The pooler test starts Debian's PgBouncer itself (as the postgres user); make sure it is here.
 pgbouncer:
