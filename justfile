@@ -11,9 +11,10 @@ default:
 # `--all-targets` leaves out doc tests, so they run second (the sealed Job's compile-fail
 # tests are among them).
 # Run every test: the alert rules' (promtool), then the workspace's (needs PostgreSQL and
-# Chromium: see `just postgres`, `just browser`, `just axe`; the Citus tests need `just citus`), then the
+# Chromium: see `just postgres`, `just browser`, `just axe`; the Citus tests need `just citus`,
+# the error-classification test `just locales`), then the
 # admin API's contract (`just api-contract`), then docs/admin-api.md's quick start as written.
-test: postgres browser axe alerts pgbouncer previous-release citus
+test: postgres browser axe alerts pgbouncer previous-release citus locales
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
     just api-contract
@@ -416,6 +417,23 @@ pgbouncer:
     echo "installing pgbouncer from Debian's packages" >&2
     apt-get -o DPkg::Lock::Timeout=600 update -qq
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends pgbouncer >/dev/null
+
+# The error-classification test logs in with German server messages (Debian's PostgreSQL ships
+# them, /usr/share/locale/de/LC_MESSAGES/postgres-*.mo; the server needs the locale on its
+# machine). Generated as a directory, not into the locale archive: a server already running
+# keeps the archive it mapped at start and would not see it there.
+# Make sure the de_DE.UTF-8 locale is generated.
+locales:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ -d /usr/lib/locale/de_DE.utf8 ]; then exit 0; fi
+    if [ ! -f /usr/share/i18n/locales/de_DE ]; then
+        echo "installing locales from Debian's packages" >&2
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends locales >/dev/null
+    fi
+    echo "generating the de_DE.UTF-8 locale" >&2
+    localedef --no-archive -i de_DE -c -f UTF-8 de_DE.UTF-8
 
 # Not part of CI. Runs the failover tests RUNS times in a row with stress-ng keeping both cores busy.
 failover-stress RUNS="3": postgres

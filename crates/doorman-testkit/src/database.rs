@@ -119,6 +119,23 @@ impl TestDatabase {
         AsyncPgConnection::establish(&self.url).await.expect("connect to the test database")
     }
 
+    /// The database's URL logging in as `login` (one of the test logins).
+    pub fn url_as(&self, login: &str) -> String {
+        with_user(&self.url, login)
+    }
+
+    /// Makes PostgreSQL answer `login` in German in this database (`lc_messages`, set for the
+    /// login in this database only; `just locales` generates the locale).
+    pub async fn messages_in_german(&self, login: &str) {
+        diesel::sql_query(format!(
+            "ALTER ROLE {login} IN DATABASE \"{}\" SET lc_messages = 'de_DE.UTF-8'",
+            self.name
+        ))
+        .execute(&mut self.owner().await)
+        .await
+        .expect("German messages for the login (is the de_DE.UTF-8 locale generated? `just locales`)");
+    }
+
     /// Every row of every table ([`EVERY_ROW`]), read as the owner.
     pub async fn every_row(&self) -> String {
         #[derive(diesel::QueryableByName)]
@@ -168,6 +185,10 @@ pub const SERVER_ROLE: &str = "doorman_test_server";
 
 /// The least-privileged login the tests' admin APIs use: a member of `doorman_admin` only.
 pub const ADMIN_ROLE: &str = "doorman_test_admin";
+
+/// A login like [`SERVER_ROLE`] that may also set `lc_messages` (`GRANT SET ON PARAMETER`), as
+/// an operator allows a login whose server messages are not in English.
+pub const MESSAGES_ROLE: &str = "doorman_test_server_messages";
 
 pub use crate::keys::{TEST_KEYS, test_keys};
 
@@ -291,10 +312,12 @@ async fn ensure_template(server: &str) -> String {
     template
 }
 
-/// Creates (or finds) [`SERVER_ROLE`] and [`ADMIN_ROLE`] on the server `admin` is connected
+/// Creates (or finds) [`SERVER_ROLE`], [`ADMIN_ROLE`] and [`MESSAGES_ROLE`] on the server `admin` is connected
 /// to, once the migrations have made the roles they are members of.
 pub async fn create_login_roles(admin: &mut AsyncPgConnection) {
-    for (login, member_of) in [(SERVER_ROLE, "doorman_app"), (ADMIN_ROLE, "doorman_admin")] {
+    for (login, member_of) in
+        [(SERVER_ROLE, "doorman_app"), (ADMIN_ROLE, "doorman_admin"), (MESSAGES_ROLE, "doorman_app")]
+    {
         diesel::sql_query(format!(
             "DO $$ BEGIN \
                IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{login}') THEN \
@@ -307,6 +330,10 @@ pub async fn create_login_roles(admin: &mut AsyncPgConnection) {
         .await
         .expect("create a least-privileged login role");
     }
+    diesel::sql_query(format!("GRANT SET ON PARAMETER lc_messages TO {MESSAGES_ROLE}"))
+        .execute(admin)
+        .await
+        .expect("let a login set lc_messages");
 }
 
 /// Templates built from earlier versions of the migrations are of no further use. One still

@@ -50,9 +50,11 @@ pub(crate) fn is_refused_for_a_row(error: &DieselError) -> bool {
 }
 
 /// What PostgreSQL says (in English, its default `lc_messages`) for the conditions waiting
-/// fixes that Diesel reports as `Unknown`: diesel-async keeps the SQLSTATE to itself, so the
-/// message is what there is. Each with its SQLSTATE, for a server whose messages are not in
-/// English (there these are `Unexpected`: answered 500, and Slack still retries).
+/// fixes that Diesel reports as `Unknown`: diesel-async keeps the SQLSTATE to itself (its
+/// error wrapper is private and has no code), so the message is what there is. Each with its
+/// SQLSTATE. A login whose messages are not in English has its sessions set `lc_messages =
+/// 'C'` when it may, and is warned about at start when it may not ([`super::login`]; there
+/// these are `Unexpected`: answered 500, and Slack still retries).
 const TRANSIENT: [&str; 16] = [
     "deadlock detected",                                                 // 40P01
     "canceling statement due to lock timeout",                           // 55P03
