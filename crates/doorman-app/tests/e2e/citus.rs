@@ -169,6 +169,57 @@ impl Run {
     }
 }
 
+/// `doorman admin serve` on the coordinator, logged in as doorman_admin's member, and a key.
+struct AdminApi {
+    process: ServeProcess,
+    key: String,
+    http: reqwest::Client,
+}
+
+impl Run {
+    /// The admin API, and a key named `name` of `scope` for it.
+    async fn admin_api(&self, name: &str, scope: KeyScope) -> AdminApi {
+        let env = [
+            ("DATABASE_URL", self.cluster.url(ADMIN_ROLE)),
+            ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS.to_owned()),
+            ("DOORMAN_AGENT_ALLOW_PRIVATE", "true".to_owned()),
+            ("RUST_LOG", "warn".to_owned()),
+        ];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let process =
+            ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
+                .expect("doorman admin serve starts");
+        let (_, key) = self
+            .operator
+            .use_cases()
+            .create_key(self.operator.caller(), KeyName::new(name).unwrap(), scope, None)
+            .await
+            .unwrap();
+        AdminApi { process, key: key.expose().to_owned(), http: self.http.clone() }
+    }
+}
+
+impl AdminApi {
+    /// A request with the key (and a JSON body, if given): its status and JSON answer.
+    fn call(
+        &self,
+        method: reqwest::Method,
+        path: String,
+        body: Option<Value>,
+    ) -> impl std::future::Future<Output = (u16, Value)> + use<> {
+        let mut request =
+            self.http.request(method, format!("{}{path}", self.process.base())).bearer_auth(&self.key);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    }
+}
+
 /// Posts a signed delivery of `id` for `team`, marked as Slack's `attempt`-th retry.
 async fn post(http: &reqwest::Client, base: &str, team: &str, id: &str, attempt: u32) -> Option<u16> {
     let body = event_body(team, id);
@@ -386,35 +437,8 @@ async fn on_citus_failed_events_are_listed_replayed_once_and_pruned_after_the_re
     run.quiesce().await;
     run.agent.answer_with(200);
 
-    // The admin API, logged in as doorman_admin's member, on the coordinator.
-    let env = [
-        ("DATABASE_URL", run.cluster.url(ADMIN_ROLE)),
-        ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS.to_owned()),
-        ("DOORMAN_AGENT_ALLOW_PRIVATE", "true".to_owned()),
-        ("RUST_LOG", "warn".to_owned()),
-    ];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let admin = ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
-        .expect("doorman admin serve starts");
-    let (_, key) = run
-        .operator
-        .use_cases()
-        .create_key(
-            run.operator.caller(),
-            KeyName::new("citus").unwrap(),
-            KeyScope { tenant: None, read_only: false },
-            None,
-        )
-        .await
-        .unwrap();
-    let call = |method: reqwest::Method, path: String| {
-        let request = run.http.request(method, format!("{}{path}", admin.base())).bearer_auth(key.expose());
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            (status, response.json::<Value>().await.unwrap_or(Value::Null))
-        }
-    };
+    let admin = run.admin_api("citus", KeyScope { tenant: None, read_only: false }).await;
+    let call = |method: reqwest::Method, path: String| admin.call(method, path, None);
     for placed in &run.placed {
         let t = placed.tenant;
         let (status, failed) =
@@ -533,38 +557,8 @@ async fn on_citus_a_read_only_listing_of_every_state_changes_no_row_and_needs_on
         ))
         .expect("seed receipts in every state, and the sweep's watermark");
 
-    let env = [
-        ("DATABASE_URL", run.cluster.url(ADMIN_ROLE)),
-        ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS.to_owned()),
-        ("DOORMAN_AGENT_ALLOW_PRIVATE", "true".to_owned()),
-        ("RUST_LOG", "warn".to_owned()),
-    ];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let admin = ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
-        .expect("doorman admin serve starts");
-    let (_, key) = run
-        .operator
-        .use_cases()
-        .create_key(
-            run.operator.caller(),
-            KeyName::new("reader").unwrap(),
-            KeyScope { tenant: Some(a.tenant), read_only: true },
-            None,
-        )
-        .await
-        .unwrap();
-    let call = |method: reqwest::Method, path: String, body: Option<Value>| {
-        let mut request =
-            run.http.request(method, format!("{}{path}", admin.base())).bearer_auth(key.expose());
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            (status, response.json::<Value>().await.unwrap_or(Value::Null))
-        }
-    };
+    let admin = run.admin_api("reader", KeyScope { tenant: Some(a.tenant), read_only: true }).await;
+    let call = |method: reqwest::Method, path: String, body: Option<Value>| admin.call(method, path, body);
     let t = a.tenant;
     // The key's use is recorded (at most once a minute): the one write a request makes.
     assert_eq!(call(reqwest::Method::GET, format!("/admin/v1/tenants/{t}"), None).await.0, 200);
