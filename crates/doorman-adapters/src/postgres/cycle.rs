@@ -135,14 +135,15 @@ enum Sent {
 /// A batch (or part) that wrote nothing, and whether one of its rows is why.
 struct NotWritten {
     error: StorageError,
-    /// The database refused a row's data (a constraint): another part of the batch, without
-    /// that row, may be written.
-    by_a_row: bool,
+    /// The database refused a row's data (a constraint), answering in this long (the
+    /// statement's round trip, not the wait for a connection): another part of the batch,
+    /// without that row, may be written, in about as long.
+    refused_row: Option<Duration>,
 }
 
 impl NotWritten {
     fn statement(error: StorageError) -> Self {
-        Self { error, by_a_row: false }
+        Self { error, refused_row: None }
     }
 }
 
@@ -242,7 +243,6 @@ fn isolating<'a>(
     whole: bool,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Written>, StorageError>> + Send + 'a>> {
     Box::pin(async move {
-        let started = Instant::now();
         match write_once(pool, batch, settings, deadline).await {
             Err(NotWritten { error, .. }) if is_node_unreachable(&error) && spans_tenants(batch) => {
                 tracing::warn!(
@@ -252,10 +252,10 @@ fn isolating<'a>(
                 );
                 Ok(by_tenant(pool, batch, settings, deadline).await)
             }
-            Err(NotWritten { error, by_a_row: true }) if batch.len() > 1 => {
+            Err(NotWritten { error, refused_row: Some(took) }) if batch.len() > 1 => {
                 // Another statement would take about as long as this one did, twice that on a
                 // fresh connection, where it is prepared first.
-                let deadline = deadline.for_statements_of(started.elapsed() * 2);
+                let deadline = deadline.for_statements_of(took * 2);
                 if Instant::now() >= deadline.send_by {
                     return Err(StorageError::Unavailable(format!(
                         "not written: the database refused a row of its batch ({error}), and there was no time left to find which"
@@ -396,6 +396,7 @@ async fn send(pool: &PgPool, statement: Kept<'_>, deadline: Deadline) -> Sent {
             )));
         }
     };
+    let sent = Instant::now();
     tokio::time::timeout_at(deadline.answer_by, async move {
         let answered = statement.load::<Row>(&mut unit).await;
         match answered {
@@ -407,8 +408,8 @@ async fn send(pool: &PgPool, statement: Kept<'_>, deadline: Deadline) -> Sent {
             Err(error) if may_have_committed(&error, &mut unit) => Sent::Lost(from_diesel(error)),
             Err(error) => {
                 unit.rollback().await;
-                let by_a_row = is_refused_for_a_row(&error);
-                Sent::NotWritten(NotWritten { error: from_diesel(error), by_a_row })
+                let refused_row = is_refused_for_a_row(&error).then(|| sent.elapsed());
+                Sent::NotWritten(NotWritten { error: from_diesel(error), refused_row })
             }
         }
     })
