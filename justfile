@@ -11,9 +11,10 @@ default:
 # `--all-targets` leaves out doc tests, so they run second (the sealed Job's compile-fail
 # tests are among them).
 # Run every test: the alert rules' (promtool), then the workspace's (needs PostgreSQL and
-# Chromium: see `just postgres`, `just browser`, `just axe`; the Citus tests need `just citus`), then the
+# Chromium: see `just postgres`, `just browser`, `just axe`; the Citus tests need `just citus`,
+# the error-classification test `just locales`), then the
 # admin API's contract (`just api-contract`), then docs/admin-api.md's quick start as written.
-test: postgres browser axe alerts pgbouncer previous-release citus
+test: postgres browser axe alerts pgbouncer previous-release citus locales
     cargo test --workspace --all-targets --locked
     cargo test --workspace --doc --locked
     just api-contract
@@ -388,24 +389,26 @@ alerts:
     promtool check rules alerts.yml
     promtool test rules alerts.test.yml
 
-# The rolling-deploy test runs the previous release's `doorman serve` on today's schema. The
-# revision is in deploy/previous-release (update it when a release is deployed). Built from a
-# worktree into this target directory, so the dependencies both share are compiled once, under
-# its own binary name (doorman-previous), so it never takes the place of today's binary.
+# The rolling-deploy test runs the previous release's `doorman serve` and `receipts replay` on
+# today's schema. The revision is in deploy/previous-release (update it when a release is
+# deployed). Built from a worktree into this target directory (CARGO_TARGET_DIR, else target),
+# so the dependencies both share are compiled once, under its own binary name
+# (doorman-previous), so it never takes the place of today's binary.
 # Build the previous release's doorman (target/debug/doorman-previous).
 previous-release:
     #!/usr/bin/env bash
     set -euo pipefail
     rev=$(cat deploy/previous-release)
+    out="${CARGO_TARGET_DIR:-target}"
     src=target/previous-release
-    if [ -x target/debug/doorman-previous ] && [ "$(cat "$src.rev" 2>/dev/null)" = "$rev" ]; then exit 0; fi
-    rm -rf "$src" && mkdir -p target
+    if [ -x "$out/debug/doorman-previous" ] && [ "$(cat "$out/previous-release.rev" 2>/dev/null)" = "$rev" ]; then exit 0; fi
+    rm -rf "$src" && mkdir -p target "$out"
     git worktree prune
     git worktree add --quiet --detach --force "$src" "$rev"
     trap 'git worktree remove --force "$src"' EXIT
     sed -i 's/^name = "doorman"$/name = "doorman-previous"/' "$src/crates/doorman-app/Cargo.toml"
-    cargo build --quiet --locked --manifest-path "$src/Cargo.toml" --target-dir target --bin doorman-previous
-    echo "$rev" > "$src.rev"
+    cargo build --quiet --locked --manifest-path "$src/Cargo.toml" --target-dir "$out" --bin doorman-previous
+    echo "$rev" > "$out/previous-release.rev"
 
 # The pooler test starts Debian's PgBouncer itself (as the postgres user); make sure it is here.
 pgbouncer:
@@ -415,6 +418,23 @@ pgbouncer:
     echo "installing pgbouncer from Debian's packages" >&2
     apt-get -o DPkg::Lock::Timeout=600 update -qq
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends pgbouncer >/dev/null
+
+# The error-classification test logs in with German server messages (Debian's PostgreSQL ships
+# them, /usr/share/locale/de/LC_MESSAGES/postgres-*.mo; the server needs the locale on its
+# machine). Generated as a directory, not into the locale archive: a server already running
+# keeps the archive it mapped at start and would not see it there.
+# Make sure the de_DE.UTF-8 locale is generated.
+locales:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ -d /usr/lib/locale/de_DE.utf8 ]; then exit 0; fi
+    if [ ! -f /usr/share/i18n/locales/de_DE ]; then
+        echo "installing locales from Debian's packages" >&2
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends locales >/dev/null
+    fi
+    echo "generating the de_DE.UTF-8 locale" >&2
+    localedef --no-archive -i de_DE -c -f UTF-8 de_DE.UTF-8
 
 # Not part of CI. Runs the failover tests RUNS times in a row with stress-ng keeping both cores busy.
 failover-stress RUNS="3": postgres

@@ -982,6 +982,7 @@ GRANT ALL ON FUNCTION public.doorman_record_installation(p_tenant uuid, p_platfo
 
 REVOKE ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) TO doorman_app;
+GRANT ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) TO doorman_admin;
 
 REVOKE ALL ON FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) TO doorman_app;
@@ -1065,6 +1066,8 @@ GRANT SELECT,INSERT,DELETE ON TABLE public.messaging_install_states TO doorman_a
 
 GRANT SELECT,UPDATE ON TABLE public.messaging_installations TO doorman_app;
 GRANT SELECT,UPDATE ON TABLE public.messaging_installations TO doorman_admin;
+
+GRANT SELECT ON TABLE public.messaging_receipt_sweep TO doorman_admin;
 
 GRANT SELECT,INSERT,DELETE ON TABLE public.messaging_request_replays TO doorman_app;
 GRANT SELECT,DELETE ON TABLE public.messaging_request_replays TO doorman_admin;

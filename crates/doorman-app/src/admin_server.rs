@@ -59,8 +59,12 @@ impl RunningAdmin {
 /// Builds the state and starts serving on `config.bind` (port 0 picks a free one). Must run
 /// on the main runtime: the pool and replays live there.
 pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
-    crate::server::check_login(config.database_url.expose(), ADMIN_ROLE).await?;
-    let pool = pool::connect_as(config.database_url.expose(), &config.pool, Some(ADMIN_ROLE));
+    let c_messages = crate::server::check_login(config.database_url.expose(), ADMIN_ROLE).await?;
+    let pool = pool::connect_as(
+        config.database_url.expose(),
+        &pool::PoolSettings { c_messages, ..config.pool.clone() },
+        Some(ADMIN_ROLE),
+    );
     let dispatch = &config.dispatch;
     let settings = OperatorSettings {
         install_base_url: dispatch.slack_app.as_ref().map(|install| install.public_url.clone()),

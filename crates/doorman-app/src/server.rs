@@ -8,7 +8,9 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use doorman_adapters::bridge::{BridgeSettings, HttpAgentBridge};
 use doorman_adapters::notified_directory::NotifiedDirectory;
-use doorman_adapters::postgres::{self, PgInstallStore, PgInstallations, PgReceiptStore, PgTenantDirectory};
+use doorman_adapters::postgres::{
+    self, PgInstallStore, PgInstallations, PgReceiptStore, PgTenantDirectory, PoolSettings,
+};
 use doorman_adapters::slack::oauth::SlackOAuthClient;
 use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
@@ -101,9 +103,15 @@ pub(crate) fn outbound(
 /// Builds everything and starts serving on `config.bind` (port 0 picks a free one). Must
 /// run on the main (multi-threaded) runtime: the pool and the dispatches live there.
 pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
-    check_login(config.database_url.expose(), postgres::pool::APP_ROLE).await?;
-    let pool = postgres::pool::connect(config.database_url.expose(), &config.pool);
-    let background_pool = postgres::pool::connect(config.database_url.expose(), &config.background_pool);
+    let c_messages = check_login(config.database_url.expose(), postgres::pool::APP_ROLE).await?;
+    let pool = postgres::pool::connect(
+        config.database_url.expose(),
+        &PoolSettings { c_messages, ..config.pool.clone() },
+    );
+    let background_pool = postgres::pool::connect(
+        config.database_url.expose(),
+        &PoolSettings { c_messages, ..config.background_pool.clone() },
+    );
     check_keys(&pool, &config).await?;
     let directory = NotifiedDirectory::new(PgTenantDirectory::new(pool.clone(), config.keys.clone()));
     // Until it has subscribed, the directory resolves from the database.
@@ -207,20 +215,22 @@ fn spawn_refusal_flush(refusals: Arc<LogSummary>) -> tokio::task::JoinHandle<()>
 
 /// Refuses to start with a login that cannot act as `role` (it does not exist, its password
 /// is refused, the role is missing, it is not a member), saying which; warns when it can do
-/// more than the process needs; starts anyway when the database cannot be reached (503 until
-/// it can). Shared with `doorman admin serve`.
-pub(crate) async fn check_login(database_url: &str, role: &str) -> anyhow::Result<()> {
+/// more than the process needs, or when the server's messages are not in English and it may
+/// not change that; starts anyway when the database cannot be reached (503 until it can).
+/// Answers whether the process's sessions set `lc_messages = 'C'` (`PoolSettings::c_messages`).
+/// Shared with `doorman admin serve`.
+pub(crate) async fn check_login(database_url: &str, role: &str) -> anyhow::Result<bool> {
     match postgres::login::check(database_url, role).await {
-        Ok(postgres::login::Login::Ready { user, warnings }) => {
+        Ok(postgres::login::Login::Ready { user, warnings, c_messages }) => {
             tracing::info!(login = %user, role, "database login checked");
             for warning in warnings {
                 tracing::warn!(role, "{warning}");
             }
-            Ok(())
+            Ok(c_messages)
         }
         Ok(postgres::login::Login::Unreachable(why)) => {
             tracing::warn!(error = %why, "the database cannot be reached yet; requests are answered 503 until it can");
-            Ok(())
+            Ok(false)
         }
         Err(refused) => Err(anyhow::anyhow!("cannot start: {refused}")),
     }

@@ -118,7 +118,43 @@ impl TestDatabase {
     pub async fn owner(&self) -> AsyncPgConnection {
         AsyncPgConnection::establish(&self.url).await.expect("connect to the test database")
     }
+
+    /// The database's URL logging in as `login` (one of the test logins).
+    pub fn url_as(&self, login: &str) -> String {
+        with_user(&self.url, login)
+    }
+
+    /// Makes PostgreSQL answer `login` in German in this database (`lc_messages`, set for the
+    /// login in this database only; `just locales` generates the locale).
+    pub async fn messages_in_german(&self, login: &str) {
+        diesel::sql_query(format!(
+            "ALTER ROLE {login} IN DATABASE \"{}\" SET lc_messages = 'de_DE.UTF-8'",
+            self.name
+        ))
+        .execute(&mut self.owner().await)
+        .await
+        .expect("German messages for the login (is the de_DE.UTF-8 locale generated? `just locales`)");
+    }
+
+    /// Every row of every table ([`EVERY_ROW`]), read as the owner.
+    pub async fn every_row(&self) -> String {
+        #[derive(diesel::QueryableByName)]
+        struct Rows {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            rows: String,
+        }
+        diesel::sql_query(EVERY_ROW).get_result::<Rows>(&mut self.owner().await).await.unwrap().rows
+    }
 }
+
+/// One statement printing every row of every table of the `public` schema, table by table,
+/// each table's rows as JSON in a fixed order: the same text before and after something means
+/// it changed no row of any table. Run it as the tables' owner (row-level security would hide
+/// rows); on Citus, on the coordinator (it reads the distributed tables' shards).
+pub const EVERY_ROW: &str = "SELECT string_agg(t.table_name || ': ' || (xpath('/row/r/text()', query_to_xml(\
+    format('SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY to_jsonb(x)::text), ''[]'') AS r FROM public.%I AS x', t.table_name), \
+    false, true, '')))[1]::text, E'\\n' ORDER BY t.table_name) AS rows \
+    FROM information_schema.tables AS t WHERE t.table_schema = 'public' AND t.table_type = 'BASE TABLE'";
 
 impl Drop for TestDatabase {
     fn drop(&mut self) {
@@ -149,6 +185,10 @@ pub const SERVER_ROLE: &str = "doorman_test_server";
 
 /// The least-privileged login the tests' admin APIs use: a member of `doorman_admin` only.
 pub const ADMIN_ROLE: &str = "doorman_test_admin";
+
+/// A login like [`SERVER_ROLE`] that may also set `lc_messages` (`GRANT SET ON PARAMETER`), as
+/// an operator allows a login whose server messages are not in English.
+pub const MESSAGES_ROLE: &str = "doorman_test_server_messages";
 
 pub use crate::keys::{TEST_KEYS, test_keys};
 
@@ -272,22 +312,31 @@ async fn ensure_template(server: &str) -> String {
     template
 }
 
-/// Creates (or finds) [`SERVER_ROLE`] and [`ADMIN_ROLE`] on the server `admin` is connected
-/// to, once the migrations have made the roles they are members of: `NOINHERIT` members,
-/// which take their role with `SET ROLE` as each connection opens.
+/// Creates (or finds) [`SERVER_ROLE`], [`ADMIN_ROLE`] and [`MESSAGES_ROLE`] on the server
+/// `admin` is connected to, once the migrations have made the roles they are members of:
+/// `NOINHERIT` members, which take their role with `SET ROLE` as each connection opens.
 pub async fn create_login_roles(admin: &mut AsyncPgConnection) {
-    create_logins(admin, "NOINHERIT").await;
+    create_logins(
+        admin,
+        "NOINHERIT",
+        &[(SERVER_ROLE, "doorman_app"), (ADMIN_ROLE, "doorman_admin"), (MESSAGES_ROLE, "doorman_app")],
+    )
+    .await;
+    diesel::sql_query(format!("GRANT SET ON PARAMETER lc_messages TO {MESSAGES_ROLE}"))
+        .execute(admin)
+        .await
+        .expect("let a login set lc_messages");
 }
 
-/// The same as `INHERIT` members, which act as their role without `SET ROLE`: what a Citus
-/// coordinator needs (it connects to the workers as the role a statement runs as, and the
-/// group roles may not log in).
+/// [`SERVER_ROLE`] and [`ADMIN_ROLE`] as `INHERIT` members, which act as their role without
+/// `SET ROLE`: what a Citus coordinator needs (it connects to the workers as the role a
+/// statement runs as, and the group roles may not log in).
 pub async fn create_inheriting_login_roles(admin: &mut AsyncPgConnection) {
-    create_logins(admin, "INHERIT").await;
+    create_logins(admin, "INHERIT", &[(SERVER_ROLE, "doorman_app"), (ADMIN_ROLE, "doorman_admin")]).await;
 }
 
-async fn create_logins(admin: &mut AsyncPgConnection, inherit: &str) {
-    for (login, member_of) in [(SERVER_ROLE, "doorman_app"), (ADMIN_ROLE, "doorman_admin")] {
+async fn create_logins(admin: &mut AsyncPgConnection, inherit: &str, logins: &[(&str, &str)]) {
+    for (login, member_of) in logins {
         diesel::sql_query(format!(
             "DO $$ BEGIN \
                IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{login}') THEN \

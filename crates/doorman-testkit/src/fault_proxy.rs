@@ -109,7 +109,7 @@ impl FaultProxy {
     pub async fn wait_for_client(&self, count: usize, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let seen = self.shared.watched.lock().unwrap().as_ref().map_or(0, |(_, n)| *n);
+            let seen = self.client_chunks_seen();
             if seen >= count {
                 return;
             }
@@ -119,6 +119,13 @@ impl FaultProxy {
             );
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+    }
+
+    /// How many watched chunks have arrived from clients since [`FaultProxy::watch_client`]:
+    /// with a pattern only a statement's binds carry (an event id), how many statements
+    /// carrying it were sent.
+    pub fn client_chunks_seen(&self) -> usize {
+        self.shared.watched.lock().unwrap().as_ref().map_or(0, |(_, n)| *n)
     }
 
     /// Stop listening and cut every open connection: new connections are refused.

@@ -14,10 +14,17 @@
 //! Two things keep one request's trouble its own. Claims being settled (unconfirmed earlier)
 //! go in a statement of their own, so fresh claims queued beside them are never sent as
 //! settles nor answered unconfirmed because of them. And a statement the database refuses
-//! (`Unexpected`: a row it will not take; nothing was written) is sent again in halves, down
-//! to the requests it refuses, so one tenant's bad row fails that row, not the cycle. On
-//! Citus, a statement that could not reach one of the workers is sent again tenant by tenant,
-//! so a lost worker fails the tenants whose shards it holds, not the cycle.
+//! because of a row (a constraint: `CHECK`, `NOT NULL`, unique, foreign key; nothing was
+//! written) is sent again in halves, down to the requests it refuses, so one tenant's bad row
+//! fails that row, not the cycle. A refusal of the statement itself (a revoked grant, a
+//! missing function) is about no row: the batch fails once, each request refused with it
+//! (halving would send 2N-1 statements that all fail alike). On Citus, a statement that could
+//! not reach one of the workers is sent again tenant by tenant, so a lost worker fails the
+//! tenants whose shards it holds, not the cycle.
+//!
+//! A batch is answered by the time its first caller stops waiting ([`Deadline`]): a part not
+//! sent by then is answered as not written, and only a statement that was sent and not
+//! answered in time is unconfirmed.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -29,7 +36,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::claims::{ClaimRows, SealedClaim, may_have_committed, unconfirmed};
-use super::errors::{from_diesel, is_node_unreachable};
+use super::errors::{from_diesel, is_node_unreachable, is_refused_for_a_row};
 use super::outcomes::{OutcomeRows, PendingOutcome, PruneSchedule, pruned_per_outcome};
 use super::pool::PgPool;
 use super::statement::{Kept, bind};
@@ -115,28 +122,71 @@ impl<'a> RequestRows<'a> {
 /// How one attempt at sending the batch ended.
 enum Sent {
     Answered(Vec<Row>),
-    /// Nothing reached the database (no connection), or it refused the statement, which
-    /// rolled it back: nothing was written.
-    NotWritten(StorageError),
+    /// Nothing reached the database (no connection in time), or it refused the statement,
+    /// which rolled it back: nothing was written.
+    NotWritten(NotWritten),
     /// The statement was sent and the connection died before the answer: it may have
     /// committed.
     Lost(StorageError),
+    /// The statement was sent and not answered by the deadline: it may yet commit.
+    Unanswered,
 }
 
-/// Writes one batch; one answer per request, in the requests' order. Claims being settled
-/// are written apart from the rest; each part in one statement ([`isolating`]).
+/// A batch (or part) that wrote nothing, and whether one of its rows is why.
+struct NotWritten {
+    error: StorageError,
+    /// The database refused a row's data (a constraint), answering in this long (the
+    /// statement's round trip, not the wait for a connection): another part of the batch,
+    /// without that row, may be written, in about as long.
+    refused_row: Option<Duration>,
+}
+
+impl NotWritten {
+    fn statement(error: StorageError) -> Self {
+        Self { error, refused_row: None }
+    }
+}
+
+/// When a batch must be answered by: the claims' time from when it is taken, or sooner, when
+/// its first caller stops waiting sooner; and the last moment a statement may still be sent,
+/// to be answered by then.
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    answer_by: Instant,
+    send_by: Instant,
+}
+
+impl Deadline {
+    fn at(answer_by: Instant) -> Self {
+        Self { answer_by, send_by: answer_by }
+    }
+
+    /// For a statement expected to take `statement`: sent only while its answer can come in
+    /// time.
+    fn for_statements_of(self, statement: Duration) -> Self {
+        Self { send_by: self.answer_by.checked_sub(statement).unwrap_or(self.answer_by), ..self }
+    }
+}
+
+/// Writes one batch; one answer per request, in the requests' order, by `answer_by` if given.
+/// Claims being settled are written apart from the rest; each part in one statement
+/// ([`isolating`]).
 pub(super) async fn write(
     pool: PgPool,
     batch: Vec<Write>,
     settings: CycleSettings,
+    answer_by: Option<Instant>,
 ) -> Result<Vec<Written>, StorageError> {
+    let within = Instant::now() + settings.confirm_within;
+    let deadline = Deadline::at(answer_by.map_or(within, |by| by.min(within)));
     let all: Vec<&Write> = batch.iter().collect();
     let settling = |write: &Write| matches!(write, Write::Claim(claim) if claim.settle);
     if all.iter().all(|write| settling(write)) || !all.iter().any(|write| settling(write)) {
-        return isolating(&pool, &all, &settings, true).await;
+        return isolating(&pool, &all, &settings, deadline, true).await;
     }
     let (pool, settings) = (&pool, &settings);
-    Ok(in_parts(&all, settling, |part| async move { isolating(pool, &part, settings, true).await }).await)
+    Ok(in_parts(&all, settling, |part| async move { isolating(pool, &part, settings, deadline, true).await })
+        .await)
 }
 
 /// `batch` cut into parts by `key`, each written by `write` at the same time as the others;
@@ -179,52 +229,73 @@ fn answer_each(written: Result<Vec<Written>, StorageError>, requests: usize) -> 
     written.unwrap_or_else(|error| (0..requests).map(|_| Written::Refused(error.clone())).collect())
 }
 
-/// Writes `batch` in one statement; if the database refuses it (`Unexpected`, nothing
-/// written), writes each half on its own, down to the requests it refuses. If a node of a
+/// Writes `batch` in one statement; if the database refuses one of its rows (nothing
+/// written), writes each half on its own, down to the requests it refuses, while there is time
+/// for another statement before `deadline` (after it, what is left is answered as not
+/// written). A refusal of the statement itself fails the batch once. If a node of a
 /// distributed database could not be reached (Citus, ADR 22: nothing was written), writes each
 /// tenant's part on its own, so the tenants whose shards are on the nodes still up are served.
 fn isolating<'a>(
     pool: &'a PgPool,
     batch: &'a [&'a Write],
     settings: &'a CycleSettings,
+    deadline: Deadline,
     whole: bool,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Written>, StorageError>> + Send + 'a>> {
     Box::pin(async move {
-        match write_once(pool, batch, settings).await {
-            Err(error) if is_node_unreachable(&error) && spans_tenants(batch) => {
+        match write_once(pool, batch, settings, deadline).await {
+            Err(NotWritten { error, .. }) if is_node_unreachable(&error) && spans_tenants(batch) => {
                 tracing::warn!(
                     size = batch.len(),
                     error = %error,
                     "a database node is unreachable; writing the batch tenant by tenant so that only its tenants fail"
                 );
-                Ok(by_tenant(pool, batch, settings).await)
+                Ok(by_tenant(pool, batch, settings, deadline).await)
             }
-            Err(error @ StorageError::Unexpected(_)) if batch.len() > 1 => {
+            Err(NotWritten { error, refused_row: Some(took) }) if batch.len() > 1 => {
+                // Another statement would take about as long as this one did, twice that on a
+                // fresh connection, where it is prepared first.
+                let deadline = deadline.for_statements_of(took * 2);
+                if Instant::now() >= deadline.send_by {
+                    return Err(StorageError::Unavailable(format!(
+                        "not written: the database refused a row of its batch ({error}), and there was no time left to find which"
+                    )));
+                }
                 if whole {
                     tracing::warn!(
                         size = batch.len(),
                         error = %error,
-                        "the database refused a batch; writing it in parts so that only what it refuses fails"
+                        "the database refused a row of a batch; writing it in parts so that only what it refuses fails"
                     );
                 }
                 let (left, right) = batch.split_at(batch.len() / 2);
                 let (left_answers, right_answers) = tokio::join!(
-                    isolating(pool, left, settings, false),
-                    isolating(pool, right, settings, false)
+                    isolating(pool, left, settings, deadline, false),
+                    isolating(pool, right, settings, deadline, false)
                 );
                 let mut answers = answer_each(left_answers, left.len());
                 answers.extend(answer_each(right_answers, right.len()));
                 Ok(answers)
             }
-            other => other,
+            // The statement itself refused (or a lone row): each request answers it.
+            Err(NotWritten { error, .. }) => Err(error),
+            Ok(answers) => Ok(answers),
         }
     })
 }
 
 /// Each tenant's requests of `batch` written in a statement of their own, all at once; one
 /// answer per request, in the requests' order.
-async fn by_tenant(pool: &PgPool, batch: &[&Write], settings: &CycleSettings) -> Vec<Written> {
-    in_parts(batch, Write::tenant, |part| async move { write_once(pool, &part, settings).await }).await
+async fn by_tenant(
+    pool: &PgPool,
+    batch: &[&Write],
+    settings: &CycleSettings,
+    deadline: Deadline,
+) -> Vec<Written> {
+    in_parts(batch, Write::tenant, |part| async move {
+        write_once(pool, &part, settings, deadline).await.map_err(|failed| failed.error)
+    })
+    .await
 }
 
 fn spans_tenants(batch: &[&Write]) -> bool {
@@ -247,7 +318,8 @@ async fn write_once(
     pool: &PgPool,
     batch: &[&Write],
     settings: &CycleSettings,
-) -> Result<Vec<Written>, StorageError> {
+    deadline: Deadline,
+) -> Result<Vec<Written>, NotWritten> {
     let (mut claims, mut requests, mut outcomes) = (Vec::new(), Vec::new(), Vec::new());
     for write in batch.iter().copied() {
         match write {
@@ -260,7 +332,6 @@ async fn write_once(
     let request_rows = RequestRows::of(&requests);
     let outcome_rows = OutcomeRows::of(&outcomes, settings.prune.as_deref());
 
-    let deadline = Instant::now() + settings.confirm_within;
     let mut settle = claims.iter().any(|claim| claim.settle);
     // Once the connection was lost with them, fingerprints are not sent again.
     let mut requests_lost: Option<StorageError> = None;
@@ -277,11 +348,11 @@ async fn write_once(
         }
         let Some(statement) = parts.into_iter().reduce(Kept::union_all) else { break Vec::new() };
         let lost = settle || requests_lost.is_some();
-        let error = match tokio::time::timeout_at(deadline, send(pool, statement)).await {
-            Ok(Sent::Answered(rows)) => break rows,
-            Ok(Sent::NotWritten(error)) if !lost => return Err(error),
-            Ok(Sent::NotWritten(error)) => error,
-            Ok(Sent::Lost(error)) => {
+        let error = match send(pool, statement, deadline).await {
+            Sent::Answered(rows) => break rows,
+            Sent::NotWritten(not_written) if !lost => return Err(not_written),
+            Sent::NotWritten(not_written) => not_written.error,
+            Sent::Lost(error) => {
                 if !lost {
                     tracing::warn!(
                         claims = claims.len(),
@@ -297,38 +368,53 @@ async fn write_once(
                 settle = true;
                 error
             }
-            // Out of time, perhaps with the statement sent (a commit waiting for a standby).
-            Err(_) => {
+            // Out of time with the statement sent (a commit waiting for a standby, say).
+            Sent::Unanswered => {
                 settle = true;
-                StorageError::Unavailable(format!("no answer within {:?}", settings.confirm_within))
+                StorageError::Unavailable("no answer in the claims' time".into())
             }
         };
-        if Instant::now() + RESEND_PAUSE >= deadline {
-            return Err(if settle { unconfirmed(&error) } else { error });
+        if Instant::now() + RESEND_PAUSE >= deadline.answer_by {
+            return Err(NotWritten::statement(if settle { unconfirmed(&error) } else { error }));
         }
         tokio::time::sleep(RESEND_PAUSE).await;
     };
     Ok(answers(batch, &requests, &outcomes, rows, requests_lost))
 }
 
-async fn send(pool: &PgPool, statement: Kept<'_>) -> Sent {
-    let mut unit = match pool.unit().await {
-        Ok(unit) => unit,
-        Err(error) => return Sent::NotWritten(error),
-    };
-    let answered = statement.load::<Row>(&mut unit).await;
-    match answered {
-        Ok(rows) => match unit.finish(Ok(rows)).await {
-            Ok(rows) => Sent::Answered(rows),
-            // Through a transaction pooler, the commit is its own statement.
-            Err(error) => Sent::Lost(error),
-        },
-        Err(error) if may_have_committed(&error, &mut unit) => Sent::Lost(from_diesel(error)),
-        Err(error) => {
-            unit.rollback().await;
-            Sent::NotWritten(from_diesel(error))
+/// Sends `statement` on a connection of `pool` if one comes by the deadline's `send_by` (if
+/// not, nothing was written); a statement sent and not answered by its `answer_by` may yet
+/// commit.
+async fn send(pool: &PgPool, statement: Kept<'_>, deadline: Deadline) -> Sent {
+    let mut unit = match tokio::time::timeout_at(deadline.send_by, pool.unit()).await {
+        Ok(Ok(unit)) => unit,
+        Ok(Err(error)) => return Sent::NotWritten(NotWritten::statement(error)),
+        Err(_) => {
+            return Sent::NotWritten(NotWritten::statement(StorageError::Unavailable(
+                "not written: no database connection came free in time to be answered in the claims' time"
+                    .into(),
+            )));
         }
-    }
+    };
+    let sent = Instant::now();
+    tokio::time::timeout_at(deadline.answer_by, async move {
+        let answered = statement.load::<Row>(&mut unit).await;
+        match answered {
+            Ok(rows) => match unit.finish(Ok(rows)).await {
+                Ok(rows) => Sent::Answered(rows),
+                // Through a transaction pooler, the commit is its own statement.
+                Err(error) => Sent::Lost(error),
+            },
+            Err(error) if may_have_committed(&error, &mut unit) => Sent::Lost(from_diesel(error)),
+            Err(error) => {
+                unit.rollback().await;
+                let refused_row = is_refused_for_a_row(&error).then(|| sent.elapsed());
+                Sent::NotWritten(NotWritten { error: from_diesel(error), refused_row })
+            }
+        }
+    })
+    .await
+    .unwrap_or(Sent::Unanswered)
 }
 
 /// Reads the rows back into one answer per request. A claim holds its event when its claim id

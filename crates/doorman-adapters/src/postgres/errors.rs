@@ -30,10 +30,31 @@ pub fn from_diesel(error: DieselError) -> StorageError {
     }
 }
 
+/// Whether the database refused `error`'s statement because of one row's data: an integrity
+/// constraint (`CHECK`, `NOT NULL`, unique, foreign key, exclusion), told apart by its
+/// SQLSTATE. Without that row the rest of the statement may be written; any other refusal
+/// (a revoked grant, a missing function, a timeout) is about the statement, whatever its rows.
+pub(crate) fn is_refused_for_a_row(error: &DieselError) -> bool {
+    matches!(
+        error,
+        DieselError::DatabaseError(
+            DatabaseErrorKind::CheckViolation
+                | DatabaseErrorKind::NotNullViolation
+                | DatabaseErrorKind::UniqueViolation
+                | DatabaseErrorKind::ForeignKeyViolation
+                | DatabaseErrorKind::ExclusionViolation
+                | DatabaseErrorKind::RestrictViolation,
+            _
+        )
+    )
+}
+
 /// What PostgreSQL says (in English, its default `lc_messages`) for the conditions waiting
-/// fixes that Diesel reports as `Unknown`: diesel-async keeps the SQLSTATE to itself, so the
-/// message is what there is. Each with its SQLSTATE, for a server whose messages are not in
-/// English (there these are `Unexpected`: answered 500, and Slack still retries).
+/// fixes that Diesel reports as `Unknown`: diesel-async keeps the SQLSTATE to itself (its
+/// error wrapper is private and has no code), so the message is what there is. Each with its
+/// SQLSTATE. A login whose messages are not in English has its sessions set `lc_messages =
+/// 'C'` when it may, and is warned about at start when it may not ([`super::login`]; there
+/// these are `Unexpected`: answered 500, and Slack still retries).
 const TRANSIENT: [&str; 16] = [
     "deadlock detected",                                                 // 40P01
     "canceling statement due to lock timeout",                           // 55P03

@@ -11,7 +11,10 @@
 //!
 //! A caller may bound its wait ([`GroupCommit::submit_within`]). One that gives up before its
 //! request was taken into a batch withdraws it (it is never written: `Unavailable`); one that
-//! gives up after cannot know whether it was (`Unconfirmed`).
+//! gives up after cannot know whether it was (`Unconfirmed`). So the writer is told when the
+//! first of its batch's callers stops waiting (a little before: [`ANSWER_LEAD`]), and answers
+//! by then with what it knows: a batch the database refused is answered as refused, not left
+//! to run out its callers' time and be called unconfirmed.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -23,6 +26,11 @@ use std::time::Duration;
 use doorman_domain::StorageError;
 use futures_util::FutureExt;
 use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::time::Instant;
+
+/// How long before its first caller stops waiting a writer is asked to have answered: time for
+/// the answer to reach the caller before its wait ends.
+pub(crate) const ANSWER_LEAD: Duration = Duration::from_millis(50);
 
 /// How batches are formed.
 ///
@@ -55,6 +63,8 @@ struct Queued<R, A> {
     request: R,
     reply: Reply<A>,
     stage: Arc<AtomicU8>,
+    /// When its caller stops waiting, if it does.
+    answer_by: Option<Instant>,
 }
 
 const QUEUED: u8 = 0;
@@ -62,8 +72,10 @@ const TAKEN: u8 = 1;
 const WITHDRAWN: u8 = 2;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Writes one batch in one transaction; one answer per request, in the requests' order.
-pub(crate) type Writer<R, A> = Arc<dyn Fn(Vec<R>) -> BoxFuture<Result<Vec<A>, StorageError>> + Send + Sync>;
+/// Writes one batch in one transaction; one answer per request, in the requests' order, by
+/// the instant given (when one of the batch's callers stops waiting, less [`ANSWER_LEAD`]).
+pub(crate) type Writer<R, A> =
+    Arc<dyn Fn(Vec<R>, Option<Instant>) -> BoxFuture<Result<Vec<A>, StorageError>> + Send + Sync>;
 
 pub(crate) struct GroupCommit<R, A> {
     queue: mpsc::UnboundedSender<Queued<R, A>>,
@@ -89,7 +101,7 @@ impl<R: Send + 'static, A: Send + 'static> GroupCommit<R, A> {
 
     /// Queues `request` and waits until the transaction holding it has committed.
     pub(crate) async fn submit(&self, request: R) -> Result<A, StorageError> {
-        let (answer, _) = self.enqueue(request)?;
+        let (answer, _) = self.enqueue(request, None)?;
         answered(answer.await)
     }
 
@@ -97,8 +109,9 @@ impl<R: Send + 'static, A: Send + 'static> GroupCommit<R, A> {
     /// the request is withdrawn and never written (`Unavailable`); given up once taken into
     /// a batch, it may or may not be written (`Unconfirmed`).
     pub(crate) async fn submit_within(&self, request: R, within: Duration) -> Result<A, StorageError> {
-        let (answer, stage) = self.enqueue(request)?;
-        match tokio::time::timeout(within, answer).await {
+        let answer_by = Instant::now() + within;
+        let (answer, stage) = self.enqueue(request, Some(answer_by - ANSWER_LEAD.min(within)))?;
+        match tokio::time::timeout_at(answer_by, answer).await {
             Ok(answer) => answered(answer),
             Err(_)
                 if stage.compare_exchange(QUEUED, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire).is_ok() =>
@@ -109,11 +122,15 @@ impl<R: Send + 'static, A: Send + 'static> GroupCommit<R, A> {
         }
     }
 
-    fn enqueue(&self, request: R) -> Result<(Answer<A>, Arc<AtomicU8>), StorageError> {
+    fn enqueue(
+        &self,
+        request: R,
+        answer_by: Option<Instant>,
+    ) -> Result<(Answer<A>, Arc<AtomicU8>), StorageError> {
         let (reply, answer) = oneshot::channel();
         let stage = Arc::new(AtomicU8::new(QUEUED));
         self.queue
-            .send(Queued { request, reply, stage: stage.clone() })
+            .send(Queued { request, reply, stage: stage.clone(), answer_by })
             .map_err(|_| StorageError::Unexpected("the batch writer has stopped".into()))?;
         Ok((answer, stage))
     }
@@ -145,18 +162,20 @@ async fn work<R, A>(
             batch
         };
         // Whatever its caller withdrew is not written.
-        let (requests, replies): (Vec<R>, Vec<Reply<A>>) = batch
+        let taken: Vec<Queued<R, A>> = batch
             .into_iter()
             .filter(|queued| {
                 queued.stage.compare_exchange(QUEUED, TAKEN, Ordering::AcqRel, Ordering::Acquire).is_ok()
             })
-            .map(|queued| (queued.request, queued.reply))
-            .unzip();
-        if requests.is_empty() {
+            .collect();
+        if taken.is_empty() {
             continue;
         }
+        let answer_by = taken.iter().filter_map(|queued| queued.answer_by).min();
+        let (requests, replies): (Vec<R>, Vec<Reply<A>>) =
+            taken.into_iter().map(|queued| (queued.request, queued.reply)).unzip();
         let size = requests.len();
-        let outcome = AssertUnwindSafe(writer(requests))
+        let outcome = AssertUnwindSafe(writer(requests, answer_by))
             .catch_unwind()
             .await
             .unwrap_or_else(|_| Err(StorageError::Unexpected(format!("the {name} batch writer panicked"))));
@@ -189,7 +208,7 @@ mod tests {
     use super::*;
 
     fn echo(batches: Arc<std::sync::Mutex<Vec<usize>>>) -> Writer<u32, u32> {
-        Arc::new(move |requests: Vec<u32>| {
+        Arc::new(move |requests: Vec<u32>, _answer_by| {
             let batches = batches.clone();
             Box::pin(async move {
                 batches.lock().unwrap().push(requests.len());
@@ -227,7 +246,7 @@ mod tests {
     async fn a_failed_or_panicking_batch_fails_every_request_in_it_and_the_writer_goes_on() {
         let calls = Arc::new(AtomicUsize::new(0));
         let seen = calls.clone();
-        let writer: Writer<u32, u32> = Arc::new(move |requests: Vec<u32>| {
+        let writer: Writer<u32, u32> = Arc::new(move |requests: Vec<u32>, _answer_by| {
             let call = seen.fetch_add(1, Ordering::SeqCst);
             Box::pin(async move {
                 match call {
@@ -243,9 +262,31 @@ mod tests {
         assert_eq!(group.submit(3).await, Ok(3));
     }
 
+    /// The writer hears when its batch's caller stops waiting, less the lead its answer needs
+    /// to arrive first; a caller that waits for ever sets no such time.
+    #[tokio::test]
+    async fn the_writer_is_told_when_its_caller_stops_waiting() {
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let heard = told.clone();
+        let writer: Writer<u32, u32> = Arc::new(move |requests: Vec<u32>, answer_by| {
+            heard.lock().unwrap().push(answer_by);
+            Box::pin(async move { Ok(requests) })
+        });
+        let group = GroupCommit::start("test", GroupSettings::default(), writer);
+        let within = Duration::from_secs(10);
+        let before = Instant::now();
+        assert_eq!(group.submit_within(1, within).await, Ok(1));
+        let after = Instant::now();
+        assert_eq!(group.submit(2).await, Ok(2));
+        let told = told.lock().unwrap().clone();
+        let answer_by = told[0].expect("a time to answer by");
+        assert!(answer_by >= before + within - ANSWER_LEAD && answer_by <= after + within - ANSWER_LEAD);
+        assert_eq!(told[1], None);
+    }
+
     /// A writer that records what it writes and holds each batch until `gate` is notified.
     fn gated(gate: Arc<tokio::sync::Notify>, written: Arc<std::sync::Mutex<Vec<u32>>>) -> Writer<u32, u32> {
-        Arc::new(move |requests: Vec<u32>| {
+        Arc::new(move |requests: Vec<u32>, _answer_by| {
             let (gate, written) = (gate.clone(), written.clone());
             Box::pin(async move {
                 gate.notified().await;

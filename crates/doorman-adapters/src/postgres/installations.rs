@@ -267,15 +267,28 @@ impl Stop {
 }
 
 impl PgInstallations {
-    /// A stored token, opened; one that does not open is Doorman's storage failing, not Slack.
-    fn open(&self, tenant: TenantId, sealed: &str, column: &'static str) -> Result<SlackToken, RefreshError> {
-        let unreadable = |problem: String| {
-            RefreshError::Storage(StorageError::Unexpected(format!("stored token: {problem}")))
+    /// A stored token, opened; one that does not open, or opens to something that is not a
+    /// token (not UTF-8, not printable), is Doorman's storage failing, not Slack. The error
+    /// names the installation and the column, never what the token held.
+    fn open(
+        &self,
+        tenant: TenantId,
+        installation: &Installation,
+        sealed: &str,
+        column: &'static str,
+    ) -> Result<SlackToken, RefreshError> {
+        let unreadable = |problem: &str| {
+            RefreshError::Storage(StorageError::Unexpected(format!(
+                "the stored {column} of {} {problem}",
+                named(installation)
+            )))
         };
-        let bytes =
-            self.keys.open(sealed, SealedIn { tenant, column }).map_err(|e| unreadable(e.to_string()))?;
-        SlackToken::new(String::from_utf8(bytes).unwrap_or_default())
-            .map_err(|_| unreadable("not a valid token".into()))
+        let bytes = self
+            .keys
+            .open(sealed, SealedIn { tenant, column })
+            .map_err(|e| unreadable(&format!("does not open: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|_| unreadable("is not UTF-8 text"))?;
+        SlackToken::new(text).map_err(|_| unreadable("is not a valid token"))
     }
 
     /// Reads the installation under a brief row lock (no call outside the database is made
@@ -299,7 +312,7 @@ impl PgInstallations {
                 .await?;
                 let tokens = &row;
                 let current = Installation {
-                    bot_token: tokens.bot_token.as_deref().map(|t| self.open(tenant, t, BOT_TOKEN_COLUMN)).transpose()?,
+                    bot_token: tokens.bot_token.as_deref().map(|t| self.open(tenant, installation, t, BOT_TOKEN_COLUMN)).transpose()?,
                     expires_at: tokens.token_expires_at,
                     refreshable: tokens.refresh_token.is_some(),
                     ..installation.clone()
@@ -313,7 +326,7 @@ impl PgInstallations {
                 let Some(sealed) = tokens.refresh_token.as_deref() else {
                     return Err(RefreshError::Slack(OAuthError::Refused("no_refresh_token".into())).into());
                 };
-                let refresh_token = self.open(tenant, sealed, REFRESH_TOKEN_COLUMN)?;
+                let refresh_token = self.open(tenant, installation, sealed, REFRESH_TOKEN_COLUMN)?;
                 let lease: LeaseUntil = diesel::sql_query(format!(
                     "UPDATE messaging_installations SET refresh_leased_until = now() + make_interval(secs => $4) \
                      WHERE {BY_KEY} RETURNING refresh_leased_until AS until"
@@ -360,7 +373,7 @@ impl PgInstallations {
                 .optional()?;
                 let still_ours = match stored.and_then(|t| t.refresh_token) {
                     // Compared opened: a re-seal under a new key changes the stored text only.
-                    Some(sealed) => self.open(tenant, &sealed, REFRESH_TOKEN_COLUMN)?.expose() == spent.expose(),
+                    Some(sealed) => self.open(tenant, installation, &sealed, REFRESH_TOKEN_COLUMN)?.expose() == spent.expose(),
                     None => false,
                 };
                 if !still_ours {
@@ -419,6 +432,20 @@ impl PgInstallations {
 }
 
 /// The installation's workspace key, as [`BY_KEY`] binds it.
+/// The installation in words, for an error: its team, its enterprise, or both.
+fn named(installation: &Installation) -> String {
+    match (&installation.team_id, &installation.enterprise_id) {
+        (Some(team), Some(enterprise)) => {
+            format!("the installation of team {} (enterprise {})", team.as_str(), enterprise.as_str())
+        }
+        (Some(team), None) => format!("the installation of team {}", team.as_str()),
+        (None, Some(enterprise)) => {
+            format!("the org-wide installation of enterprise {}", enterprise.as_str())
+        }
+        (None, None) => "an installation with neither team nor enterprise".to_owned(),
+    }
+}
+
 fn key_of(installation: &Installation) -> (Option<String>, Option<String>) {
     (
         installation.team_id.as_ref().map(|t| t.as_str().to_owned()),

@@ -15,6 +15,13 @@
 //! in (it is `NOLOGIN`, so that nobody can connect to a worker as it). A login that would have
 //! to take the role there is refused; a group role still allowed to log in (by an earlier
 //! release's `doorman migrate`) is warned about.
+//!
+//! It also reads the language of the server's messages (`lc_messages`). Doorman tells what
+//! waiting fixes (a deadlock, a lock or statement timeout, a server going down: 503) from a bug
+//! (500) partly by the message's English words, because diesel-async keeps the SQLSTATE to
+//! itself ([`super::errors`]). When the messages are not in English, the process's sessions set
+//! `lc_messages = 'C'` if the login may ([`Login::Ready::c_messages`]); if it may not, the
+//! process starts with a warning naming the consequence and the fix.
 
 use diesel::sql_types::{Bool, Text};
 use diesel_async::RunQueryDsl;
@@ -24,8 +31,14 @@ use super::connect::{SessionLimits, Target};
 /// The login, as the check found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Login {
-    /// It may act as the role; `warnings` say what it has beyond that.
-    Ready { user: String, warnings: Vec<String> },
+    /// It may act as the role; `warnings` say what it has beyond that, or what it lacks.
+    Ready {
+        user: String,
+        warnings: Vec<String>,
+        /// The server's messages for this login are not in English and it may set
+        /// `lc_messages`: each of the process's sessions sets it to `C` (`PoolSettings`).
+        c_messages: bool,
+    },
     /// The database did not answer (refused, timed out, TLS): nothing could be checked.
     Unreachable(String),
 }
@@ -57,6 +70,8 @@ struct Found {
     /// The role itself may log in.
     #[diesel(sql_type = Bool)]
     role_can_login: bool,
+    #[diesel(sql_type = Text)]
+    lc_messages: String,
 }
 
 /// How long the check may take: a database that answers nothing in time is `Unreachable`.
@@ -90,7 +105,8 @@ async fn check_now(database_url: &str, role: &str) -> Result<Login, Refused> {
                   AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_roles r WHERE r.rolname = current_user), false) \
                   AND NOT coalesce((SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c \
                                      WHERE c.oid = to_regclass('public.tenants')), false) AS inherits, \
-                coalesce((SELECT r.rolcanlogin FROM pg_roles r WHERE r.rolname = $1), false) AS role_can_login",
+                coalesce((SELECT r.rolcanlogin FROM pg_roles r WHERE r.rolname = $1), false) AS role_can_login, \
+                current_setting('lc_messages') AS lc_messages",
     )
     .bind::<Text, _>(role)
     .get_result::<Found>(&mut conn)
@@ -138,7 +154,63 @@ async fn check_now(database_url: &str, role: &str) -> Result<Login, Refused> {
             found.user
         ));
     }
-    Ok(Login::Ready { user: found.user, warnings })
+    let c_messages = match messages(&mut conn, &found.lc_messages).await {
+        Messages::English => false,
+        Messages::SetToC => {
+            tracing::info!(
+                lc_messages = %found.lc_messages,
+                "the server's messages for this login are not in English; each session sets lc_messages = 'C'"
+            );
+            true
+        }
+        Messages::NotEnglish => {
+            warnings.push(not_english_warning(&found.user, &found.lc_messages));
+            false
+        }
+    };
+    Ok(Login::Ready { user: found.user, warnings, c_messages })
+}
+
+/// The language of the server's messages for the login, and whether it can be made English.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Messages {
+    English,
+    /// Not English, and the login may set `lc_messages` (a superuser, or `GRANT SET ON
+    /// PARAMETER lc_messages`).
+    SetToC,
+    NotEnglish,
+}
+
+async fn messages(conn: &mut diesel_async::AsyncPgConnection, lc_messages: &str) -> Messages {
+    if is_english(lc_messages) {
+        return Messages::English;
+    }
+    // Tried on this connection, which is closed after the check.
+    match diesel_async::SimpleAsyncConnection::batch_execute(conn, "SET lc_messages = 'C'").await {
+        Ok(()) => Messages::SetToC,
+        Err(_) => Messages::NotEnglish,
+    }
+}
+
+/// Whether `lc_messages` names English messages: `C`, `POSIX`, or an English locale (`en_US.UTF-8`,
+/// `English_United States.1252`). Empty (the server's environment) is not known to be.
+fn is_english(lc_messages: &str) -> bool {
+    let name = lc_messages.to_ascii_lowercase();
+    let language = name.split(['.', '@']).next().unwrap_or_default();
+    matches!(language, "c" | "posix" | "en") || language.starts_with("en_") || language.starts_with("english")
+}
+
+/// What a login whose messages are not in English, and that may not change that, costs, and
+/// the one line that fixes it (docs/operations.md, "Server messages").
+fn not_english_warning(user: &str, lc_messages: &str) -> String {
+    format!(
+        "the server's messages for the login {user:?} are not in English (lc_messages = {lc_messages:?}) and it may \
+         not set lc_messages, so Doorman cannot recognise a deadlock, a lock or statement timeout or a server \
+         shutting down (it reads their English words): they will be answered 500 instead of 503, and a claim \
+         committed as the server shut down taken as not written. Fix, as a superuser: \
+         ALTER ROLE \"{}\" SET lc_messages = 'C'; (docs/operations.md, \"Server messages\")",
+        user.replace('"', "\"\"")
+    )
 }
 
 /// A connection that failed: refused for good when the server said who the login is not
@@ -176,6 +248,16 @@ fn fatal(said: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn english_messages_are_c_posix_or_an_english_locale() {
+        for english in ["C", "C.UTF-8", "POSIX", "en_US.UTF-8", "en_GB", "en", "English_United States.1252"] {
+            assert!(is_english(english), "{english}");
+        }
+        for other in ["de_DE.UTF-8", "fr_FR", "German_Germany.1252", "", "cs_CZ.UTF-8", "es"] {
+            assert!(!is_english(other), "{other:?}");
+        }
+    }
 
     #[test]
     fn the_server_saying_who_the_login_is_not_refuses_and_anything_else_waits() {

@@ -23,7 +23,8 @@ use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, PoolableConnection, RecyclingMethod,
 };
 use diesel_async::{
-    AnsiTransactionManager, AsyncConnection, AsyncPgConnection, RunQueryDsl, TransactionManager,
+    AnsiTransactionManager, AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection,
+    TransactionManager,
 };
 use doorman_domain::StorageError;
 use futures_util::FutureExt;
@@ -65,6 +66,10 @@ pub struct PoolSettings {
     pub mode: PoolMode,
     /// What each connection's statements may take.
     pub limits: SessionLimits,
+    /// Each session sets `lc_messages = 'C'` first (before its role, as the login): the
+    /// server's messages for the login are not in English and it may set them
+    /// ([`super::login::Login::Ready`]), and errors are told apart partly by their words.
+    pub c_messages: bool,
 }
 
 impl Default for PoolSettings {
@@ -75,6 +80,7 @@ impl Default for PoolSettings {
             idle_timeout: Duration::from_secs(300),
             mode: PoolMode::Session,
             limits: SessionLimits::default(),
+            c_messages: false,
         }
     }
 }
@@ -86,6 +92,7 @@ pub struct PgPool {
     role: Option<&'static str>,
     mode: PoolMode,
     limits: SessionLimits,
+    c_messages: bool,
     /// Why the last connection attempt failed, for the error a caller gets after waiting.
     last_failure: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
@@ -110,7 +117,7 @@ pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
 /// A pool whose connections act as `role` (`None`: as the login user, as operator commands
 /// do with the tables' owner).
 pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'static str>) -> PgPool {
-    let mode = settings.mode;
+    let (mode, c_messages) = (settings.mode, settings.c_messages);
     let mut config = ManagerConfig::default();
     // On check-out, refuse a connection whose socket has closed (a database restart or a
     // network cut, a primary lost) or whose transaction state is broken, without a round
@@ -140,18 +147,26 @@ pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'st
             let mut conn = target.establish(&session_limits).await?;
             // A connection was made: an earlier failure no longer explains a wait.
             *forget_failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+            let mut setup = String::new();
             match (mode, role) {
-                // The role lasts the session: a pooled connection is never `RESET ROLE`.
-                (PoolMode::Session, Some(role)) => {
-                    diesel::sql_query(format!("SELECT {}", act_as(role, false)))
-                        .execute(&mut conn)
-                        .await
-                        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                // The messages' language, then the role, which lasts the session: a pooled
+                // connection is never `RESET ROLE`.
+                (PoolMode::Session, role) => {
+                    if c_messages {
+                        setup.push_str("SET lc_messages = 'C'; ");
+                    }
+                    if let Some(role) = role {
+                        setup.push_str(&format!("SELECT {}", act_as(role, false)));
+                    }
                 }
                 // Each transaction names its role (`Unit`); a prepared statement would be
                 // prepared on one server connection and used on another.
                 (PoolMode::Transaction, _) => conn.set_prepared_statement_cache_size(CacheSize::Disabled),
-                (PoolMode::Session, None) => {}
+            }
+            if !setup.is_empty() {
+                conn.batch_execute(&setup)
+                    .await
+                    .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
             }
             Ok(conn)
         }
@@ -165,7 +180,7 @@ pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'st
         .idle_timeout(Some(settings.idle_timeout))
         .error_sink(Box::new(LastFailure(std::sync::Arc::clone(&last_failure))))
         .build_unchecked(manager);
-    PgPool { connections, role, mode, limits: settings.limits, last_failure }
+    PgPool { connections, role, mode, limits: settings.limits, c_messages, last_failure }
 }
 
 /// The SQL expression (a scalar subquery) that makes a session (or, `local`, a transaction) act as `role`: `SET
@@ -211,8 +226,11 @@ impl PgPool {
         })?;
         let in_transaction = self.mode == PoolMode::Transaction;
         if in_transaction {
+            // The messages' language first: as the login, before the role.
+            let messages = self.c_messages.then(|| "set_config('lc_messages', 'C', true)".to_owned());
             let role = self.role.map(|role| act_as(role, true));
-            let settings: Vec<String> = role.into_iter().chain(self.limits.local_settings()).collect();
+            let settings: Vec<String> =
+                messages.into_iter().chain(role).chain(self.limits.local_settings()).collect();
             let begin = format!("BEGIN; SELECT {}", settings.join(", "));
             AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await.map_err(from_diesel)?;
         }

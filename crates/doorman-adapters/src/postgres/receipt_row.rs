@@ -1,7 +1,9 @@
 //! A receipt as stored, read back into the domain's [`Receipt`].
 
 use chrono::{DateTime, Utc};
+use diesel::expression::BoxableExpression;
 use diesel::prelude::*;
+use diesel::sql_types::{Bool, Nullable, Timestamptz};
 use doorman_domain::{
     ExternalEventId, Failure, Platform, Receipt, ReceiptKey, StorageError, TenantId, ValidationError,
 };
@@ -21,42 +23,57 @@ diesel::define_sql_function! {
     ) -> diesel::sql_types::Bool;
 }
 
-diesel::define_sql_function! {
-    /// Marks the receipts claimed since the last sweep, up to `before`, that have no outcome
-    /// (migration `claims_and_outcomes_at_full_speed`): the stranded among them are then read
-    /// through the index of marked receipts. Returns how many it marked.
-    fn doorman_sweep_receipts(before: diesel::sql_types::Timestamptz) -> diesel::sql_types::BigInt;
-}
-
-/// [`doorman_is_stranded`] on a receipts query's row, for the receipts a sweep marked (every
-/// stranded one is, once [`sweep`] has run up to `before`).
-#[allow(clippy::type_complexity)]
+/// The stranded rule as a reader applies it: [`doorman_is_stranded`], on the receipts the
+/// last sweep marked (`swept_at`, read through the index of marked receipts) and on those
+/// claimed since its watermark (`swept_before`: a short range of the claim-time index). Every
+/// receipt without an outcome claimed up to the watermark is marked (the sweep marks them; a
+/// claim written late behind it is marked as it is written; decision 18 names the one
+/// exception), so the two together are all of them, and a reader finds every stranded receipt
+/// without sweeping: a read never writes.
+/// The sweep is the background process's (the gauges' `doorman_receipt_counts`).
+///
+/// Read the watermark ([`sweep_watermark`]) before the receipts, in an earlier statement: a
+/// sweep committed in between only adds marks to receipts after the watermark read, which the
+/// second half finds anyway; read the other way round, it would hide the receipts it marked
+/// between the two watermarks. (On Citus a sweep commits on the coordinator a moment before
+/// its workers' marks are visible, two-phase: in that moment a listing can miss what it
+/// marked, and the next one finds it.)
 pub(crate) fn stranded_before(
     before: DateTime<Utc>,
-) -> diesel::dsl::And<
-    diesel::dsl::IsNotNull<receipts::swept_at>,
-    doorman_is_stranded<
-        receipts::handled_at,
-        receipts::failure_reason,
-        receipts::claimed_at,
-        diesel::dsl::AsExprOf<DateTime<Utc>, diesel::sql_types::Timestamptz>,
-    >,
-> {
-    receipts::swept_at.is_not_null().and(doorman_is_stranded(
-        receipts::handled_at,
-        receipts::failure_reason,
-        receipts::claimed_at,
-        before,
-    ))
+    watermark: Option<DateTime<Utc>>,
+) -> Box<dyn BoxableExpression<receipts::table, diesel::pg::Pg, SqlType = Bool>> {
+    let stranded =
+        doorman_is_stranded(receipts::handled_at, receipts::failure_reason, receipts::claimed_at, before);
+    match watermark {
+        Some(watermark) => {
+            Box::new(stranded.and(receipts::swept_at.is_not_null().or(receipts::claimed_at.gt(watermark))))
+        }
+        // Never swept: every receipt is after the watermark.
+        None => Box::new(stranded),
+    }
 }
 
-/// Sweeps up to `before`: what every reader of stranded receipts does first, so the marked
-/// ones are all of them.
-pub(crate) async fn sweep(
+#[derive(QueryableByName)]
+struct Watermark {
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    swept_before: Option<DateTime<Utc>>,
+}
+
+/// The sweep's watermark, read, never moved (no lock: a read must not wait for a sweep under
+/// way, nor take a row lock, which is a write); `None` before the first sweep (`-infinity`).
+pub(crate) async fn sweep_watermark(
     conn: &mut diesel_async::AsyncPgConnection,
-    before: DateTime<Utc>,
-) -> Result<(), diesel::result::Error> {
-    diesel_async::RunQueryDsl::execute(diesel::select(doorman_sweep_receipts(before)), conn).await.map(drop)
+) -> Result<Option<DateTime<Utc>>, diesel::result::Error> {
+    let found: Option<Watermark> = diesel_async::RunQueryDsl::get_result(
+        diesel::sql_query(
+            "SELECT CASE WHEN isfinite(swept_before) THEN swept_before END AS swept_before \
+             FROM messaging_receipt_sweep",
+        ),
+        conn,
+    )
+    .await
+    .optional()?;
+    Ok(found.and_then(|w| w.swept_before))
 }
 
 #[derive(Queryable, Selectable)]

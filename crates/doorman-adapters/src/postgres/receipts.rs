@@ -137,8 +137,9 @@ impl PgReceiptStore {
         let writers_on = |name, pool: PgPool, prune: Option<Arc<PruneSchedule>>| {
             let cycle = CycleSettings { confirm_within: timeouts.confirm_within, prune };
             let on = pool.clone();
-            let write: Writer<Write, Written> =
-                Arc::new(move |batch| Box::pin(cycle::write(on.clone(), batch, cycle.clone())));
+            let write: Writer<Write, Written> = Arc::new(move |batch, answer_by| {
+                Box::pin(cycle::write(on.clone(), batch, cycle.clone(), answer_by))
+            });
             Arc::new(PlacedWriters::start(name, pool, settings, write, placements.clone()))
         };
         let outcomes = match outcomes {

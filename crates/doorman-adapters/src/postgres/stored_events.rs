@@ -18,7 +18,7 @@ use doorman_domain::{
 use super::directory::PAYLOAD_COLUMN;
 use super::errors::from_diesel;
 use super::pool::{PgPool, act_for};
-use super::receipt_row::{ReceiptRow, stranded_before, sweep};
+use super::receipt_row::{ReceiptRow, stranded_before, sweep_watermark};
 use super::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
 use crate::secrets::{Keyring, SealedIn};
 use crate::slack::{Parsed, parse_events};
@@ -83,9 +83,10 @@ impl StoredEvents for PgStoredEvents {
         let selected = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
-                if let ReplaySelection::StrandedBefore(before) = &selection {
-                    sweep(conn, *before).await?;
-                }
+                let watermark = match &selection {
+                    ReplaySelection::StrandedBefore(_) => sweep_watermark(conn).await?,
+                    _ => None,
+                };
                 let mut query =
                     receipts::table.filter(receipts::tenant_id.eq(*tenant.as_uuid())).into_boxed();
                 query = match &selection {
@@ -97,7 +98,7 @@ impl StoredEvents for PgStoredEvents {
                         .filter(receipts::failure_reason.is_not_null())
                         .filter(receipts::failed_at.ge(*since)),
                     ReplaySelection::StrandedBefore(before) => {
-                        query.filter(receipts::handled_at.is_null()).filter(stranded_before(*before))
+                        query.filter(stranded_before(*before, watermark))
                     }
                 };
                 let rows: Vec<ReceiptRow> = query

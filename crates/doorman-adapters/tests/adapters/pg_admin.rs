@@ -327,6 +327,71 @@ async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
     assert_eq!(names, ["Stranded"], "not B's, not the recent one");
 }
 
+/// A read never writes: a read-only key scoped to one tenant lists its events in every state,
+/// and selects its stranded ones for a (dry-run) replay, and no row of any table changes (the
+/// sweep that marks stranded receipts is the background process's, and marks every tenant's).
+/// The stranded are still all found: those the last sweep marked, and those stranded since.
+#[tokio::test]
+async fn listing_every_state_with_a_read_only_key_changes_no_row_and_finds_every_stranded_one() {
+    use doorman_domain::ports::StoredEvents;
+    use doorman_domain::{EventState, ReplaySelection};
+
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let (a, b) = (tenant_with_team(&op, "TA").await, tenant_with_team(&op, "TB").await);
+    let store = receipt_store(db.pool());
+    let ago = |minutes| now() - Duration::minutes(minutes);
+    store.claim(&receipt(a, "Swept", ago(40))).await.unwrap();
+    // The background sweep, up to half an hour ago: it marks A's receipt and moves its watermark.
+    diesel::sql_query("SELECT doorman_sweep_receipts(now() - interval '30 minutes')")
+        .execute(&mut db.owner().await)
+        .await
+        .unwrap();
+    for (tenant, id, minutes) in [
+        (a, "StrandedSince", 20),
+        (a, "Handled", 25),
+        (a, "Failed", 25),
+        (a, "InFlight", 0),
+        (b, "StrandedB", 20),
+    ] {
+        store.claim(&receipt(tenant, id, ago(minutes))).await.unwrap();
+    }
+    store.complete(&key(a, "Handled"), now(), days_ago(7), 10).await.unwrap();
+    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
+    store.record_failure(&key(a, "Failed"), &failure).await.unwrap();
+
+    let before = db.every_row().await;
+    assert!(before.contains("StrandedB"), "the dump holds every tenant's receipts: {before}");
+    let (admin, reader) = (admin(&db), key_caller(Some(a), true));
+    let mut listed = Vec::new();
+    for state in [EventState::Handled, EventState::Failed, EventState::InFlight, EventState::Stranded] {
+        let page = admin.events(&reader, Some(a), state, Default::default(), &PageRequest::default()).await;
+        let ids: Vec<String> =
+            page.unwrap().items.iter().map(|r| r.receipt.key.external_id.to_string()).collect();
+        listed.push((state, ids));
+    }
+    let stored = doorman_adapters::postgres::PgStoredEvents::new(db.admin_pool(), Arc::new(test_keys()));
+    let selected: Vec<String> = stored
+        .select(a, &ReplaySelection::StrandedBefore(admin.stranded_before()))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.receipt.key.external_id.to_string())
+        .collect();
+    assert_eq!(db.every_row().await, before, "a read changed rows");
+
+    let listed = |state| listed.iter().find(|(s, _)| *s == state).map(|(_, ids)| ids.clone()).unwrap();
+    assert_eq!(listed(EventState::Handled), ["Handled"]);
+    assert_eq!(listed(EventState::Failed), ["Failed"]);
+    assert_eq!(listed(EventState::InFlight), ["InFlight"]);
+    assert_eq!(
+        listed(EventState::Stranded),
+        ["Swept", "StrandedSince"],
+        "marked, and stranded since the sweep"
+    );
+    assert_eq!(selected, ["Swept", "StrandedSince"]);
+}
+
 /// `was_deleted` as `doorman_admin` sees it: a tenant deleted is, one still there and one
 /// that never was are not.
 #[tokio::test]

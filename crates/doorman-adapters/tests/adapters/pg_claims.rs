@@ -172,6 +172,83 @@ async fn a_settle_queued_beside_fresh_claims_does_not_make_their_failures_its_ow
     assert_eq!(first.await.unwrap().unwrap(), Claim::Claimed);
 }
 
+/// A claim that keeps its payload, as a retaining tenant's does.
+fn kept(tenant: doorman_domain::TenantId, event_id: &str) -> doorman_domain::NewReceipt {
+    doorman_domain::NewReceipt {
+        retained: Some(doorman_domain::Payload::from_json_text("{}".to_owned())),
+        ..receipt(tenant, event_id, now())
+    }
+}
+
+/// 32 claims gathered into one batch behind `EvFirst`'s (held on a slow connection), each
+/// answered with its event id, in order.
+async fn thirty_two_in_one_batch(
+    store: &Arc<PgReceiptStore>,
+    claim: impl Fn(usize) -> doorman_domain::NewReceipt,
+) -> Vec<(String, Result<Claim, StorageError>)> {
+    let claims = (0..32).map(|i| {
+        let (store, claim) = (store.clone(), claim(i));
+        tokio::spawn(async move { (claim.key.external_id.as_str().to_owned(), store.claim(&claim).await) })
+    });
+    futures_util::future::join_all(claims).await.into_iter().map(Result::unwrap).collect()
+}
+
+/// A refusal of the statement itself (a revoked grant; a missing function would be the same)
+/// is not about any one row: halving the batch would send 2N-1 statements that all fail the
+/// same way and, on a slow connection, outlast the claims' time so that they are answered
+/// unconfirmed although nothing was written. The batch is sent once and each claim is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_statement_is_refused_is_sent_once_and_every_claim_answered_refused() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
+    let proxy = FaultProxy::start(db.server_addr()).await;
+    let store = store_through(&db, &proxy, ClaimTimeouts::default());
+    let first = first_batch_held(&store, &proxy, tenant).await;
+    // Claims that keep payloads now fail as a statement: the role may not write them.
+    diesel::sql_query("REVOKE INSERT ON messaging_event_payloads FROM doorman_app")
+        .execute(&mut db.owner().await)
+        .await
+        .unwrap();
+    proxy.watch_client(b"EvKept");
+    let outcomes = thirty_two_in_one_batch(&store, |i| kept(tenant, &format!("EvKept{i}"))).await;
+    assert_eq!(first.await.unwrap().unwrap(), Claim::Claimed);
+    assert_eq!(proxy.client_chunks_seen(), 1, "one statement for the 32 claims");
+    for (id, outcome) in &outcomes {
+        assert!(
+            matches!(outcome, Err(StorageError::Unexpected(said)) if said.contains("permission denied")),
+            "{id}: refused, named as what it is: {outcome:?}"
+        );
+    }
+    assert_eq!(count_like(&db, "EvKept%").await, 0);
+}
+
+/// When every row of a batch is refused (a CHECK), finding which takes halving; on a slow
+/// connection that outlasts the claims' time. What was never sent, or sent and refused, is
+/// answered as not written (refused, or unavailable), never as unconfirmed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_every_row_is_refused_answers_each_claim_as_not_written_never_unconfirmed() {
+    let db = TestDatabase::create().await;
+    let tenant = tenant_with_team(&db.operator(), "T1").await;
+    let (proxy, store) = poisoned(&db).await;
+    diesel::sql_query(
+        "ALTER TABLE messaging_event_receipts ADD CONSTRAINT test_poison_all CHECK (external_event_id NOT LIKE 'EvBad%')",
+    )
+    .execute(&mut db.owner().await)
+    .await
+    .unwrap();
+    let first = first_batch_held(&store, &proxy, tenant).await;
+    proxy.delay(Duration::from_millis(150));
+    let outcomes = thirty_two_in_one_batch(&store, |i| receipt(tenant, &format!("EvBad{i}"), now())).await;
+    assert_eq!(first.await.unwrap().unwrap(), Claim::Claimed);
+    for (id, outcome) in &outcomes {
+        assert!(
+            matches!(outcome, Err(StorageError::Unexpected(_) | StorageError::Unavailable(_))),
+            "{id}: not written, and said so: {outcome:?}"
+        );
+    }
+    assert_eq!(count_like(&db, "EvBad%").await, 0);
+}
+
 /// A database that refuses any receipt for `EvPoison` (standing in for any row it will not
 /// take: a constraint, a value), and a store reaching it through a proxy.
 async fn poisoned(db: &TestDatabase) -> (FaultProxy, Arc<PgReceiptStore>) {
@@ -315,13 +392,21 @@ async fn wait_until_refused(proxy: &FaultProxy) {
 }
 
 async fn count(db: &TestDatabase, event_id: &str) -> i64 {
+    count_where(db, "external_event_id = $1", event_id).await
+}
+
+async fn count_like(db: &TestDatabase, pattern: &str) -> i64 {
+    count_where(db, "external_event_id LIKE $1", pattern).await
+}
+
+async fn count_where(db: &TestDatabase, condition: &str, value: &str) -> i64 {
     #[derive(diesel::QueryableByName)]
     struct Found {
         #[diesel(sql_type = diesel::sql_types::BigInt)]
         n: i64,
     }
-    diesel::sql_query("SELECT count(*) AS n FROM messaging_event_receipts WHERE external_event_id = $1")
-        .bind::<diesel::sql_types::Text, _>(event_id)
+    diesel::sql_query(format!("SELECT count(*) AS n FROM messaging_event_receipts WHERE {condition}"))
+        .bind::<diesel::sql_types::Text, _>(value)
         .get_result::<Found>(&mut db.owner().await)
         .await
         .unwrap()

@@ -95,3 +95,52 @@ async fn a_broken_constraint_is_unexpected_not_an_outage() {
         assert!(matches!(from_diesel(error), StorageError::Unexpected(_)), "{bad}");
     }
 }
+
+/// PostgreSQL answering a login in German (`lc_messages = 'de_DE.UTF-8'`). diesel-async keeps
+/// the SQLSTATE to itself, and what waiting fixes is partly told by the message's English
+/// words; so the login check says what it found: a login that may not set `lc_messages` gets a
+/// warning naming the consequence and the fix, one that may has its pools' sessions set it to
+/// `C`, and then a lock timeout is still `Unavailable` (503), not a bug (500).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_login_answered_in_german_meets_a_lock_timeout_as_unavailable() {
+    use doorman_adapters::postgres::connect::SessionLimits;
+    use doorman_adapters::postgres::login::{Login, check};
+    use doorman_adapters::postgres::{PgTenantDirectory, PoolSettings, pool};
+    use doorman_domain::ports::TenantDirectory;
+    use doorman_testkit::database::{MESSAGES_ROLE, SERVER_ROLE, test_keys};
+
+    let db = TestDatabase::create().await;
+    for login in [SERVER_ROLE, MESSAGES_ROLE] {
+        db.messages_in_german(login).await;
+    }
+    let checked = |login: &'static str| {
+        let url = db.url_as(login);
+        async move {
+            match check(&url, "doorman_app").await {
+                Ok(Login::Ready { warnings, c_messages, .. }) => (warnings, c_messages),
+                other => panic!("{login}: {other:?}"),
+            }
+        }
+    };
+    let (warnings, c_messages) = checked(SERVER_ROLE).await;
+    assert!(!c_messages);
+    assert!(
+        warnings.iter().any(|w| w.contains("lc_messages = \"de_DE.UTF-8\"")
+            && w.contains("answered 500 instead of 503")
+            && w.contains("ALTER ROLE \"doorman_test_server\" SET lc_messages = 'C'")),
+        "{warnings:?}"
+    );
+    let (warnings, c_messages) = checked(MESSAGES_ROLE).await;
+    assert!(c_messages && warnings.is_empty(), "{warnings:?}");
+
+    let limits = SessionLimits { lock: std::time::Duration::from_millis(100), ..SessionLimits::default() };
+    let pool =
+        pool::connect(&db.url_as(MESSAGES_ROLE), &PoolSettings { c_messages, limits, ..Default::default() });
+    let directory = PgTenantDirectory::new(pool, std::sync::Arc::new(test_keys()));
+    let mut holder = connect(&db).await;
+    holder.batch_execute("BEGIN; LOCK TABLE messaging_workspaces IN ACCESS EXCLUSIVE MODE").await.unwrap();
+    let team = doorman_domain::WorkspaceRef::team(doorman_domain::WorkspaceId::new("T1").unwrap());
+    let resolved = directory.resolve(doorman_domain::Platform::Slack, &team).await;
+    assert!(matches!(resolved, Err(StorageError::Unavailable(_))), "a lock timeout: {resolved:?}");
+    holder.batch_execute("ROLLBACK").await.unwrap();
+}

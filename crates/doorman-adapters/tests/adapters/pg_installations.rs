@@ -296,3 +296,29 @@ async fn without_a_slack_app_a_refresh_is_not_configured_not_refused() {
     let error = installations.refresh(acme, &installation).await.unwrap_err();
     assert_eq!(error, doorman_domain::RefreshError::NotConfigured);
 }
+
+/// A stored token that opens to bytes that are not UTF-8 is a storage failure that names the
+/// installation (never the token), not an empty token nor a nameless "not a valid token".
+#[tokio::test]
+async fn a_stored_token_that_is_not_text_is_an_error_naming_its_installation() {
+    let db = TestDatabase::create().await;
+    let (acme, installation, slack) = due_for_refresh(&db, std::time::Duration::ZERO).await;
+    let not_text = test_keys().seal(
+        &[0xff, 0xfe, b'x', b'o', b'x', b'b'],
+        doorman_adapters::secrets::SealedIn { tenant: acme, column: "messaging_installations.bot_token" },
+    );
+    diesel::sql_query("UPDATE messaging_installations SET bot_token = $1")
+        .bind::<Text, _>(&not_text)
+        .execute(&mut db.owner().await)
+        .await
+        .unwrap();
+    let installations = PgInstallations::new(db.pool(), Arc::new(test_keys()), Some(oauth(&slack)));
+    let error = installations.refresh(acme, &installation).await.unwrap_err();
+    let doorman_domain::RefreshError::Storage(doorman_domain::StorageError::Unexpected(said)) = &error else {
+        panic!("a storage failure: {error:?}");
+    };
+    assert!(said.contains("installation of team T1"), "names the installation: {said}");
+    assert!(said.contains("not UTF-8"), "says what is wrong: {said}");
+    assert!(!said.contains(&not_text) && !said.contains("xoxb"), "never the token: {said}");
+    assert_eq!(slack.refreshes(), 0, "Slack is not asked with a token that does not read");
+}

@@ -48,6 +48,12 @@ struct Run {
 
 impl Run {
     async fn start() -> Self {
+        Self::start_with_servers(2).await
+    }
+
+    /// The cluster and its tenants, with `servers` `doorman serve` processes (none: nothing
+    /// sweeps receipts meanwhile, as their gauges do once a minute).
+    async fn start_with_servers(servers: usize) -> Self {
         let cluster = Arc::new(tokio::task::spawn_blocking(CitusCluster::start).await.unwrap());
         cluster.migrate().await;
         let agent = FakeAgent::start(AGENT_SECRET);
@@ -69,7 +75,7 @@ impl Run {
         let placed = placed.into_iter().map(Option::unwrap).collect();
         let url = cluster.url(SERVER_ROLE);
         let logs = "warn,doorman_domain::usecases::handle=info";
-        let servers = (0..2).map(|_| spawn_serve_on(&url, logs, &["--workers", "1"])).collect();
+        let servers = (0..servers).map(|_| spawn_serve_on(&url, logs, &["--workers", "1"])).collect();
         Self { cluster, agent, operator, placed, servers, http: http_client() }
     }
 
@@ -179,6 +185,57 @@ impl Run {
             .worker_sql(w, &format!("SELECT sum(n) FROM ({}) AS each", counts.join(" UNION ALL ")))
             .and_then(|n| n.parse().ok())
             .unwrap_or(usize::MAX)
+    }
+}
+
+/// `doorman admin serve` on the coordinator, logged in as doorman_admin's member, and a key.
+struct AdminApi {
+    process: ServeProcess,
+    key: String,
+    http: reqwest::Client,
+}
+
+impl Run {
+    /// The admin API, and a key named `name` of `scope` for it.
+    async fn admin_api(&self, name: &str, scope: KeyScope) -> AdminApi {
+        let env = [
+            ("DATABASE_URL", self.cluster.url(ADMIN_ROLE)),
+            ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS.to_owned()),
+            ("DOORMAN_AGENT_ALLOW_PRIVATE", "true".to_owned()),
+            ("RUST_LOG", "warn".to_owned()),
+        ];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let process =
+            ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
+                .expect("doorman admin serve starts");
+        let (_, key) = self
+            .operator
+            .use_cases()
+            .create_key(self.operator.caller(), KeyName::new(name).unwrap(), scope, None)
+            .await
+            .unwrap();
+        AdminApi { process, key: key.expose().to_owned(), http: self.http.clone() }
+    }
+}
+
+impl AdminApi {
+    /// A request with the key (and a JSON body, if given): its status and JSON answer.
+    fn call(
+        &self,
+        method: reqwest::Method,
+        path: String,
+        body: Option<Value>,
+    ) -> impl std::future::Future<Output = (u16, Value)> + use<> {
+        let mut request =
+            self.http.request(method, format!("{}{path}", self.process.base())).bearer_auth(&self.key);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+        }
     }
 }
 
@@ -426,35 +483,8 @@ async fn on_citus_failed_events_are_listed_replayed_once_and_pruned_after_the_re
     run.quiesce().await;
     run.agent.answer_with(200);
 
-    // The admin API, logged in as doorman_admin's member, on the coordinator.
-    let env = [
-        ("DATABASE_URL", run.cluster.url(ADMIN_ROLE)),
-        ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS.to_owned()),
-        ("DOORMAN_AGENT_ALLOW_PRIVATE", "true".to_owned()),
-        ("RUST_LOG", "warn".to_owned()),
-    ];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let admin = ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
-        .expect("doorman admin serve starts");
-    let (_, key) = run
-        .operator
-        .use_cases()
-        .create_key(
-            run.operator.caller(),
-            KeyName::new("citus").unwrap(),
-            KeyScope { tenant: None, read_only: false },
-            None,
-        )
-        .await
-        .unwrap();
-    let call = |method: reqwest::Method, path: String| {
-        let request = run.http.request(method, format!("{}{path}", admin.base())).bearer_auth(key.expose());
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            (status, response.json::<Value>().await.unwrap_or(Value::Null))
-        }
-    };
+    let admin = run.admin_api("citus", KeyScope { tenant: None, read_only: false }).await;
+    let call = |method: reqwest::Method, path: String| admin.call(method, path, None);
     for placed in &run.placed {
         let t = placed.tenant;
         let (status, failed) =
@@ -536,6 +566,104 @@ async fn on_citus_failed_events_are_listed_replayed_once_and_pruned_after_the_re
         "SELECT string_agg(external_event_id, ',' ORDER BY external_event_id) FROM messaging_event_receipts",
     );
     assert_eq!(left.as_deref(), Some("EvFail0x2,EvFail1x2"));
+}
+
+/// A read never writes, on the cluster too: a read-only key scoped to one tenant lists its
+/// events in every state, opens each, and dry-runs a replay of its stranded ones, and no row
+/// of any table changes (a sweep on read would mark every tenant's receipts, on every worker,
+/// in a two-phase commit). The stranded are still all found (those the last sweep marked and
+/// those stranded since), and with the other tenant's worker down, this tenant's still are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_a_read_only_listing_of_every_state_changes_no_row_and_needs_only_its_worker() {
+    let run = Run::start_with_servers(0).await;
+    let (a, b) = (run.placed[0].clone(), run.placed[1].clone());
+    let receipt = |placed: &Placed, id: &str, minutes: u32, outcome: &str| {
+        format!(
+            "('{}', 'slack', '{id}', 'message', 0, now() - interval '{minutes} minutes', {outcome})",
+            placed.tenant
+        )
+    };
+    let (none, handled, failed) =
+        ("NULL, NULL, NULL, NULL", "now(), NULL, NULL, NULL", "NULL, 'agent answered HTTP 500', now(), NULL");
+    let swept = "NULL, NULL, NULL, now() - interval '35 minutes'";
+    let rows = [
+        receipt(&a, "EvHandled", 25, handled),
+        receipt(&a, "EvFailed", 25, failed),
+        receipt(&a, "EvInFlight", 0, none),
+        receipt(&a, "EvSwept", 40, swept),
+        receipt(&a, "EvStrandedSince", 20, none),
+        receipt(&b, "EvStrandedB", 20, none),
+    ];
+    run.cluster
+        .coordinator_sql(&format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, \
+             delivery_attempt, claimed_at, handled_at, failure_reason, failed_at, swept_at) VALUES {}; \
+             UPDATE messaging_receipt_sweep SET swept_before = now() - interval '30 minutes'",
+            rows.join(", ")
+        ))
+        .expect("seed receipts in every state, and the sweep's watermark");
+
+    let admin = run.admin_api("reader", KeyScope { tenant: Some(a.tenant), read_only: true }).await;
+    let call = |method: reqwest::Method, path: String, body: Option<Value>| admin.call(method, path, body);
+    let t = a.tenant;
+    // The key's use is recorded (at most once a minute): the one write a request makes.
+    assert_eq!(call(reqwest::Method::GET, format!("/admin/v1/tenants/{t}"), None).await.0, 200);
+    let every_row = || run.cluster.coordinator_sql(doorman_testkit::database::EVERY_ROW).expect("every row");
+    let before = every_row();
+    assert!(before.contains("EvStrandedB"), "the dump reads the workers' shards: {before}");
+
+    let ids = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["external_event_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut listed = Vec::new();
+    for state in ["handled", "failed", "in_flight", "stranded"] {
+        let (status, page) =
+            call(reqwest::Method::GET, format!("/admin/v1/tenants/{t}/events?state={state}"), None).await;
+        assert_eq!(status, 200, "{state}: {page}");
+        for id in ids(&page) {
+            let (status, shown) =
+                call(reqwest::Method::GET, format!("/admin/v1/tenants/{t}/events/{id}"), None).await;
+            assert_eq!((status, shown["status"].as_str()), (200, Some(state)), "{shown}");
+        }
+        listed.push(ids(&page));
+    }
+    let (status, dry_run) = call(
+        reqwest::Method::POST,
+        format!("/admin/v1/tenants/{t}/replays"),
+        Some(serde_json::json!({"stranded": true, "dry_run": true})),
+    )
+    .await;
+    assert_eq!(status, 200, "{dry_run}");
+    let after = every_row();
+    assert!(before == after, "a read changed rows:\nbefore {before}\nafter  {after}");
+
+    assert_eq!(
+        listed,
+        [vec!["EvHandled"], vec!["EvFailed"], vec!["EvInFlight"], vec!["EvSwept", "EvStrandedSince"]]
+    );
+    let selected: Vec<&str> = dry_run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["external_event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(selected, ["EvSwept", "EvStrandedSince"], "{dry_run}");
+
+    // The other tenant's worker lost: this tenant's stranded listing reads its own worker only.
+    let cluster = Arc::clone(&run.cluster);
+    tokio::task::spawn_blocking(move || cluster.stop_worker(b.worker)).await.unwrap();
+    let (status, page) =
+        call(reqwest::Method::GET, format!("/admin/v1/tenants/{t}/events?state=stranded"), None).await;
+    assert_eq!(
+        (status, ids(&page)),
+        (200, vec!["EvSwept".to_owned(), "EvStrandedSince".to_owned()]),
+        "{page}"
+    );
 }
 
 /// Replays one event over the admin API (202 and a job), then reads the job until it has

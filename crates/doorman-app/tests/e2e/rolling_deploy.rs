@@ -79,9 +79,10 @@ async fn a_migration_that_cannot_take_its_locks_gives_up_after_five_seconds_and_
     assert!(logs.contains("lock timeout"), "the cause is named: {logs}");
 }
 
-/// The previous release's binary (deploy/previous-release), built by `just previous-release`.
+/// The previous release's binary (deploy/previous-release), built by `just previous-release`
+/// beside today's (in the same target directory).
 fn previous_release() -> std::path::PathBuf {
-    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/doorman-previous");
+    let built = std::path::Path::new(env!("CARGO_BIN_EXE_doorman")).with_file_name("doorman-previous");
     assert!(
         built.exists(),
         "the rolling-deploy test needs the previous release: run `just previous-release`"
@@ -146,4 +147,75 @@ async fn the_previous_release_keeps_serving_on_todays_schema() {
     let stranded = db.operator().stranded().await;
     assert!(stranded.is_empty(), "every receipt it claimed was completed: {stranded:?}");
     previous.stop(Duration::from_secs(10)).await;
+}
+
+/// The previous release's operator replays on today's schema: `receipts replay` (as
+/// `doorman_admin`) sends a failed event's kept payload again and records its outcome, which
+/// it does through `doorman_record_outcomes`: a grant today's role split took away, given back
+/// for one release by `previous_release_records_replay_outcomes`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_previous_release_replays_a_failed_event_and_records_its_outcome_on_todays_schema() {
+    use crate::helpers::{AGENT_SECRET, doorman, http_client, ok, post_event, quiesce, spawn_serve};
+    use doorman_testkit::FakeAgent;
+    use doorman_testkit::database::{TEST_KEYS, tenant_with_agent};
+
+    let db = TestDatabase::create().await; // today's schema
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let tenant = tenant_with_agent(&db.operator(), "TPREVR", agent.url(), AGENT_SECRET).await;
+    ok(&doorman(db.url(), &["tenant", "retain-payloads", "--tenant", &tenant.to_string(), "on"]));
+    // A failed event whose payload is kept, by today's server.
+    agent.answer_with(500);
+    let server = spawn_serve(&db, "warn", &[]);
+    let http = http_client();
+    assert_eq!(post_event(&http, server.base(), "TPREVR", "EvPrevReplay").await, 200);
+    quiesce(&http, server.metrics_base()).await;
+    server.stop(Duration::from_secs(10)).await;
+    assert_eq!(receipt_state(&db, "EvPrevReplay").await, (false, true, true), "failed, payload kept");
+
+    agent.answer_with(200);
+    let replayed = Command::new(previous_release())
+        .args(["receipts", "replay", "--tenant", &tenant.to_string(), "--event-id", "EvPrevReplay"])
+        .env("DATABASE_URL", db.admin_url())
+        .env("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS)
+        .env("DOORMAN_AGENT_ALLOW_PRIVATE", "true")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("the previous release's doorman runs");
+    let said = format!(
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&replayed.stdout),
+        String::from_utf8_lossy(&replayed.stderr)
+    );
+    assert_eq!(agent.count_for("EvPrevReplay"), 1, "the agent got the replay: {said}");
+    assert!(replayed.status.success(), "{said}");
+    assert_eq!(
+        receipt_state(&db, "EvPrevReplay").await,
+        (true, true, false),
+        "its outcome was recorded: handled (the earlier failure stays on record), the kept payload released; {said}"
+    );
+}
+
+#[derive(QueryableByName)]
+struct ReceiptState {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    handled: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    failed: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    payload_kept: bool,
+}
+
+/// Whether `event_id`'s receipt is handled, failed, and its payload kept.
+async fn receipt_state(db: &TestDatabase, event_id: &str) -> (bool, bool, bool) {
+    let found: ReceiptState = diesel::sql_query(
+        "SELECT r.handled_at IS NOT NULL AS handled, r.failure_reason IS NOT NULL AS failed, \
+                EXISTS (SELECT FROM messaging_event_payloads p WHERE p.tenant_id = r.tenant_id \
+                         AND p.external_event_id = r.external_event_id) AS payload_kept \
+           FROM messaging_event_receipts r WHERE r.external_event_id = $1",
+    )
+    .bind::<diesel::sql_types::Text, _>(event_id)
+    .get_result(&mut db.owner().await)
+    .await
+    .unwrap();
+    (found.handled, found.failed, found.payload_kept)
 }

@@ -97,3 +97,39 @@ async fn a_superuser_login_starts_with_a_warning_that_says_so() {
     let logs = process.logs();
     assert!(logs.contains("a superuser") && logs.contains("doorman_admin"), "{logs}");
 }
+
+/// PostgreSQL answering the login in German (`lc_messages = 'de_DE.UTF-8'`): a `doorman serve`
+/// whose login may set `lc_messages` has its sessions set it to `C`, so a claim that meets a
+/// lock timeout is answered 503 (Slack retries; nothing was written), as on an English server,
+/// not 500 as a bug; one whose login may not starts with a warning naming the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_answered_in_german_gets_503_for_a_lock_timeout_or_a_warning_at_start() {
+    use diesel_async::{AsyncConnection, SimpleAsyncConnection};
+    use doorman_testkit::FakeAgent;
+    use doorman_testkit::database::{MESSAGES_ROLE, SERVER_ROLE, tenant_with_agent};
+
+    use crate::helpers::{AGENT_SECRET, http_client, post_event, spawn_serve_on};
+
+    let db = TestDatabase::create().await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    tenant_with_agent(&db.operator(), "TDE", agent.url(), AGENT_SECRET).await;
+    for login in [SERVER_ROLE, MESSAGES_ROLE] {
+        db.messages_in_german(login).await;
+    }
+    let warned = spawn_serve_on(&db.url_as(SERVER_ROLE), "warn", &[]);
+    let logs = warned.logs();
+    assert!(logs.contains("not in English") && logs.contains("SET lc_messages = 'C'"), "{logs}");
+    warned.stop(std::time::Duration::from_secs(10)).await;
+
+    let server = spawn_serve_on(&db.url_as(MESSAGES_ROLE), "warn", &[]);
+    assert!(!server.logs().contains("not in English"), "{}", server.logs());
+    let mut holder = diesel_async::AsyncPgConnection::establish(db.url()).await.unwrap();
+    holder
+        .batch_execute("BEGIN; LOCK TABLE messaging_event_receipts IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let status = post_event(&http_client(), server.base(), "TDE", "EvLocked").await;
+    holder.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(status, 503, "a lock timeout is worth Slack's retry: {}", server.logs());
+    assert_eq!(agent.count(), 0);
+}

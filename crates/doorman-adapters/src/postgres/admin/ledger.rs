@@ -11,7 +11,7 @@ use doorman_domain::{
 
 use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, act_for};
-use crate::postgres::receipt_row::{ReceiptRow, stranded_before, sweep};
+use crate::postgres::receipt_row::{ReceiptRow, stranded_before, sweep_watermark};
 use crate::postgres::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
 
 type Boxed<'a> = receipts::BoxedQuery<'a, diesel::pg::Pg>;
@@ -89,9 +89,10 @@ impl Ledger for PgLedger {
     /// answer time is not indexed: a completion stays a heap-only update, ADR 18). Failed:
     /// newest failure first, through the index of failed receipts. In flight: oldest claim
     /// first among those claimed since the stranded threshold (the claim-time index again).
-    /// Stranded: oldest claim first, after a sweep, through the index of swept ones. Every
-    /// tenant's (`None`) needs the tables' owner: as `doorman_admin` it finds none (the admin
-    /// API always names a tenant).
+    /// Stranded: oldest claim first, by the readers' stranded rule ([`stranded_before`]: the
+    /// receipts the last sweep marked and those claimed since; nothing is swept here, a read
+    /// writes nothing). Every tenant's (`None`) needs the tables' owner: as `doorman_admin`
+    /// it finds none (the admin API always names a tenant).
     async fn list(
         &self,
         tenant: Option<TenantId>,
@@ -102,9 +103,10 @@ impl Ledger for PgLedger {
         let (filter, page) = (filter.clone(), page.clone());
         let rows: Result<Vec<(ReceiptRow, bool)>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                if filter.state == EventState::Stranded {
-                    sweep(conn, filter.stranded_before).await?;
-                }
+                let watermark = match filter.state {
+                    EventState::Stranded => sweep_watermark(conn).await?,
+                    _ => None,
+                };
                 let mut query = receipts::table.into_boxed();
                 if let Some(tenant) = tenant {
                     act_for(conn, tenant).await?;
@@ -150,7 +152,7 @@ impl Ledger for PgLedger {
                                 .filter(receipts::handled_at.is_null())
                                 .filter(receipts::failure_reason.is_null());
                             query = if filter.state == EventState::Stranded {
-                                query.filter(stranded_before(filter.stranded_before))
+                                query.filter(stranded_before(filter.stranded_before, watermark))
                             } else {
                                 query.filter(receipts::claimed_at.ge(filter.stranded_before))
                             };

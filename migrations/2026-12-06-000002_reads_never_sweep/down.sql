@@ -1,0 +1,1 @@
+REVOKE SELECT ON messaging_receipt_sweep FROM doorman_admin;

@@ -1,0 +1,11 @@
+-- A read never writes (issue 38). The admin API's and the command line's stranded listings and
+-- replay selections no longer run doorman_sweep_receipts, which marks every tenant's receipts
+-- (on Citus: a write on every shard, committed in two phases): they read the sweep's
+-- watermark and take the receipts it marked plus those claimed since (postgres/receipt_row.rs,
+-- `stranded_before`). The watermark is read from the table, without doorman_sweep_watermark's
+-- FOR SHARE (a row lock is a write, and would wait for a sweep under way).
+--
+-- Expand only: doorman_admin keeps EXECUTE on doorman_sweep_receipts, which admin processes
+-- of releases before this one call when they list stranded receipts; revoke it once no such
+-- process runs (the release after the one that ships this migration).
+GRANT SELECT ON messaging_receipt_sweep TO doorman_admin;
