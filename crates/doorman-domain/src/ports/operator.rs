@@ -307,6 +307,10 @@ pub trait AdminKeys: Send + Sync {
     /// Every key, oldest first: never its secret or hash.
     fn list(&self) -> impl Future<Output = Result<Vec<KeySummary>, StorageError>> + Send;
 
+    /// One key (revoked or expired ones too), or `None` when there is no such key: never its
+    /// secret or hash.
+    fn get(&self, id: KeyId) -> impl Future<Output = Result<Option<KeySummary>, StorageError>> + Send;
+
     /// Revokes a key, with `audit`: from the next request on, in every process, it
     /// authenticates nothing. MUST return `false`, writing nothing, when there is no such
     /// key or it was already revoked.

@@ -939,7 +939,10 @@ fn key_summary(id: KeyId, tenant: Option<TenantId>, revoked: bool) -> KeySummary
 async fn a_sign_in_link_is_made_for_a_scoped_key_for_15_minutes_and_audited_under_its_tenant() {
     let mut ports = Ports::new();
     let id = KeyId::generate();
-    ports.keys.expect_list().returning(move || ready(Ok(vec![key_summary(id, Some(own()), false)])));
+    ports
+        .keys
+        .expect_get()
+        .returning(move |asked| ready(Ok((asked == id).then(|| key_summary(id, Some(own()), false)))));
     ports
         .keys
         .expect_sign_in_link()
@@ -963,8 +966,9 @@ async fn a_sign_in_link_is_made_for_a_scoped_key_for_15_minutes_and_audited_unde
 async fn no_sign_in_link_for_a_key_for_every_tenant_a_revoked_key_or_a_weaker_caller() {
     let (every, revoked) = (KeyId::generate(), KeyId::generate());
     let mut ports = Ports::new().untouched();
-    ports.keys.expect_list().returning(move || {
-        ready(Ok(vec![key_summary(every, None, false), key_summary(revoked, Some(own()), true)]))
+    ports.keys.expect_get().returning(move |asked| {
+        let keys = [key_summary(every, None, false), key_summary(revoked, Some(own()), true)];
+        ready(Ok(keys.into_iter().find(|k| k.id == asked)))
     });
     let operator = ports.build();
     let refused = operator.create_sign_in_link(&cli(), every).await.unwrap_err();
@@ -977,6 +981,34 @@ async fn no_sign_in_link_for_a_key_for_every_tenant_a_revoked_key_or_a_weaker_ca
         let forbidden = operator.create_sign_in_link(&weaker, revoked).await.unwrap_err();
         assert!(matches!(forbidden, OperatorError::Forbidden(_)), "{forbidden:?}");
     }
+}
+
+#[tokio::test]
+async fn a_scoped_keys_revocation_is_audited_under_its_tenant_and_a_key_for_every_tenants_under_none() {
+    let (scoped, every) = (KeyId::generate(), KeyId::generate());
+    let mut ports = Ports::new();
+    ports.keys.expect_get().returning(move |asked| {
+        let keys = [key_summary(scoped, Some(own()), false), key_summary(every, None, false)];
+        ready(Ok(keys.into_iter().find(|k| k.id == asked)))
+    });
+    for (id, tenant) in [(scoped, Some(own())), (every, None)] {
+        ports
+            .keys
+            .expect_revoke()
+            .withf(move |key, audit| {
+                *key == id
+                    && audit.action == AuditAction::KeyRevoke
+                    && audit.tenant == tenant
+                    && audit.target == Some(id.to_string())
+            })
+            .times(1)
+            .returning(|_, _| ready(Ok(true)));
+    }
+    let operator = ports.build();
+    operator.revoke_key(&key(None, false), scoped).await.unwrap();
+    operator.revoke_key(&key(None, false), every).await.unwrap();
+    let unknown = operator.revoke_key(&key(None, false), KeyId::generate()).await.unwrap_err();
+    assert!(matches!(unknown, OperatorError::NotFound { what: "key", .. }), "{unknown:?}");
 }
 
 #[tokio::test]
