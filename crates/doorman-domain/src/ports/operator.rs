@@ -17,8 +17,8 @@ use crate::model::{
     AgentSecret, AgentSummary, AgentUrl, AuditCursor, AuditEntry, AuditRecord, Created, EventCursor,
     EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId, KeyName, KeyScope,
     KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest, Platform,
-    ReceiptKey, ReceiptRecord, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayResult, TenantCursor,
-    TenantId, TenantName, TenantRecord, WorkspaceRef,
+    ReceiptKey, ReceiptRecord, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,
+    TenantCursor, TenantId, TenantName, TenantRecord, WorkspaceRef,
 };
 
 /// Tenants.
@@ -273,6 +273,16 @@ pub trait ReplayJobs: Send + Sync {
         position: u32,
         result: &ReplayResult,
         detail: &str,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Records every event of the job that has no outcome yet as `outcome`, ended now and
+    /// never started (no attempt), with `audit`, and marks the job finished, in one transaction.
+    fn refuse_pending(
+        &self,
+        tenant: TenantId,
+        id: ReplayJobId,
+        outcome: &ReplayOutcome,
         audit: &AuditEntry,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
 

@@ -790,12 +790,9 @@ mod replays {
         assert!(matches!(error, OperatorError::Forbidden(_)), "{error:?}");
     }
 
-    #[tokio::test]
-    async fn a_job_records_each_pending_events_outcome_on_behalf_of_who_asked_then_finishes() {
-        let mut ports = Ports::new();
-        let job = ReplayJobId::generate();
-        let asked = key(Some(own()), false);
-        let owner = asked.clone();
+    /// A started job of `total` events, one done, asked for by `by`.
+    fn asked_by(ports: &mut Ports, job: ReplayJobId, by: &Caller, total: u32) {
+        let owner = by.clone();
         ports.jobs.expect_get().returning(move |_, _| {
             ready(Ok(Some(ReplayJob {
                 id: job,
@@ -805,12 +802,30 @@ mod replays {
                 created_at: now(),
                 started_at: Some(now()),
                 finished_at: None,
-                total: 2,
+                total,
                 done: 1,
                 succeeded: 0,
                 events: vec![],
             })))
         });
+    }
+
+    /// The key behind `key(…)`, as the key store has it: revoked or not.
+    fn stored_key(ports: &mut Ports, revoked: bool) {
+        let id: KeyId = "5d9f7c2e-6a1b-4f3e-8c2d-1a2b3c4d5e6f".parse().unwrap();
+        ports
+            .keys
+            .expect_get()
+            .returning(move |asked| ready(Ok((asked == id).then(|| key_summary(id, Some(own()), revoked)))));
+    }
+
+    #[tokio::test]
+    async fn a_job_records_each_pending_events_outcome_on_behalf_of_who_asked_then_finishes() {
+        let mut ports = Ports::new();
+        let job = ReplayJobId::generate();
+        let asked = key(Some(own()), false);
+        asked_by(&mut ports, job, &asked, 2);
+        stored_key(&mut ports, false);
         let mut seq = Sequence::new();
         ports
             .jobs
@@ -842,6 +857,69 @@ mod replays {
             .run_replay_job(&inbound(), &stored(vec![]), own(), job, Duration::from_secs(120))
             .await
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_job_whose_key_was_revoked_sends_nothing_more_and_records_the_rest_as_not_sent() {
+        let mut ports = Ports::new();
+        let job = ReplayJobId::generate();
+        let asked = key(Some(own()), false);
+        asked_by(&mut ports, job, &asked, 3);
+        stored_key(&mut ports, true);
+        ports.jobs.expect_pending().returning(|_, _| {
+            ready(Ok(vec![
+                (1, ExternalEventId::new("Ev2").unwrap()),
+                (2, ExternalEventId::new("Ev3").unwrap()),
+            ]))
+        });
+        ports.jobs.expect_record().never();
+        ports.jobs.expect_finish().never();
+        let by = asked.clone();
+        ports
+            .jobs
+            .expect_refuse_pending()
+            .withf(move |tenant, id, outcome, audit| {
+                *tenant == own()
+                    && *id == job
+                    && matches!(outcome, ReplayOutcome::NotSent(why) if why.ends_with("was revoked"))
+                    && audit.action == AuditAction::EventReplay
+                    && audit.caller == by
+                    && audit.target.as_deref().is_some_and(|t| t.starts_with("2 events left: not sent: "))
+            })
+            .times(1)
+            .returning(|_, _, _, _| ready(Ok(())));
+        // `inbound()` refuses any dispatch: nothing is sent.
+        ports
+            .build()
+            .run_replay_job(&inbound(), &stored(vec![]), own(), job, Duration::from_secs(120))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_job_whose_key_is_gone_with_its_tenant_or_expired_stops_too() {
+        let expired = KeySummary { expires_at: Some(now()), ..key_summary(KeyId::generate(), None, false) };
+        for (found, why) in [(None, "no longer exists"), (Some(expired), "has expired")] {
+            let mut ports = Ports::new();
+            let job = ReplayJobId::generate();
+            asked_by(&mut ports, job, &key(Some(own()), false), 2);
+            ports.keys.expect_get().returning(move |_| ready(Ok(found.clone())));
+            ports
+                .jobs
+                .expect_pending()
+                .returning(|_, _| ready(Ok(vec![(1, ExternalEventId::new("Ev2").unwrap())])));
+            ports
+                .jobs
+                .expect_refuse_pending()
+                .withf(move |_, _, outcome, _| matches!(outcome, ReplayOutcome::NotSent(said) if said.ends_with(why)))
+                .times(1)
+                .returning(|_, _, _, _| ready(Ok(())));
+            ports
+                .build()
+                .run_replay_job(&inbound(), &stored(vec![]), own(), job, Duration::from_secs(120))
+                .await
+                .unwrap();
+        }
     }
 }
 
