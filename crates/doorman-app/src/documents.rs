@@ -42,6 +42,9 @@ pub struct OffboardedDoc {
     /// Receipts deleted (its workspace links, installations, agent, kept payloads and scoped
     /// keys went with the tenant; its audit entries are kept).
     pub receipts_deleted: u64,
+    /// The tenant is deleted, but deleting its receipts stopped (its `tenant.purge` audit
+    /// entry says why): the next `doorman receipts prune` deletes those left.
+    pub receipts_left: bool,
 }
 
 impl OffboardedDoc {
@@ -49,7 +52,11 @@ impl OffboardedDoc {
         tenant: TenantId,
         offboarded: &doorman_domain::usecases::operator::tenants::Offboarded,
     ) -> Self {
-        Self { tenant_id: *tenant.as_uuid(), receipts_deleted: offboarded.receipts }
+        Self {
+            tenant_id: *tenant.as_uuid(),
+            receipts_deleted: offboarded.receipts,
+            receipts_left: offboarded.receipts_left,
+        }
     }
 }
 
@@ -667,6 +674,8 @@ pub mod words {
         TenantRetainPayloads,
         #[serde(rename = "tenant.delete")]
         TenantDelete,
+        #[serde(rename = "tenant.purge")]
+        TenantPurge,
         #[serde(rename = "workspace.link")]
         WorkspaceLink,
         #[serde(rename = "workspace.unlink")]

@@ -188,7 +188,8 @@ pub async fn rename(
 /// Offboards a customer: deletes the tenant, its workspace links (its next event is answered
 /// as an unknown workspace's), installations and tokens, agent, kept payloads, keys scoped to
 /// it and receipts. The audit trail keeps its entries. Only a key for every tenant, and not
-/// read-only, may.
+/// read-only, may. Once the tenant is deleted the answer is 200, even if deleting its receipts
+/// then stops (`receipts_left`: the next `doorman receipts prune` deletes them).
 #[utoipa::path(
     delete,
     path = "/admin/v1/tenants/{id}",
@@ -196,7 +197,7 @@ pub async fn rename(
     tag = "tenants",
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
-        (status = 200, description = "Deleted, and how many receipts went with it", body = OffboardedDoc),
+        (status = 200, description = "Deleted, how many receipts went with it, and whether some are left", body = OffboardedDoc),
         ChangeRefusals,
     ),
     security(("bearer" = []))

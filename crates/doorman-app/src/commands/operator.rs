@@ -91,6 +91,11 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
             tracing::info!(tenant.id = %tenant, receipts = offboarded.receipts, "tenant deleted");
             if json {
                 output::json(&serde_json::to_value(OffboardedDoc::new(tenant, &offboarded))?);
+            } else if offboarded.receipts_left {
+                output::line(&format!(
+                    "tenant {tenant} deleted with its directory and {} receipt(s); deleting the rest stopped                      (the audit's tenant.purge entry says why): the next `doorman receipts prune` deletes them",
+                    offboarded.receipts
+                ));
             } else {
                 output::line(&format!(
                     "tenant {tenant} deleted with its directory and {} receipt(s); its audit entries are kept",

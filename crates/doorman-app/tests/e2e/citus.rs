@@ -23,8 +23,8 @@ use doorman_testkit::{FakeAgent, ServeProcess};
 use serde_json::Value;
 
 use crate::helpers::{
-    AGENT_SECRET, SIGNING_SECRET, WAIT, doorman, event_body, http_client, ok, quiesce, quiesce_within,
-    spawn_serve_on,
+    AGENT_SECRET, SIGNING_SECRET, WAIT, doorman, event_body, http_client, ok, post_command, quiesce,
+    quiesce_within, spawn_serve_on,
 };
 
 /// One tenant of the cluster, and the worker its shard is on.
@@ -113,6 +113,33 @@ impl Run {
         started.elapsed()
     }
 
+    /// `doorman admin serve` on the coordinator, logged in as doorman_admin's member, and a
+    /// key for every tenant.
+    async fn admin(&self) -> (ServeProcess, String) {
+        let env = [
+            ("DATABASE_URL", self.cluster.url(ADMIN_ROLE)),
+            ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS.to_owned()),
+            ("DOORMAN_AGENT_ALLOW_PRIVATE", "true".to_owned()),
+            ("RUST_LOG", "warn".to_owned()),
+        ];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let admin =
+            ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
+                .expect("doorman admin serve starts");
+        let (_, key) = self
+            .operator
+            .use_cases()
+            .create_key(
+                self.operator.caller(),
+                KeyName::new("citus").unwrap(),
+                KeyScope { tenant: None, read_only: false },
+                None,
+            )
+            .await
+            .unwrap();
+        (admin, key.expose().to_owned())
+    }
+
     /// Prepared transactions waiting on each worker (a two-phase commit the coordinator
     /// could not finish there, until Citus's recovery does).
     fn prepared_transactions(&self) -> Vec<usize> {
@@ -149,9 +176,10 @@ impl Run {
             .collect()
     }
 
-    /// Rows of `tenant` in worker `w`'s own shards of the receipts, read there as the owner.
-    fn rows_on_worker(&self, w: usize, tenant: TenantId) -> usize {
-        let shards = self.cluster.shards_on(w, "messaging_event_receipts");
+    /// Rows of `tenant` in worker `w`'s own shards of `table` (one of the distributed
+    /// tables), read there as the owner.
+    fn rows_on_worker(&self, w: usize, table: &str, tenant: TenantId) -> usize {
+        let shards = self.cluster.shards_on(w, table);
         let counts: Vec<String> = shards
             .iter()
             .map(|shard| format!("SELECT count(*) AS n FROM {shard} WHERE tenant_id = '{tenant}'"))
@@ -219,7 +247,7 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
             assert_eq!(run.receipts_of(&id), 1, "{id} has one receipt");
         }
         assert_eq!(
-            run.rows_on_worker(placed.worker, placed.tenant),
+            run.rows_on_worker(placed.worker, "messaging_event_receipts", placed.tenant),
             10,
             "the tenant's receipts are on its worker"
         );
@@ -381,28 +409,9 @@ async fn on_citus_failed_events_are_listed_replayed_once_and_pruned_after_the_re
     run.agent.answer_with(200);
 
     // The admin API, logged in as doorman_admin's member, on the coordinator.
-    let env = [
-        ("DATABASE_URL", run.cluster.url(ADMIN_ROLE)),
-        ("DOORMAN_ENCRYPTION_KEYS", TEST_KEYS.to_owned()),
-        ("DOORMAN_AGENT_ALLOW_PRIVATE", "true".to_owned()),
-        ("RUST_LOG", "warn".to_owned()),
-    ];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let admin = ServeProcess::spawn_admin(env!("CARGO_BIN_EXE_doorman").as_ref(), &env, &["--workers", "1"])
-        .expect("doorman admin serve starts");
-    let (_, key) = run
-        .operator
-        .use_cases()
-        .create_key(
-            run.operator.caller(),
-            KeyName::new("citus").unwrap(),
-            KeyScope { tenant: None, read_only: false },
-            None,
-        )
-        .await
-        .unwrap();
+    let (admin, key) = run.admin().await;
     let call = |method: reqwest::Method, path: String| {
-        let request = run.http.request(method, format!("{}{path}", admin.base())).bearer_auth(key.expose());
+        let request = run.http.request(method, format!("{}{path}", admin.base())).bearer_auth(&key);
         async move {
             let response = request.send().await.unwrap();
             let status = response.status().as_u16();
@@ -490,6 +499,67 @@ async fn on_citus_failed_events_are_listed_replayed_once_and_pruned_after_the_re
         "SELECT string_agg(external_event_id, ',' ORDER BY external_event_id) FROM messaging_event_receipts",
     );
     assert_eq!(left.as_deref(), Some("EvFail0x2,EvFail1x2"));
+}
+
+/// Offboarding on Citus: what a tenant leaves in the distributed tables (its receipts, the
+/// kept payload of an event whose dispatch failed, a slash command's fingerprint) is on its
+/// worker's shards; deleted over the admin API, nothing of it is left on any worker, and the
+/// other tenant's rows are where they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_a_deleted_tenant_leaves_nothing_on_any_workers_shards() {
+    let run = Run::start().await;
+    let owner = run.cluster.url("postgres");
+    run.agent.answer_with(500);
+    for placed in &run.placed {
+        ok(&doorman(&owner, &["tenant", "retain-payloads", "--tenant", &placed.tenant.to_string(), "on"]));
+        let id = format!("EvGone{}", placed.worker);
+        assert_eq!(post(&run.http, &run.bases()[0], &placed.team, &id, 0).await, Some(200));
+        assert_eq!(post_command(&run.http, &run.bases()[1], &placed.team).await, 200);
+    }
+    run.quiesce().await;
+    run.agent.answer_with(200);
+    for placed in &run.placed {
+        for table in doorman_adapters::postgres::citus::DISTRIBUTED {
+            assert_eq!(
+                run.rows_on_worker(placed.worker, table, placed.tenant),
+                1,
+                "{table}: the tenant's row is on its worker"
+            );
+        }
+    }
+
+    let (gone, kept) = (&run.placed[0], &run.placed[1]);
+    let (admin, key) = run.admin().await;
+    let deleted = run
+        .http
+        .delete(format!("{}/admin/v1/tenants/{}", admin.base(), gone.tenant))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    let deleted: Value = deleted.json().await.unwrap();
+    assert_eq!(
+        (deleted["receipts_deleted"].as_u64(), deleted["receipts_left"].as_bool()),
+        (Some(1), Some(false)),
+        "{deleted}"
+    );
+    for w in 0..WORKERS {
+        for table in doorman_adapters::postgres::citus::DISTRIBUTED {
+            assert_eq!(
+                run.rows_on_worker(w, table, gone.tenant),
+                0,
+                "{table} on worker {w} keeps the deleted tenant's rows"
+            );
+        }
+    }
+    for table in doorman_adapters::postgres::citus::DISTRIBUTED {
+        assert_eq!(
+            run.rows_on_worker(kept.worker, table, kept.tenant),
+            1,
+            "{table}: the other tenant's row stays"
+        );
+    }
 }
 
 /// Replays one event over the admin API (202 and a job), then reads the job until it has

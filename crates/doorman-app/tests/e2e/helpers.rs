@@ -461,10 +461,26 @@ pub fn signature_headers(body: &[u8]) -> String {
 
 /// Posts a signed Events API delivery for `team` to a server at `base`; returns the status.
 pub async fn post_event(http: &reqwest::Client, base: &str, team: &str, event_id: &str) -> u16 {
-    let body = event_body(team, event_id);
+    post_signed(http, &format!("{base}/slack/events"), "application/json", event_body(team, event_id)).await
+}
+
+/// Posts a signed slash command of `team` (a fresh `trigger_id`: its own fingerprint) to a
+/// server at `base`; returns the status.
+pub async fn post_command(http: &reqwest::Client, base: &str, team: &str) -> u16 {
+    post_signed(
+        http,
+        &format!("{base}/slack/commands"),
+        "application/x-www-form-urlencoded",
+        command_body(team),
+    )
+    .await
+}
+
+/// Posts `body`, signed as Slack signs it now, to `url`; returns the status.
+async fn post_signed(http: &reqwest::Client, url: &str, content_type: &str, body: String) -> u16 {
     let now = Utc::now().timestamp();
-    http.post(format!("{base}/slack/events"))
-        .header("content-type", "application/json")
+    http.post(url)
+        .header("content-type", content_type)
         .header("x-slack-request-timestamp", now.to_string())
         .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()))
         .body(body)

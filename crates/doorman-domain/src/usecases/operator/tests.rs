@@ -276,17 +276,65 @@ async fn deleting_a_tenant_removes_its_directory_with_an_audit_entry_then_its_re
         .times(1)
         .in_sequence(&mut seq)
         .returning(|_, _| ready(Ok(true)));
-    let batches = std::sync::Arc::new(std::sync::Mutex::new(vec![7, 10_000, 10_000]));
-    let left = batches.clone();
+    purge_recorded(&mut ports, &mut seq, "started");
+    let batches = std::sync::Arc::new(std::sync::Mutex::new(vec![Ok(7), Ok(10_000), Ok(10_000)]));
+    purges(&mut ports, &mut seq, batches);
+    purge_recorded(&mut ports, &mut seq, "20007 receipts deleted");
+    let offboarded = ports.build().delete_tenant(&key(None, false), own()).await.unwrap();
+    assert_eq!(
+        offboarded,
+        super::tenants::Offboarded { receipts: 20_007, receipts_left: false },
+        "until a batch comes back short"
+    );
+}
+
+/// The tenant's purge audited with `target`, next in `seq`.
+fn purge_recorded(ports: &mut Ports, seq: &mut Sequence, target: &'static str) {
+    ports
+        .audit
+        .expect_record()
+        .withf(move |e| {
+            e.action == AuditAction::TenantPurge
+                && e.tenant == Some(own())
+                && e.target.as_deref() == Some(target)
+        })
+        .times(1)
+        .in_sequence(seq)
+        .returning(|_| ready(Ok(())));
+}
+
+/// The tenant's receipts purged a batch at a time, each answering the last of `batches`.
+fn purges(
+    ports: &mut Ports,
+    seq: &mut Sequence,
+    batches: std::sync::Arc<std::sync::Mutex<Vec<Result<u64, StorageError>>>>,
+) {
+    let count = batches.lock().unwrap().len();
     ports
         .tenants
         .expect_purge_receipts()
         .withf(|tenant, batch| *tenant == own() && *batch == super::tenants::PURGE_BATCH)
-        .times(3)
-        .in_sequence(&mut seq)
-        .returning(move |_, _| ready(Ok(left.lock().unwrap().pop().unwrap())));
-    let offboarded = ports.build().delete_tenant(&key(None, false), own()).await.unwrap();
-    assert_eq!(offboarded.receipts, 20_007, "until a batch comes back short");
+        .times(count)
+        .in_sequence(seq)
+        .returning(move |_, _| ready(batches.lock().unwrap().pop().unwrap()));
+}
+
+#[tokio::test]
+async fn a_tenant_whose_receipts_stop_going_is_still_answered_deleted_with_receipts_left_and_why_audited() {
+    let mut ports = Ports::new().with_own_tenant();
+    let mut seq = Sequence::new();
+    ports.tenants.expect_delete().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(true)));
+    purge_recorded(&mut ports, &mut seq, "started");
+    let down = StorageError::Unavailable("no primary".into());
+    let batches = std::sync::Arc::new(std::sync::Mutex::new(vec![Err(down), Ok(10_000)]));
+    purges(&mut ports, &mut seq, batches);
+    purge_recorded(&mut ports, &mut seq, "stopped: storage unavailable: no primary");
+    let offboarded = ports.build().delete_tenant(&key(None, false), own()).await;
+    assert_eq!(
+        offboarded,
+        Ok(super::tenants::Offboarded { receipts: 10_000, receipts_left: true }),
+        "deleted: what went before the failure counted, the rest left to `receipts prune`"
+    );
 }
 
 #[tokio::test]
