@@ -51,7 +51,7 @@ def main(base_url, key):
         client=client, body=NewTenant(name=name), idempotency_key=f"onboard-{team}"), 201, TenantDoc)
     assert again.id == created.id, (again.id, created.id)
     reused = expect("another name under the same Idempotency-Key", create_tenant.sync_detailed(
-        client=client, body=NewTenant(name=name + " bis"), idempotency_key=f"onboard-{team}"), 409, Problem)
+        client=client, body=NewTenant(name=name + " bis"), idempotency_key=f"onboard-{team}"), 422, Problem)
     assert reused.type_.endswith("idempotency-key-reused"), reused.type_
     tenant = created.id
 

@@ -39,8 +39,10 @@ pub struct NewTenant {
 }
 
 /// Creates a tenant. Only a key for every tenant, and not read-only, may. With an
-/// `Idempotency-Key` header, the same request again answers what the first did (the same
-/// tenant: nothing created); the same key with a different body is refused (409, `idempotency-key-reused`).
+/// `Idempotency-Key` header (draft-ietf-httpapi-idempotency-key-header), the same request again
+/// answers what the first did (the same tenant: nothing created); the same key with a different
+/// body is refused (422, `idempotency-key-reused`), and any request under the key while the
+/// first is still being processed too (409, `idempotency-key-in-use`: send it again shortly).
 #[utoipa::path(
     post,
     path = "/admin/v1/tenants",
@@ -52,8 +54,8 @@ pub struct NewTenant {
     responses(
         (status = 201, description = "Created (or, for a repeat under the same Idempotency-Key, created before)", body = TenantDoc),
         BodyRefusals,
-        (status = 409, description = "The Idempotency-Key was used before for a different request", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "A refused name", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A request with this Idempotency-Key is still being processed (`idempotency-key-in-use`): send it again shortly", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused name, or an Idempotency-Key used before for a different request (`idempotency-key-reused`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

@@ -29,7 +29,9 @@ pub trait Tenants: Send + Sync {
     /// With `idempotency`, MUST create at most one tenant per scope and key, also for
     /// concurrent calls: a later call with the same fingerprint MUST return
     /// `Created::Repeated` with the tenant the first call created, and one with another
-    /// fingerprint `Created::KeyReused`; neither writes anything.
+    /// fingerprint `Created::KeyReused`; a call while another under the same key is still
+    /// being processed MUST return `Created::InProgress` without waiting for it. None of these
+    /// writes anything.
     fn create(
         &self,
         tenant: &NewTenant,

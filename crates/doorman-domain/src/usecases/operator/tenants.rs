@@ -35,7 +35,8 @@ pub struct CreatedTenant {
 impl<P: OperatorPorts> Operator<P> {
     /// Creates a tenant. Only a caller for every tenant may. With an idempotency key, the
     /// same request again returns the first answer and creates nothing; the key with a
-    /// different request is refused.
+    /// different request is refused, and so is any request under it while the first is
+    /// still being processed.
     pub async fn create_tenant(
         &self,
         caller: &Caller,
@@ -63,6 +64,7 @@ impl<P: OperatorPorts> Operator<P> {
             Created::New(tenant) => Ok(CreatedTenant { tenant, new: true }),
             Created::Repeated(tenant) => Ok(CreatedTenant { tenant, new: false }),
             Created::KeyReused => Err(OperatorError::IdempotencyKeyReused),
+            Created::InProgress => Err(OperatorError::IdempotencyKeyInUse),
         }
     }
 

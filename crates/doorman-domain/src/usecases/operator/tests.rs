@@ -408,10 +408,11 @@ async fn creating_a_tenant_audits_it_in_the_same_call_and_scopes_the_idempotency
 }
 
 #[tokio::test]
-async fn an_idempotent_repeat_returns_the_first_tenant_and_a_reused_key_is_refused() {
+async fn an_idempotent_repeat_returns_the_first_tenant_and_a_reused_or_busy_key_is_refused() {
     for (answer, expected) in [
         (Created::Repeated(record(own())), Ok((own(), false))),
         (Created::KeyReused, Err(OperatorError::IdempotencyKeyReused)),
+        (Created::InProgress, Err(OperatorError::IdempotencyKeyInUse)),
     ] {
         let mut ports = Ports::new();
         ports.tenants.expect_create().times(1).return_once(move |_, _, _| ready(Ok(answer)));
