@@ -52,7 +52,8 @@ pub struct NewTenant {
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]([ -~]*[!-~])?$",
              description = "Makes the creation safe to repeat (24 hours): 1 to 255 printable ASCII characters")),
     responses(
-        (status = 201, description = "Created (or, for a repeat under the same Idempotency-Key, created before)", body = TenantDoc),
+        (status = 201, description = "Created (or, for a repeat under the same Idempotency-Key, created before)", body = TenantDoc,
+         headers(("Location" = String, description = "The tenant's URL"))),
         BodyRefusals,
         (status = 409, description = "A request with this Idempotency-Key is still being processed (`idempotency-key-in-use`): send it again shortly", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A refused name, or an Idempotency-Key used before for a different request (`idempotency-key-reused`)", body = Problem, content_type = "application/problem+json"),

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{AGENT_SECRET, WAIT, doorman, http_client, ok, post_event, serve_config};
 
+mod declared;
 mod keys;
 mod offboarding;
 mod replays;
