@@ -55,7 +55,8 @@ api-contract: postgres
     fi
     export PATH="$HOME/.local/bin:$PATH"
     cargo build --quiet --locked --bin doorman
-    doorman=target/debug/doorman
+    target="${CARGO_TARGET_DIR:-target}"
+    doorman="$target/debug/doorman"
     server="${TEST_DATABASE_URL%/*}"
     name="doorman_contract_$$"
     export DATABASE_URL="$server/$name"
@@ -67,7 +68,7 @@ api-contract: postgres
         [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
         if [ -n "${CONTRACT_KEEP_DB:-}" ]; then echo "kept database $name (CONTRACT_KEEP_DB)" >&2
         else psql "$server/postgres" -qc "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" || true; fi
-        cp "$work/admin.log" target/api-contract-admin.log 2>/dev/null || true   # kept for a look after a failure
+        cp "$work/admin.log" "$target/api-contract-admin.log" 2>/dev/null || true   # kept for a look after a failure
         rm -rf "$work"
     }
     trap cleanup EXIT

@@ -263,6 +263,7 @@ impl Modify for Links {
 pub fn document() -> String {
     let mut document = serde_json::to_value(AdminApi::openapi()).unwrap_or_default();
     links_in_the_specs_words(&mut document);
+    optional_bodies_are_left_out_not_null(&mut document);
     let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
     text.push('\n');
     text
@@ -290,6 +291,33 @@ fn links_in_the_specs_words(document: &mut serde_json::Value) {
             if let Some(value) = link.remove(rust) {
                 link.insert(spec.to_owned(), value);
             }
+        }
+    }
+}
+
+/// utoipa writes an optional body (`Option<T>`) as `oneOf: [null, T]`, so a generated client
+/// (openapi-python-client) types it "`T`, `None` or unset" and sends its unset marker as JSON,
+/// which fails. An optional body is one that may be left out, not one that may be `null`: the
+/// schema is `T` alone, and the request body is not `required`.
+fn optional_bodies_are_left_out_not_null(document: &mut serde_json::Value) {
+    let Some(paths) = document.get_mut("paths").and_then(|p| p.as_object_mut()) else { return };
+    let schemas = paths
+        .values_mut()
+        .filter_map(|ops| ops.as_object_mut())
+        .flat_map(|ops| ops.values_mut())
+        .filter_map(|op| op.get_mut("requestBody"))
+        .filter(|body| body.get("required").and_then(|r| r.as_bool()) != Some(true))
+        .filter_map(|body| body.get_mut("content").and_then(|c| c.as_object_mut()))
+        .flat_map(|content| content.values_mut())
+        .filter_map(|media| media.get_mut("schema"));
+    for schema in schemas {
+        let Some(choices) = schema.get("oneOf").and_then(|c| c.as_array()) else { continue };
+        let not_null: Vec<&serde_json::Value> = choices
+            .iter()
+            .filter(|choice| choice.get("type").and_then(|t| t.as_str()) != Some("null"))
+            .collect();
+        if let [only] = not_null[..] {
+            *schema = only.clone();
         }
     }
 }
@@ -323,6 +351,24 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
         assert_eq!(count, 29, "every operation of the document is checked");
+    }
+
+    /// No request body may be sent as `null`: an optional one is left out (see
+    /// `optional_bodies_are_left_out_not_null`).
+    #[test]
+    fn no_request_body_is_declared_as_possibly_null() {
+        let document = document();
+        let parsed: serde_json::Value = serde_json::from_str(&document).expect("the document is JSON");
+        let replay =
+            &parsed["paths"]["/admin/v1/tenants/{id}/events/{event_id}/replay"]["post"]["requestBody"];
+        assert_eq!(replay["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ReplayOne");
+        assert!(replay.get("required").is_none(), "optional: {replay}");
+        for (path, operations) in parsed["paths"].as_object().unwrap() {
+            for (method, operation) in operations.as_object().unwrap() {
+                let body = operation.get("requestBody").map(ToString::to_string).unwrap_or_default();
+                assert!(!body.contains("\"null\""), "{method} {path} takes a null body: {body}");
+            }
+        }
     }
 
     /// Each link starts at an operation and status the document has, and leads to one it has.

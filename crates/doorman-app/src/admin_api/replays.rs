@@ -85,7 +85,7 @@ fn job_path(raw: &str) -> Result<ReplayJobId, ApiError> {
     path = "/admin/v1/tenants/{id}/events/{event_id}/replay",
     operation_id = "replayEvent",
     tag = "replays",
-    request_body(content = Option<ReplayOne>, description = "Optional: `{\"dry_run\": true}`"),
+    request_body(content = Option<ReplayOne>, description = "Optional (leave it out, or `{\"dry_run\": true}`)"),
     params(
         ("id" = uuid::Uuid, Path, description = "The tenant's id"),
         ("event_id" = String, Path, min_length = 1, max_length = 255, pattern = "^[ -~]+$", description = "Slack's event id (Ev…)"),
@@ -220,17 +220,16 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(ReplayJobDoc::from(state.operator.replay_job(&caller.0, tenant, job).await?)))
 }
 
-/// A body that may be absent (or `null`); when present it must be JSON (whatever the content
-/// type says, since there may be none).
+/// A body that may be left out; when present it must be a JSON object (whatever the content
+/// type says, since there may be none), as the document says: `null` is not one.
 fn optional_json<T: DeserializeOwned>(body: &[u8]) -> Result<Option<T>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
     match serde_json::from_slice::<serde_json::Value>(body).map_err(|e| malformed(&e))? {
-        serde_json::Value::Null => Ok(None),
         object @ serde_json::Value::Object(_) => {
             serde_json::from_value(object).map(Some).map_err(|e| malformed(&e))
         }
-        _ => Err(ApiError::bad_request("the body must be a JSON object, or null")),
+        _ => Err(ApiError::bad_request("the body must be a JSON object, or left out")),
     }
 }
