@@ -31,8 +31,7 @@ openapi:
 # tenant: every operation, every check (`--checks all`: status codes, schemas, headers,
 # content types, schema-valid requests accepted and schema-violating ones refused, 405 for
 # other methods, auth, created resources found), examples, coverage, fuzzing and the stateful
-# phase, for CONTRACT_SECONDS (150 by default). deploy/schemathesis/hooks.py leaves generated
-# page cursors out (only a cursor the API handed out names a position) and points half of the
+# phase, for CONTRACT_SECONDS (150 by default). deploy/schemathesis/hooks.py points half of the
 # valid event and workspace ids at the seeded ones.
 # Check the admin API against its OpenAPI document.
 api-contract: postgres

@@ -52,7 +52,7 @@ use super::{agents, audit, events, installs, keys, replays, tenants, workspaces}
         (url = "http://127.0.0.1:3001", description = "`doorman admin serve` on its default address (`DOORMAN_ADMIN_BIND`)"),
     ),
     components(schemas(Problem)),
-    modifiers(&BearerKeys, &CommonAnswers, &Links),
+    modifiers(&BearerKeys, &CommonAnswers, &Links, &Cursors),
     tags(
         (name = "tenants", description = "The platform's customers"),
         (name = "workspaces", description = "Which Slack workspaces a tenant's events come from"),
@@ -259,6 +259,47 @@ impl Modify for Links {
     }
 }
 
+/// Each listing's `cursor` parameter has its cursors' pattern (or is empty: the first page),
+/// so what the schema allows is what the listing takes: the pattern is the domain's, which
+/// writes and reads the cursors (`Cursor::pattern`).
+struct Cursors;
+
+/// The listings (by operationId) and the pattern of their cursors.
+fn cursor_patterns() -> [(&'static str, String); 4] {
+    use doorman_domain::{AuditCursor, Cursor, EventCursor, JobCursor, TenantCursor};
+    [
+        ("listTenants", TenantCursor::pattern()),
+        ("listEvents", EventCursor::pattern()),
+        ("listReplayJobs", JobCursor::pattern()),
+        ("listAuditEntries", AuditCursor::pattern()),
+    ]
+}
+
+impl Modify for Cursors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::Schema;
+
+        let patterns = cursor_patterns();
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch]
+                .into_iter()
+                .flatten()
+            {
+                let Some((_, pattern)) =
+                    patterns.iter().find(|(id, _)| operation.operation_id.as_deref() == Some(*id))
+                else {
+                    continue;
+                };
+                let cursor = operation.parameters.iter_mut().flatten().find(|p| p.name == "cursor");
+                if let Some(RefOr::T(Schema::Object(schema))) = cursor.and_then(|p| p.schema.as_mut()) {
+                    schema.pattern = Some(format!("^$|{pattern}"));
+                }
+            }
+        }
+    }
+}
+
 /// The document as JSON, pretty-printed (the committed copy is this text).
 pub fn document() -> String {
     let mut document = serde_json::to_value(AdminApi::openapi()).unwrap_or_default();
@@ -351,6 +392,28 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
         assert_eq!(count, 29, "every operation of the document is checked");
+    }
+
+    /// Every `cursor` parameter states its listing's pattern: a listing added without one
+    /// would let generated cursors in that it refuses.
+    #[test]
+    fn every_cursor_parameter_has_its_listings_pattern() {
+        let parsed: serde_json::Value = serde_json::from_str(&document()).expect("the document is JSON");
+        let mut described = Vec::new();
+        for operations in parsed["paths"].as_object().unwrap().values() {
+            for operation in operations.as_object().unwrap().values() {
+                let parameters = operation["parameters"].as_array().into_iter().flatten();
+                for cursor in parameters.filter(|p| p["name"] == "cursor") {
+                    let id = operation["operationId"].as_str().unwrap();
+                    let (_, pattern) =
+                        cursor_patterns().into_iter().find(|(listing, _)| *listing == id).unwrap();
+                    assert_eq!(cursor["schema"]["pattern"], format!("^$|{pattern}"), "{id}");
+                    described.push(id.to_owned());
+                }
+            }
+        }
+        described.sort();
+        assert_eq!(described, ["listAuditEntries", "listEvents", "listReplayJobs", "listTenants"]);
     }
 
     /// No request body may be sent as `null`: an optional one is left out (see

@@ -628,6 +628,19 @@ async fn pages_follow_their_cursor_and_install_links_and_replays_answer_as_docum
         }
     }
     assert_eq!(seen, made);
+    // Any cursor of the listing's documented shape names a position (here: before them all);
+    // another shape is refused, naming `cursor`.
+    let anywhere = admin.get("/admin/v1/tenants?cursor=0.00000000-0000-0000-0000-000000000000", &root).await;
+    assert_eq!(anywhere.body["items"].as_array().map(Vec::len), Some(5), "{anywhere:?}");
+    let pattern = admin.call(Method::GET, "/admin/v1/openapi.json", None, None).await.body["paths"]
+        ["/admin/v1/tenants"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "cursor")
+        .map(|p| p["schema"]["pattern"].clone());
+    assert!(pattern.is_some_and(|p| p.is_string()), "the document states the cursor's shape");
+    problem(&admin.get("/admin/v1/tenants?cursor=0.not-a-tenant", &root).await, 422, Some("cursor"));
 
     let tenant = &made[0];
     let link = admin
