@@ -416,6 +416,16 @@ mod tests {
         assert_eq!(described, ["listAuditEntries", "listEvents", "listReplayJobs", "listTenants"]);
     }
 
+    /// The event type a listing is filtered by is described as the domain takes it.
+    #[test]
+    fn the_event_type_filter_has_the_domains_pattern() {
+        let parsed: serde_json::Value = serde_json::from_str(&document()).expect("the document is JSON");
+        let parameters =
+            parsed["paths"]["/admin/v1/tenants/{id}/events"]["get"]["parameters"].as_array().unwrap();
+        let kind = parameters.iter().find(|p| p["name"] == "type").expect("a type parameter");
+        assert_eq!(kind["schema"]["pattern"], doorman_domain::EventType::PATTERN);
+    }
+
     /// No request body may be sent as `null`: an optional one is left out (see
     /// `optional_bodies_are_left_out_not_null`).
     #[test]

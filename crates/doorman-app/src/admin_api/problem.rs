@@ -289,6 +289,11 @@ pub fn malformed(error: &serde_json::Error) -> ApiError {
             refused.0.field = Some(name);
             return refused;
         }
+        serde_json::error::Category::Data if message.starts_with("data did not match any variant") => {
+            "the body is none of this operation's shapes (its schema lists them)".to_owned()
+        }
+        // Read from a JSON value, the error has no place in the text (line 0).
+        serde_json::error::Category::Data if error.line() == 0 => "a value has the wrong type".to_owned(),
         serde_json::error::Category::Data => {
             format!("a value has the wrong type (line {}, column {})", error.line(), error.column())
         }

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use super::body::Object;
 use super::events::event_path;
 use super::problem::{ApiError, BodyRefusals, Problem, ReadRefusals, malformed};
-use super::query::Query;
+use super::query::{Query, instant};
 use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::{ReplayJobDoc, ReplayJobPage, ReplayReport};
 
@@ -39,8 +39,10 @@ pub enum ReplayMany {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayFailed {
-    /// RFC 3339.
-    pub failed_since: chrono::DateTime<chrono::Utc>,
+    /// RFC 3339. Read as text and parsed here, so that one that is not an instant is refused
+    /// naming the field (422), as a query's instants are.
+    #[schema(value_type = chrono::DateTime<chrono::Utc>)]
+    pub failed_since: String,
     /// Say what would be sent; send and change nothing (a read-only key may).
     #[serde(default)]
     pub dry_run: bool,
@@ -137,7 +139,7 @@ pub async fn replay_many(
     let tenant = tenant_path(&path)?;
     let (selection, dry_run) = match body.into_inner() {
         ReplayMany::FailedSince(failed) => {
-            (ReplaySelection::FailedSince(failed.failed_since), failed.dry_run)
+            (ReplaySelection::FailedSince(instant("failed_since", &failed.failed_since)?), failed.dry_run)
         }
         ReplayMany::Stranded(ReplayStranded { stranded, dry_run }) => {
             debug_assert!(stranded, "only `true` deserializes");

@@ -351,10 +351,26 @@ async fn every_refusal_is_a_problem_with_the_right_status() {
         json!({"dry_run": true}),
         json!({"failed_since": "2026-01-01T00:00:00Z", "stranded": true}),
         json!({"stranded": false}),
-        json!({"failed_since": "yesterday"}),
+        json!({"failed_since": 5}),
     ] {
-        problem(&admin.post(&t("/replays"), &root, body).await, 400, None);
+        let refused = admin.post(&t("/replays"), &root, body).await;
+        problem(&refused, 400, None);
+        assert!(!refused.body["detail"].as_str().unwrap().contains("line 0"), "{refused:?}");
     }
+    // An instant that is not one is a refused value of its field, as in a query.
+    problem(
+        &admin.post(&t("/replays"), &root, json!({"failed_since": "garbage"})).await,
+        422,
+        Some("failed_since"),
+    );
+    // A replay's body is an object or nothing: null is neither.
+    let null = admin.call(Method::POST, &t("/events/Ev1/replay"), Some(&root), Some(Value::Null)).await;
+    problem(&null, 400, None);
+    // An event type Slack cannot send is refused, not answered with an empty page.
+    for kind in ["bad%20type!", "App_mention", "message.", "%00"] {
+        problem(&admin.get(&t(&format!("/events?state=failed&type={kind}")), &root).await, 422, Some("type"));
+    }
+    assert_eq!(admin.get(&t("/events?state=failed&type=message.channels"), &root).await.status, 200);
 
     // 404: unknown tenant or event; an event with no receipt says `unknown` as `receipts show` does.
     let ghost = TenantId::generate();
