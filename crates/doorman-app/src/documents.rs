@@ -2,7 +2,7 @@
 //! `--json` output are the same types, so a script can move from one face to the other. Their
 //! schemas are generated from these types into the OpenAPI document (`docs/admin-api.json`).
 //!
-//! Never a secret: an agent's URL is shown without credentials or query, its secret only as
+//! Never a secret: an agent's URL is shown whole but without credentials, its secret only as
 //! `signing_secret_set`, installations without tokens, keys without their secret.
 
 use chrono::{DateTime, Utc};
@@ -173,7 +173,7 @@ impl From<LinkedWorkspace> for WorkspaceDoc {
 /// A tenant's agent setting. The signing secret is never returned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AgentDoc {
-    /// Scheme, host, port and path: no credentials, no query. `null`: no agent is set (the
+    /// The whole URL dispatches go to, its query included; never credentials. `null`: no agent is set (the
     /// tenant's deliveries are answered 503 until one is).
     pub url: Option<String>,
     pub paused: bool,
@@ -188,7 +188,7 @@ impl AgentDoc {
 
 impl From<AgentSummary> for AgentDoc {
     fn from(agent: AgentSummary) -> Self {
-        Self { url: Some(agent.url.redacted()), paused: agent.paused, signing_secret_set: true }
+        Self { url: Some(agent.url.shown()), paused: agent.paused, signing_secret_set: true }
     }
 }
 

@@ -170,14 +170,14 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
                 ..Needs::default()
             };
             let cli = Cli::owner(&db, needs);
-            let redacted = url.redacted();
+            let shown = url.shown();
             cli.operator.set_agent(&cli.caller, tenant, url, secret).await.map_err(|error| match error {
                 doorman_domain::OperatorError::Refused { reason, .. } => {
                     anyhow::anyhow!("--url refused: {reason}")
                 }
                 other => explain(other),
             })?;
-            output::line(&format!("agent for tenant {tenant} set to {redacted}"));
+            output::line(&format!("agent for tenant {tenant} set to {shown}"));
         }
         AgentCommand::Show { target, json } => {
             let tenant = tenant_id(&target.tenant)?;

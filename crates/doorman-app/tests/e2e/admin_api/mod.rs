@@ -737,14 +737,16 @@ async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
     let created = call(Method::POST, "/admin/v1/tenants", &root, json!({"name": "Acme"})).await;
     let tenant = serde_json::from_str::<Value>(&created).unwrap()["id"].as_str().unwrap().to_owned();
     bodies.push(created);
-    let agent =
-        json!({"url": "http://127.0.0.1:9/agent?token=url-secret-t0k", "signing_secret": AGENT_SECRET});
+    let agent = json!({"url": "http://127.0.0.1:9/agent?tenant=globex&v=2", "signing_secret": AGENT_SECRET});
     bodies.push(call(Method::PUT, &format!("/admin/v1/tenants/{tenant}/agent"), &root, agent).await);
     let refused = json!({"url": "ftp://x", "signing_secret": "whsec_bm90LWJhc2U2NCE"});
     bodies.push(call(Method::PUT, &format!("/admin/v1/tenants/{tenant}/agent"), &root, refused).await);
     let wrong = format!("{root}wrong");
     bodies.push(call(Method::GET, "/admin/v1/tenants", &wrong, json!(null)).await);
-    bodies.push(call(Method::GET, &format!("/admin/v1/tenants/{tenant}/agent"), &root, json!(null)).await);
+    let shown = call(Method::GET, &format!("/admin/v1/tenants/{tenant}/agent"), &root, json!(null)).await;
+    // The agent's URL is an address, shown whole (its query is how dispatches reach the agent).
+    assert!(shown.contains(r#""url":"http://127.0.0.1:9/agent?tenant=globex&v=2""#), "{shown}");
+    bodies.push(shown);
 
     let logs = process.logs();
     assert!(logs.contains("admin request") && logs.contains("401"), "the process did log: {logs}");
@@ -761,7 +763,7 @@ async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
     let key_secret = root.splitn(3, '_').nth(2).unwrap();
     let encryption_key = TEST_KEYS.trim_start_matches("test:");
     let agent_key = AGENT_SECRET.trim_start_matches("whsec_");
-    for secret in [key_secret, &root, &wrong, AGENT_SECRET, agent_key, encryption_key, "url-secret-t0k"] {
+    for secret in [key_secret, &root, &wrong, AGENT_SECRET, agent_key, encryption_key] {
         assert!(!logs.contains(secret), "a secret reached the logs: {secret}");
         assert!(
             bodies.iter().all(|b| !b.contains(secret)),
@@ -791,4 +793,53 @@ async fn a_key_cannot_link_a_team_inside_an_enterprise_another_tenant_holds_org_
     problem(&admin.post(&links(&org), &root, json!({"enterprise_id": "E2"})).await, 409, None);
     let org_links = admin.get(&links(&org), &root).await;
     assert_eq!(org_links.body["items"].as_array().map(Vec::len), Some(1), "{org_links:?}");
+}
+
+/// An agent's URL is the address dispatches go to, query and all: the API's answer, the audit
+/// entry and the console's tenant page show it whole, as it was set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_url_is_shown_whole_with_its_query_in_the_answer_the_audit_and_the_console() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Globex").await;
+    let url = "http://127.0.0.1:9/agent?tenant=globex&v=2";
+    let set = admin
+        .put(
+            &format!("/admin/v1/tenants/{tenant}/agent"),
+            &root,
+            json!({"url": url, "signing_secret": AGENT_SECRET}),
+        )
+        .await;
+    assert_eq!(set.body["url"], url, "{set:?}");
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{tenant}/agent"), &root).await.body["url"], url);
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}"), &root).await;
+    let audited =
+        trail.body["items"].as_array().unwrap().iter().find(|e| e["action"] == "agent.set").cloned();
+    assert_eq!(audited.map(|e| e["target"].clone()), Some(json!(url)), "{trail:?}");
+
+    // The console's tenant page, signed in with the key (no browser needed to read it).
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let signed_in = http
+        .post(format!("{}/console/sign-in", admin.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(crate::helpers::form_urlencoded_pair("key", &root))
+        .send()
+        .await
+        .unwrap();
+    let cookie = signed_in.headers().get("set-cookie").and_then(|c| c.to_str().ok()).unwrap_or_default();
+    let session = cookie.split(';').next().unwrap_or_default().to_owned();
+    assert!(!session.is_empty(), "a session: {signed_in:?}");
+    let page = http
+        .get(format!("{}/console/tenants/{tenant}", admin.base))
+        .header("cookie", session)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // (HTML escapes `&`, as `&#38;` here: read back as text.)
+    let text = page.replace("&#38;", "&").replace("&amp;", "&");
+    assert!(text.contains(&format!("<code>{url}</code>")), "{page}");
 }

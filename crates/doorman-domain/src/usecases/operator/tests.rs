@@ -580,18 +580,20 @@ async fn an_agent_whose_destination_is_refused_is_never_stored() {
 }
 
 #[tokio::test]
-async fn setting_an_agent_checks_the_destination_first_and_audits_the_url_without_credentials() {
+async fn setting_an_agent_checks_the_destination_first_and_audits_the_whole_url_without_credentials() {
     let mut ports = Ports::new().with_own_tenant();
     let mut seq = Sequence::new();
     ports.destinations.expect_check().times(1).in_sequence(&mut seq).returning(|_| ready(Ok(())));
     ports
         .agents
         .expect_set()
-        .withf(|_, _, _, audit| audit.target.as_deref() == Some("https://agent.example/slack"))
+        .withf(|_, _, _, audit| {
+            audit.target.as_deref() == Some("https://agent.example/slack?tenant=globex&v=2")
+        })
         .times(1)
         .in_sequence(&mut seq)
         .returning(|_, _, _, _| ready(Ok(())));
-    let url = AgentUrl::parse("https://user:pw@agent.example/slack?token=t0k").unwrap();
+    let url = AgentUrl::parse("https://user:pw@agent.example/slack?tenant=globex&v=2").unwrap();
     let secret = AgentSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
     ports.build().set_agent(&cli(), own(), url, secret).await.unwrap();
 }
