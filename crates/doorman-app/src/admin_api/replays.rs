@@ -127,6 +127,7 @@ pub async fn replay_one(
          headers(("Location" = String, description = "The job's URL"))),
         (status = 200, description = "A dry run: what a replay would do", body = ReplayReport),
         BodyRefusals,
+        (status = 422, description = "A failed_since that is not an RFC 3339 instant", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

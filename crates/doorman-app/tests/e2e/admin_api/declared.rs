@@ -10,23 +10,27 @@ use serde_json::{Value, json};
 use super::{Admin, answer, key};
 use crate::helpers::AGENT_SECRET;
 
-/// A body each operation takes, by operationId (none: no body). A new operation must be added
-/// here: the test refuses one it has no entry for.
-fn body_of(operation: &str) -> Option<Option<Value>> {
+/// The bodies each operation is sent, by operationId: one it takes, then values it refuses
+/// (none: no body). A new operation must be added here: the test refuses one it has no entry
+/// for.
+fn bodies_of(operation: &str) -> Option<Vec<Option<Value>>> {
+    let agent = |url: &str| Some(json!({"url": url, "signing_secret": AGENT_SECRET}));
     Some(match operation {
-        "createTenant" => Some(json!({"name": "Declared"})),
-        "renameTenant" => Some(json!({"name": "Declared Ltd"})),
-        "setRetainPayloads" => Some(json!({"enabled": true})),
-        "linkWorkspace" => Some(json!({"team_id": "TDECLARED2"})),
-        "setAgent" => Some(json!({"url": "http://127.0.0.1:9/agent", "signing_secret": AGENT_SECRET})),
-        "createInstallLink" => Some(json!({})),
-        "replayEvent" => Some(json!({})),
-        "replayEvents" => Some(json!({"stranded": true})),
-        "createKey" => Some(json!({"name": "declared"})),
+        "createTenant" => vec![Some(json!({"name": "Declared"})), Some(json!({"name": " "}))],
+        "renameTenant" => vec![Some(json!({"name": "Declared Ltd"})), Some(json!({"name": " "}))],
+        "setRetainPayloads" => vec![Some(json!({"enabled": true}))],
+        "linkWorkspace" => vec![Some(json!({"team_id": "TDECLARED2"})), Some(json!({}))],
+        "setAgent" => vec![agent("http://127.0.0.1:9/agent"), agent("ftp://agent.example/x")],
+        "createInstallLink" => vec![Some(json!({})), Some(json!({"expires_in_seconds": 5}))],
+        "replayEvent" => vec![Some(json!({})), None],
+        "replayEvents" => vec![Some(json!({"stranded": true})), Some(json!({"failed_since": "garbage"}))],
+        "createKey" => {
+            vec![Some(json!({"name": "declared"})), Some(json!({"name": "x", "expires_in_seconds": 5}))]
+        }
         "listTenants" | "getTenant" | "deleteTenant" | "listWorkspaces" | "unlinkWorkspace" | "getAgent"
         | "pauseAgent" | "resumeAgent" | "removeAgent" | "listInstallations" | "removeInstallation"
         | "getEvent" | "listEvents" | "listReplayJobs" | "getReplayJob" | "listAuditEntries" | "listKeys"
-        | "getKey" | "revokeKey" | "createSignInLink" => None,
+        | "getKey" | "revokeKey" | "createSignInLink" => vec![None],
         _ => return None,
     })
 }
@@ -78,29 +82,32 @@ async fn every_status_answered_to_every_kind_of_key_is_declared_in_the_served_do
     for (kind, presented) in &kinds {
         for (method, path, operation) in &operations {
             let id = operation["operationId"].as_str().unwrap();
-            let body = body_of(id).unwrap_or_else(|| panic!("no body listed for {id}"));
-            let query = if id == "listEvents" { "?state=failed" } else { "" };
-            let mut request = admin.http.request(method.clone(), format!("{}{path}{query}", admin.base));
-            request = request.bearer_auth(presented);
-            if let Some(body) = body {
-                request = request.json(&body);
-            }
-            let response = request.send().await.unwrap();
-            let location = response.headers().get("location").is_some();
-            let answered = answer(response).await;
-            let status = answered.status.as_str().to_owned();
+            let bodies = bodies_of(id).unwrap_or_else(|| panic!("no body listed for {id}"));
             asked += 1;
-            let Some(declared) = operation["responses"].get(&status) else {
-                undeclared.push(format!("{kind}: {id} answered {status}, not declared: {}", answered.body));
-                continue;
-            };
-            if status == "201" {
-                created.insert(id.to_owned());
-                if declared["headers"].get("Location").is_none() {
-                    undeclared.push(format!("{kind}: {id}'s 201 declares no Location"));
+            for body in bodies {
+                let query = if id == "listEvents" { "?state=failed" } else { "" };
+                let mut request = admin.http.request(method.clone(), format!("{}{path}{query}", admin.base));
+                request = request.bearer_auth(presented);
+                if let Some(body) = body {
+                    request = request.json(&body);
                 }
-                if !location {
-                    undeclared.push(format!("{kind}: {id}'s 201 carried no Location"));
+                let response = request.send().await.unwrap();
+                let location = response.headers().get("location").is_some();
+                let answered = answer(response).await;
+                let status = answered.status.as_str().to_owned();
+                let Some(declared) = operation["responses"].get(&status) else {
+                    undeclared
+                        .push(format!("{kind}: {id} answered {status}, not declared: {}", answered.body));
+                    continue;
+                };
+                if status == "201" {
+                    created.insert(id.to_owned());
+                    if declared["headers"].get("Location").is_none() {
+                        undeclared.push(format!("{kind}: {id}'s 201 declares no Location"));
+                    }
+                    if !location {
+                        undeclared.push(format!("{kind}: {id}'s 201 carried no Location"));
+                    }
                 }
             }
         }
