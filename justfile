@@ -32,8 +32,7 @@ openapi:
 # tenant: every operation, every check (`--checks all`: status codes, schemas, headers,
 # content types, schema-valid requests accepted and schema-violating ones refused, 405 for
 # other methods, auth, created resources found), examples, coverage, fuzzing and the stateful
-# phase, for CONTRACT_SECONDS (150 by default). deploy/schemathesis/hooks.py leaves generated
-# page cursors out (only a cursor the API handed out names a position) and points half of the
+# phase, for CONTRACT_SECONDS (150 by default). deploy/schemathesis/hooks.py points half of the
 # valid event and workspace ids at the seeded ones.
 # Check the admin API against its OpenAPI document.
 api-contract: postgres
@@ -56,7 +55,8 @@ api-contract: postgres
     fi
     export PATH="$HOME/.local/bin:$PATH"
     cargo build --quiet --locked --bin doorman
-    doorman=target/debug/doorman
+    target="${CARGO_TARGET_DIR:-target}"
+    doorman="$target/debug/doorman"
     server="${TEST_DATABASE_URL%/*}"
     name="doorman_contract_$$"
     export DATABASE_URL="$server/$name"
@@ -68,7 +68,7 @@ api-contract: postgres
         [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
         if [ -n "${CONTRACT_KEEP_DB:-}" ]; then echo "kept database $name (CONTRACT_KEEP_DB)" >&2
         else psql "$server/postgres" -qc "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" || true; fi
-        cp "$work/admin.log" target/api-contract-admin.log 2>/dev/null || true   # kept for a look after a failure
+        cp "$work/admin.log" "$target/api-contract-admin.log" 2>/dev/null || true   # kept for a look after a failure
         rm -rf "$work"
     }
     trap cleanup EXIT

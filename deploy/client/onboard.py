@@ -10,13 +10,15 @@ Exits non-zero, saying which step, when an answer is not the one the document pr
 """
 
 import sys
+import time
 import uuid
 
 from doorman_admin_client import AuthenticatedClient
 from doorman_admin_client.api.agents import get_agent, remove_agent, set_agent
 from doorman_admin_client.api.audit import list_audit_entries
 from doorman_admin_client.api.events import list_events
-from doorman_admin_client.api.keys import create_key, revoke_key
+from doorman_admin_client.api.keys import create_key, list_keys, revoke_key
+from doorman_admin_client.api.replays import get_replay_job, replay_event
 from doorman_admin_client.api.tenants import create_tenant, delete_tenant, get_tenant, list_tenants, rename_tenant
 from doorman_admin_client.api.workspaces import link_workspace, list_workspaces
 from doorman_admin_client.models import (
@@ -27,6 +29,9 @@ from doorman_admin_client.models import (
     NewTenant,
     NewWorkspace,
     Problem,
+    ReplayJobDoc,
+    ReplayOne,
+    ReplayReport,
     TenantChange,
     TenantDoc,
 )
@@ -51,7 +56,7 @@ def main(base_url, key):
         client=client, body=NewTenant(name=name), idempotency_key=f"onboard-{team}"), 201, TenantDoc)
     assert again.id == created.id, (again.id, created.id)
     reused = expect("another name under the same Idempotency-Key", create_tenant.sync_detailed(
-        client=client, body=NewTenant(name=name + " bis"), idempotency_key=f"onboard-{team}"), 409, Problem)
+        client=client, body=NewTenant(name=name + " bis"), idempotency_key=f"onboard-{team}"), 422, Problem)
     assert reused.type_.endswith("idempotency-key-reused"), reused.type_
     tenant = created.id
 
@@ -67,6 +72,21 @@ def main(base_url, key):
     agent = expect("read its agent back", get_agent.sync_detailed(tenant, client=client), 200, AgentDoc)
     assert agent.url == "https://agent.example/slack" and agent.signing_secret_set and not agent.paused, agent
 
+    # A replay of one event, its body left out (optional), then as a dry run.
+    job = expect("replay an event without a body", replay_event.sync_detailed(
+        tenant, "EvGeneratedClient", client=client), 202, ReplayJobDoc)
+    deadline = time.monotonic() + 10
+    while job.state.value != "finished":
+        if time.monotonic() > deadline:
+            sys.exit(f"the replay job never finished: {job}")
+        time.sleep(0.05)
+        job = expect("read the replay job", get_replay_job.sync_detailed(tenant, job.id, client=client), 200,
+                     ReplayJobDoc)
+    assert [e.outcome.value for e in job.events] == ["unknown"], job
+    dry = expect("dry-run a replay", replay_event.sync_detailed(
+        tenant, "EvGeneratedClient", client=client, body=ReplayOne(dry_run=True)), 200, ReplayReport)
+    assert dry.dry_run and dry.selected == 1, dry
+
     renamed = expect("rename it", rename_tenant.sync_detailed(
         tenant, client=client, body=TenantChange(name=name + " Inc")), 200, TenantDoc)
     assert renamed.name == name + " Inc", renamed
@@ -81,6 +101,7 @@ def main(base_url, key):
     expect("list its events with the scoped key", list_events.sync_detailed(
         tenant, client=scoped, state=EventStatus.FAILED), 200)
     expect("remove its agent with the read-only key", remove_agent.sync_detailed(tenant, client=scoped), 403, Problem)
+    expect("list keys with the scoped key", list_keys.sync_detailed(client=scoped), 403, Problem)
     expect("revoke the scoped key", revoke_key.sync_detailed(made.id, client=client), 204)
     expect("use the revoked key", list_tenants.sync_detailed(client=scoped), 401, Problem)
 

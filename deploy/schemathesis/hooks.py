@@ -1,36 +1,13 @@
-"""Schemathesis hooks for `just api-contract` (loaded with SCHEMATHESIS_HOOKS).
-
-A page cursor is opaque: only one this API handed out (`next_cursor`) names a position, and
-any other is refused with 422, by design. A schema cannot say "a string this server wrote", so
-generated cursors are left out; the stateful phase still follows real ones through the
-document's links (`next_cursor` to `cursor`).
+"""Schemathesis hooks for `just api-contract` (loaded with SCHEMATHESIS_HOOKS): generated ids
+pointed at the seeded tenants, events and workspaces (see `map_case`).
 """
 
-import base64
-import binascii
 import json
 import os
 
 import schemathesis
 from schemathesis import GenerationMode
 from schemathesis.generation.meta import TestPhase
-
-
-def _is_cursor(text):
-    """Whether `text` decodes as a cursor does: base64url of `<microseconds>:<key>`."""
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return False
-    micros, sep, key = raw.partition(":")
-    return sep == ":" and key != "" and micros.lstrip("-").isdigit()
-
-
-@schemathesis.hook
-def filter_query(ctx, query):
-    if not query or not query.get("cursor"):
-        return True
-    return _is_cursor(query["cursor"])
 
 
 def _seeded():

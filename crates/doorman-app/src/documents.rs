@@ -2,7 +2,7 @@
 //! `--json` output are the same types, so a script can move from one face to the other. Their
 //! schemas are generated from these types into the OpenAPI document (`docs/admin-api.json`).
 //!
-//! Never a secret: an agent's URL is shown without credentials or query, its secret only as
+//! Never a secret: an agent's URL is shown whole but without credentials, its secret only as
 //! `signing_secret_set`, installations without tokens, keys without their secret.
 
 use chrono::{DateTime, Utc};
@@ -42,6 +42,9 @@ pub struct OffboardedDoc {
     /// Receipts deleted (its workspace links, installations, agent, kept payloads and scoped
     /// keys went with the tenant; its audit entries are kept).
     pub receipts_deleted: u64,
+    /// The tenant is deleted, but deleting its receipts stopped (its `tenant.purge` audit
+    /// entry says why): the next `doorman receipts prune` deletes those left.
+    pub receipts_left: bool,
 }
 
 impl OffboardedDoc {
@@ -49,7 +52,11 @@ impl OffboardedDoc {
         tenant: TenantId,
         offboarded: &doorman_domain::usecases::operator::tenants::Offboarded,
     ) -> Self {
-        Self { tenant_id: *tenant.as_uuid(), receipts_deleted: offboarded.receipts }
+        Self {
+            tenant_id: *tenant.as_uuid(),
+            receipts_deleted: offboarded.receipts,
+            receipts_left: offboarded.receipts_left,
+        }
     }
 }
 
@@ -166,7 +173,7 @@ impl From<LinkedWorkspace> for WorkspaceDoc {
 /// A tenant's agent setting. The signing secret is never returned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AgentDoc {
-    /// Scheme, host, port and path: no credentials, no query. `null`: no agent is set (the
+    /// The whole URL dispatches go to, its query included; never credentials. `null`: no agent is set (the
     /// tenant's deliveries are answered 503 until one is).
     pub url: Option<String>,
     pub paused: bool,
@@ -181,7 +188,7 @@ impl AgentDoc {
 
 impl From<AgentSummary> for AgentDoc {
     fn from(agent: AgentSummary) -> Self {
-        Self { url: Some(agent.url.redacted()), paused: agent.paused, signing_secret_set: true }
+        Self { url: Some(agent.url.shown()), paused: agent.paused, signing_secret_set: true }
     }
 }
 
@@ -662,6 +669,8 @@ pub mod words {
         TenantRetainPayloads,
         #[serde(rename = "tenant.delete")]
         TenantDelete,
+        #[serde(rename = "tenant.purge")]
+        TenantPurge,
         #[serde(rename = "workspace.link")]
         WorkspaceLink,
         #[serde(rename = "workspace.unlink")]

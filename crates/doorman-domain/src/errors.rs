@@ -88,6 +88,10 @@ pub enum OperatorError {
     /// The idempotency key was used before for a different request.
     #[error("this Idempotency-Key was used for a different request")]
     IdempotencyKeyReused,
+    /// A request under the same idempotency key is still being processed; the same request
+    /// again, once it has finished, gets its answer.
+    #[error("a request with this Idempotency-Key is still being processed")]
+    IdempotencyKeyInUse,
     /// Install links need the Slack app's settings (client id and secret, public URL).
     #[error("installs are off: the Slack app's client id, secret and public URL are not configured")]
     InstallsOff,

@@ -167,13 +167,23 @@ async fn twenty_concurrent_identical_creations_under_one_key_make_one_tenant() {
     let mut ids = Vec::new();
     let mut new = 0;
     for task in tasks {
-        let created = task.await.unwrap().unwrap();
-        ids.push(created.tenant.id);
-        new += usize::from(created.new);
+        // Each is answered with the tenant, or told the first is still being processed.
+        match task.await.unwrap() {
+            Ok(created) => {
+                ids.push(created.tenant.id);
+                new += usize::from(created.new);
+            }
+            Err(error) => assert_eq!(error, OperatorError::IdempotencyKeyInUse),
+        }
     }
+    let again =
+        admin.create_tenant(&caller, name("Acme"), Some(IdempotencyKey::new("create-acme-1").unwrap()));
+    let again = again.await.unwrap();
+    assert!(!again.new, "once the first has finished, the same request repeats its answer");
+    ids.push(again.tenant.id);
     ids.dedup();
     assert_eq!(ids.len(), 1, "every answer names the one tenant");
-    assert_eq!(new, 1, "one request created it; the others repeated its answer");
+    assert_eq!(new, 1, "one request created it; the others repeated its answer or were told to wait");
     let mut owner = db.owner().await;
     assert_eq!(count(&mut owner, "SELECT count(*) AS n FROM tenants").await, 1);
     assert_eq!(
@@ -188,6 +198,54 @@ async fn twenty_concurrent_identical_creations_under_one_key_make_one_tenant() {
     let theirs =
         admin.create_tenant(&another_key, name("Acme"), Some(IdempotencyKey::new("create-acme-1").unwrap()));
     assert!(theirs.await.unwrap().new, "keys are per caller");
+}
+
+/// While the first creation under a key is being processed (held here inside its transaction
+/// by a trigger waiting for a lock the test holds), the same request under the key is told so
+/// at once, without waiting and without creating anything; once the first commits, the same
+/// request repeats its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_creation_under_a_key_whose_first_request_is_still_open_is_told_so_at_once() {
+    let db = TestDatabase::create().await;
+    let admin = Arc::new(admin(&db));
+    let caller = key_caller(None, false);
+    let mut holder = db.owner().await;
+    diesel_async::SimpleAsyncConnection::batch_execute(
+        &mut holder,
+        "CREATE FUNCTION hold_tenant_insert() RETURNS trigger LANGUAGE plpgsql AS            $$ BEGIN PERFORM pg_advisory_lock(4242); PERFORM pg_advisory_unlock(4242); RETURN NEW; END $$;          CREATE TRIGGER hold_tenant_insert BEFORE INSERT ON tenants FOR EACH ROW EXECUTE FUNCTION hold_tenant_insert();          SELECT pg_advisory_lock(4242);",
+    )
+    .await
+    .unwrap();
+    let key = || Some(IdempotencyKey::new("create-acme-held").unwrap());
+    let first = {
+        let (admin, caller) = (admin.clone(), caller.clone());
+        tokio::spawn(async move { admin.create_tenant(&caller, name("Acme"), key()).await })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count(
+        &mut holder,
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'",
+    )
+    .await
+        == 0
+    {
+        assert!(std::time::Instant::now() < deadline, "the first creation never reached its insert");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+
+    let busy = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        admin.create_tenant(&caller, name("Acme"), key()),
+    )
+    .await
+    .expect("answered without waiting for the first request");
+    assert_eq!(busy.unwrap_err(), OperatorError::IdempotencyKeyInUse);
+    diesel::sql_query("SELECT pg_advisory_unlock(4242)").execute(&mut holder).await.unwrap();
+    let first = first.await.unwrap().unwrap();
+    assert!(first.new);
+    let repeated = admin.create_tenant(&caller, name("Acme"), key()).await.unwrap();
+    assert_eq!((repeated.tenant.id, repeated.new), (first.tenant.id, false));
+    assert_eq!(count(&mut holder, "SELECT count(*) AS n FROM tenants").await, 1);
 }
 
 #[tokio::test]

@@ -106,7 +106,7 @@ pub async fn set(
 }
 
 /// Pauses the tenant's agent: its deliveries are answered 503 (Slack retries them) in every
-/// serving process within 200 ms.
+/// serving process as soon as it hears of the change (milliseconds).
 #[utoipa::path(
     post,
     path = "/admin/v1/tenants/{id}/agent/pause",

@@ -3,7 +3,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use doorman_domain::usecases::operator::events::EventQuery;
-use doorman_domain::{EventCursor, EventState, ExternalEventId, OperatorError};
+use doorman_domain::{EventCursor, EventState, EventType, ExternalEventId, OperatorError};
 
 use super::problem::{ApiError, Problem, ReadRefusals};
 use super::query::Query;
@@ -67,14 +67,14 @@ pub async fn get(
         ("state" = crate::documents::words::EventStatus, Query, description = "Which events: handled (newest claim first), failed (newest failure first), in_flight or stranded (oldest claim first)"),
         ("since" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: at or after this (the last failure's time for `failed`, the claim's otherwise)"),
         ("until" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: before this, likewise"),
-        ("type" = Option<String>, Query, min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$", description = "Only events of this type (`app_mention`, `message`, …)"),
+        ("type" = Option<String>, Query, min_length = 1, max_length = 255, pattern = "^[a-z0-9]+([_.][a-z0-9]+)*$", description = "Only events of this type: Slack's, lower-case words joined by `_` or `.` (`app_mention`, `message`, …)"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page (50)"),
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of events", body = EventPage),
         ReadRefusals,
-        (status = 422, description = "A missing or unknown state, or a refused since, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A missing or unknown state, or a refused since, until, type, limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -93,19 +93,14 @@ pub async fn list(
     let filter = EventQuery {
         since: query.instant("since")?,
         until: query.instant("until")?,
-        event_type: event_type(&query)?,
+        event_type: event_type(query.get("type"))?,
     };
     let page = query.page::<EventCursor>()?;
     let listed = state.operator.events(&caller.0, Some(tenant), which, filter, &page).await?;
     Ok(HttpResponse::Ok().json(EventPage::of(listed)))
 }
 
-/// `type`: an event type to list only, 1 to 255 characters with no control character.
-pub(crate) fn event_type(query: &Query) -> Result<Option<String>, ApiError> {
-    match query.get("type") {
-        Some(t) if t.is_empty() || t.len() > 255 || t.chars().any(char::is_control) => {
-            Err(ApiError::invalid("type", "must be 1 to 255 characters, none of them a control character"))
-        }
-        other => Ok(other.map(str::to_owned)),
-    }
+/// `type`: the event type to list only, as Slack writes event types.
+pub(crate) fn event_type(raw: Option<&str>) -> Result<Option<EventType>, ApiError> {
+    raw.map(EventType::new).transpose().map_err(|e| ApiError::invalid_value("type", &e))
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use doorman_domain::usecases::operator::installs::LinkLifetime;
 use serde::Deserialize;
@@ -33,7 +34,8 @@ pub struct NewInstallLink {
     request_body = NewInstallLink,
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
-        (status = 201, description = "The link", body = InstallLinkDoc),
+        (status = 201, description = "The link", body = InstallLinkDoc,
+         headers(("Location" = String, description = "The link itself (its `url`)"))),
         BodyRefusals,
         (status = 409, description = "Installs are off (the Slack app is not configured)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A lifetime out of bounds", body = Problem, content_type = "application/problem+json"),
@@ -50,8 +52,8 @@ pub async fn create_link(
     let seconds = body.expires_in_seconds.unwrap_or(24 * 3600);
     let lifetime = LinkLifetime::new(Duration::from_secs(seconds))
         .map_err(|e| ApiError::invalid_value("expires_in_seconds", &e))?;
-    let link = state.operator.create_install_link(&caller.0, tenant, lifetime).await?;
-    Ok(HttpResponse::Created().json(InstallLinkDoc::from(link)))
+    let link = InstallLinkDoc::from(state.operator.create_install_link(&caller.0, tenant, lifetime).await?);
+    Ok(HttpResponse::Created().insert_header((header::LOCATION, link.url.clone())).json(link))
 }
 
 /// The tenant's installations: never a token.

@@ -97,6 +97,7 @@ pub async fn create(
     responses(
         (status = 200, description = "The keys", body = KeyList),
         ReadRefusals,
+        (status = 403, description = "A read-only key, or one scoped to a tenant: only a key for every tenant, not read-only, manages keys", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -115,6 +116,7 @@ pub async fn list(caller: Authenticated, state: web::Data<AdminState>) -> Result
     responses(
         (status = 200, description = "The key", body = KeyDoc),
         ReadRefusals,
+        (status = 403, description = "A read-only key, or one scoped to a tenant: only a key for every tenant, not read-only, manages keys", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -140,7 +142,8 @@ pub async fn get(
     tag = "keys",
     params(("key_id" = uuid::Uuid, Path, description = "The key's id")),
     responses(
-        (status = 201, description = "The link, shown once", body = SignInLinkDoc),
+        (status = 201, description = "The link, shown once", body = SignInLinkDoc,
+         headers(("Location" = String, description = "The link itself (its `url`)"))),
         ChangeRefusals,
         (status = 409, description = "The key is for every tenant (`key-for-every-tenant`): its holder signs in with the key; or `DOORMAN_CONSOLE_URL` is unset (`sign-in-links-off`)", body = Problem, content_type = "application/problem+json"),
     ),
@@ -159,7 +162,9 @@ pub async fn sign_in_link(
         }
         Err(other) => return Err(other.into()),
     };
-    Ok(HttpResponse::Created().json(SignInLinkDoc::from(&link)))
+    let link = SignInLinkDoc::from(&link);
+    let location = link.url.clone();
+    Ok(HttpResponse::Created().insert_header((header::LOCATION, location)).json(link))
 }
 
 /// Revokes a key: from its next request on, in every admin process, it is refused. A key may

@@ -52,7 +52,7 @@ use super::{agents, audit, events, installs, keys, replays, tenants, workspaces}
         (url = "http://127.0.0.1:3001", description = "`doorman admin serve` on its default address (`DOORMAN_ADMIN_BIND`)"),
     ),
     components(schemas(Problem)),
-    modifiers(&BearerKeys, &CommonAnswers, &Links),
+    modifiers(&BearerKeys, &CommonAnswers, &Links, &Cursors),
     tags(
         (name = "tenants", description = "The platform's customers"),
         (name = "workspaces", description = "Which Slack workspaces a tenant's events come from"),
@@ -259,10 +259,52 @@ impl Modify for Links {
     }
 }
 
+/// Each listing's `cursor` parameter has its cursors' pattern (or is empty: the first page),
+/// so what the schema allows is what the listing takes: the pattern is the domain's, which
+/// writes and reads the cursors (`Cursor::pattern`).
+struct Cursors;
+
+/// The listings (by operationId) and the pattern of their cursors.
+fn cursor_patterns() -> [(&'static str, String); 4] {
+    use doorman_domain::{AuditCursor, Cursor, EventCursor, JobCursor, TenantCursor};
+    [
+        ("listTenants", TenantCursor::pattern()),
+        ("listEvents", EventCursor::pattern()),
+        ("listReplayJobs", JobCursor::pattern()),
+        ("listAuditEntries", AuditCursor::pattern()),
+    ]
+}
+
+impl Modify for Cursors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::Schema;
+
+        let patterns = cursor_patterns();
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch]
+                .into_iter()
+                .flatten()
+            {
+                let Some((_, pattern)) =
+                    patterns.iter().find(|(id, _)| operation.operation_id.as_deref() == Some(*id))
+                else {
+                    continue;
+                };
+                let cursor = operation.parameters.iter_mut().flatten().find(|p| p.name == "cursor");
+                if let Some(RefOr::T(Schema::Object(schema))) = cursor.and_then(|p| p.schema.as_mut()) {
+                    schema.pattern = Some(format!("^$|{pattern}"));
+                }
+            }
+        }
+    }
+}
+
 /// The document as JSON, pretty-printed (the committed copy is this text).
 pub fn document() -> String {
     let mut document = serde_json::to_value(AdminApi::openapi()).unwrap_or_default();
     links_in_the_specs_words(&mut document);
+    optional_bodies_are_left_out_not_null(&mut document);
     let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
     text.push('\n');
     text
@@ -290,6 +332,33 @@ fn links_in_the_specs_words(document: &mut serde_json::Value) {
             if let Some(value) = link.remove(rust) {
                 link.insert(spec.to_owned(), value);
             }
+        }
+    }
+}
+
+/// utoipa writes an optional body (`Option<T>`) as `oneOf: [null, T]`, so a generated client
+/// (openapi-python-client) types it "`T`, `None` or unset" and sends its unset marker as JSON,
+/// which fails. An optional body is one that may be left out, not one that may be `null`: the
+/// schema is `T` alone, and the request body is not `required`.
+fn optional_bodies_are_left_out_not_null(document: &mut serde_json::Value) {
+    let Some(paths) = document.get_mut("paths").and_then(|p| p.as_object_mut()) else { return };
+    let schemas = paths
+        .values_mut()
+        .filter_map(|ops| ops.as_object_mut())
+        .flat_map(|ops| ops.values_mut())
+        .filter_map(|op| op.get_mut("requestBody"))
+        .filter(|body| body.get("required").and_then(|r| r.as_bool()) != Some(true))
+        .filter_map(|body| body.get_mut("content").and_then(|c| c.as_object_mut()))
+        .flat_map(|content| content.values_mut())
+        .filter_map(|media| media.get_mut("schema"));
+    for schema in schemas {
+        let Some(choices) = schema.get("oneOf").and_then(|c| c.as_array()) else { continue };
+        let not_null: Vec<&serde_json::Value> = choices
+            .iter()
+            .filter(|choice| choice.get("type").and_then(|t| t.as_str()) != Some("null"))
+            .collect();
+        if let [only] = not_null[..] {
+            *schema = only.clone();
         }
     }
 }
@@ -323,6 +392,56 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
         assert_eq!(count, 29, "every operation of the document is checked");
+    }
+
+    /// Every `cursor` parameter states its listing's pattern: a listing added without one
+    /// would let generated cursors in that it refuses.
+    #[test]
+    fn every_cursor_parameter_has_its_listings_pattern() {
+        let parsed: serde_json::Value = serde_json::from_str(&document()).expect("the document is JSON");
+        let mut described = Vec::new();
+        for operations in parsed["paths"].as_object().unwrap().values() {
+            for operation in operations.as_object().unwrap().values() {
+                let parameters = operation["parameters"].as_array().into_iter().flatten();
+                for cursor in parameters.filter(|p| p["name"] == "cursor") {
+                    let id = operation["operationId"].as_str().unwrap();
+                    let (_, pattern) =
+                        cursor_patterns().into_iter().find(|(listing, _)| *listing == id).unwrap();
+                    assert_eq!(cursor["schema"]["pattern"], format!("^$|{pattern}"), "{id}");
+                    described.push(id.to_owned());
+                }
+            }
+        }
+        described.sort();
+        assert_eq!(described, ["listAuditEntries", "listEvents", "listReplayJobs", "listTenants"]);
+    }
+
+    /// The event type a listing is filtered by is described as the domain takes it.
+    #[test]
+    fn the_event_type_filter_has_the_domains_pattern() {
+        let parsed: serde_json::Value = serde_json::from_str(&document()).expect("the document is JSON");
+        let parameters =
+            parsed["paths"]["/admin/v1/tenants/{id}/events"]["get"]["parameters"].as_array().unwrap();
+        let kind = parameters.iter().find(|p| p["name"] == "type").expect("a type parameter");
+        assert_eq!(kind["schema"]["pattern"], doorman_domain::EventType::PATTERN);
+    }
+
+    /// No request body may be sent as `null`: an optional one is left out (see
+    /// `optional_bodies_are_left_out_not_null`).
+    #[test]
+    fn no_request_body_is_declared_as_possibly_null() {
+        let document = document();
+        let parsed: serde_json::Value = serde_json::from_str(&document).expect("the document is JSON");
+        let replay =
+            &parsed["paths"]["/admin/v1/tenants/{id}/events/{event_id}/replay"]["post"]["requestBody"];
+        assert_eq!(replay["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ReplayOne");
+        assert!(replay.get("required").is_none(), "optional: {replay}");
+        for (path, operations) in parsed["paths"].as_object().unwrap() {
+            for (method, operation) in operations.as_object().unwrap() {
+                let body = operation.get("requestBody").map(ToString::to_string).unwrap_or_default();
+                assert!(!body.contains("\"null\""), "{method} {path} takes a null body: {body}");
+            }
+        }
     }
 
     /// Each link starts at an operation and status the document has, and leads to one it has.

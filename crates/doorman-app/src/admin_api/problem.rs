@@ -182,11 +182,22 @@ impl ApiError {
                     "the tenant has that team linked as {existing}: unlink it before linking it otherwise"
                 ),
             ),
+            // As draft-ietf-httpapi-idempotency-key-header says: 422 for a key reused with
+            // another payload, 409 while the first request under it is being processed.
             OperatorError::IdempotencyKeyReused => {
                 let mut error = Self::new(
-                    StatusCode::CONFLICT,
+                    StatusCode::UNPROCESSABLE_ENTITY,
                     "idempotency-key-reused",
                     "Idempotency-Key: was used before for a different request; use a new key for a new request",
+                );
+                error.0.field = Some("Idempotency-Key".into());
+                error
+            }
+            OperatorError::IdempotencyKeyInUse => {
+                let mut error = Self::new(
+                    StatusCode::CONFLICT,
+                    "idempotency-key-in-use",
+                    "Idempotency-Key: a request with this key is still being processed; send it again shortly for its answer",
                 );
                 error.0.field = Some("Idempotency-Key".into());
                 error
@@ -283,6 +294,11 @@ pub fn malformed(error: &serde_json::Error) -> ApiError {
             refused.0.field = Some(name);
             return refused;
         }
+        serde_json::error::Category::Data if message.starts_with("data did not match any variant") => {
+            "the body is none of this operation's shapes (its schema lists them)".to_owned()
+        }
+        // Read from a JSON value, the error has no place in the text (line 0).
+        serde_json::error::Category::Data if error.line() == 0 => "a value has the wrong type".to_owned(),
         serde_json::error::Category::Data => {
             format!("a value has the wrong type (line {}, column {})", error.line(), error.column())
         }

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use super::body::Object;
 use super::events::event_path;
 use super::problem::{ApiError, BodyRefusals, Problem, ReadRefusals, malformed};
-use super::query::Query;
+use super::query::{Query, instant};
 use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::{ReplayJobDoc, ReplayJobPage, ReplayReport};
 
@@ -39,8 +39,10 @@ pub enum ReplayMany {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayFailed {
-    /// RFC 3339.
-    pub failed_since: chrono::DateTime<chrono::Utc>,
+    /// RFC 3339. Read as text and parsed here, so that one that is not an instant is refused
+    /// naming the field (422), as a query's instants are.
+    #[schema(value_type = chrono::DateTime<chrono::Utc>)]
+    pub failed_since: String,
     /// Say what would be sent; send and change nothing (a read-only key may).
     #[serde(default)]
     pub dry_run: bool,
@@ -85,7 +87,7 @@ fn job_path(raw: &str) -> Result<ReplayJobId, ApiError> {
     path = "/admin/v1/tenants/{id}/events/{event_id}/replay",
     operation_id = "replayEvent",
     tag = "replays",
-    request_body(content = Option<ReplayOne>, description = "Optional: `{\"dry_run\": true}`"),
+    request_body(content = Option<ReplayOne>, description = "Optional (leave it out, or `{\"dry_run\": true}`)"),
     params(
         ("id" = uuid::Uuid, Path, description = "The tenant's id"),
         ("event_id" = String, Path, min_length = 1, max_length = 255, pattern = "^[ -~]+$", description = "Slack's event id (Ev…)"),
@@ -125,6 +127,7 @@ pub async fn replay_one(
          headers(("Location" = String, description = "The job's URL"))),
         (status = 200, description = "A dry run: what a replay would do", body = ReplayReport),
         BodyRefusals,
+        (status = 422, description = "A failed_since that is not an RFC 3339 instant", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -137,7 +140,7 @@ pub async fn replay_many(
     let tenant = tenant_path(&path)?;
     let (selection, dry_run) = match body.into_inner() {
         ReplayMany::FailedSince(failed) => {
-            (ReplaySelection::FailedSince(failed.failed_since), failed.dry_run)
+            (ReplaySelection::FailedSince(instant("failed_since", &failed.failed_since)?), failed.dry_run)
         }
         ReplayMany::Stranded(ReplayStranded { stranded, dry_run }) => {
             debug_assert!(stranded, "only `true` deserializes");
@@ -220,17 +223,16 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(ReplayJobDoc::from(state.operator.replay_job(&caller.0, tenant, job).await?)))
 }
 
-/// A body that may be absent (or `null`); when present it must be JSON (whatever the content
-/// type says, since there may be none).
+/// A body that may be left out; when present it must be a JSON object (whatever the content
+/// type says, since there may be none), as the document says: `null` is not one.
 fn optional_json<T: DeserializeOwned>(body: &[u8]) -> Result<Option<T>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
     match serde_json::from_slice::<serde_json::Value>(body).map_err(|e| malformed(&e))? {
-        serde_json::Value::Null => Ok(None),
         object @ serde_json::Value::Object(_) => {
             serde_json::from_value(object).map(Some).map_err(|e| malformed(&e))
         }
-        _ => Err(ApiError::bad_request("the body must be a JSON object, or null")),
+        _ => Err(ApiError::bad_request("the body must be a JSON object, or left out")),
     }
 }

@@ -39,8 +39,10 @@ pub struct NewTenant {
 }
 
 /// Creates a tenant. Only a key for every tenant, and not read-only, may. With an
-/// `Idempotency-Key` header, the same request again answers what the first did (the same
-/// tenant: nothing created); the same key with a different body is refused (409, `idempotency-key-reused`).
+/// `Idempotency-Key` header (draft-ietf-httpapi-idempotency-key-header), the same request again
+/// answers what the first did (the same tenant: nothing created); the same key with a different
+/// body is refused (422, `idempotency-key-reused`), and any request under the key while the
+/// first is still being processed too (409, `idempotency-key-in-use`: send it again shortly).
 #[utoipa::path(
     post,
     path = "/admin/v1/tenants",
@@ -50,10 +52,11 @@ pub struct NewTenant {
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]([ -~]*[!-~])?$",
              description = "Makes the creation safe to repeat (24 hours): 1 to 255 printable ASCII characters")),
     responses(
-        (status = 201, description = "Created (or, for a repeat under the same Idempotency-Key, created before)", body = TenantDoc),
+        (status = 201, description = "Created (or, for a repeat under the same Idempotency-Key, created before)", body = TenantDoc,
+         headers(("Location" = String, description = "The tenant's URL"))),
         BodyRefusals,
-        (status = 409, description = "The Idempotency-Key was used before for a different request", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "A refused name", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A request with this Idempotency-Key is still being processed (`idempotency-key-in-use`): send it again shortly", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused name, or an Idempotency-Key used before for a different request (`idempotency-key-reused`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -191,7 +194,8 @@ pub async fn rename(
 /// Offboards a customer: deletes the tenant, its workspace links (its next event is answered
 /// as an unknown workspace's), installations and tokens, agent, kept payloads, keys scoped to
 /// it and receipts. The audit trail keeps its entries. Only a key for every tenant, and not
-/// read-only, may.
+/// read-only, may. Once the tenant is deleted the answer is 200, even if deleting its receipts
+/// then stops (`receipts_left`: the next `doorman receipts prune` deletes them).
 #[utoipa::path(
     delete,
     path = "/admin/v1/tenants/{id}",
@@ -199,7 +203,7 @@ pub async fn rename(
     tag = "tenants",
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
-        (status = 200, description = "Deleted, and how many receipts went with it", body = OffboardedDoc),
+        (status = 200, description = "Deleted, how many receipts went with it, and whether some are left", body = OffboardedDoc),
         ChangeRefusals,
     ),
     security(("bearer" = []))

@@ -1,5 +1,6 @@
 //! `/admin/v1/tenants/{id}/workspaces`: which Slack workspaces a tenant's deliveries come from.
 
+use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use doorman_domain::WorkspaceId;
 use serde::Deserialize;
@@ -96,7 +97,8 @@ pub async fn list(
     request_body = NewWorkspace,
     params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
     responses(
-        (status = 201, description = "Linked", body = WorkspaceDoc),
+        (status = 201, description = "Linked", body = WorkspaceDoc,
+         headers(("Location" = String, description = "The link's URL (by its team id, or an org-wide install's enterprise id), which unlinks it"))),
         (status = 200, description = "Already linked to this tenant", body = WorkspaceDoc),
         BodyRefusals,
         (status = 409, description = "Linked to another tenant", body = Problem, content_type = "application/problem+json"),
@@ -123,8 +125,14 @@ pub async fn link(
         ));
     }
     let linked = state.operator.link_workspace(&caller.0, tenant, team, enterprise).await?;
-    let doc = WorkspaceDoc::from(linked.link);
-    Ok(if linked.new { HttpResponse::Created().json(doc) } else { HttpResponse::Ok().json(doc) })
+    if !linked.new {
+        return Ok(HttpResponse::Ok().json(WorkspaceDoc::from(linked.link)));
+    }
+    let name = linked.link.workspace.name().map(|id| id.to_string()).unwrap_or_default();
+    let location = format!("/admin/v1/tenants/{tenant}/workspaces/{name}");
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, location))
+        .json(WorkspaceDoc::from(linked.link)))
 }
 
 /// Unlinks the workspace named by its team id (or an org-wide install's enterprise id), and

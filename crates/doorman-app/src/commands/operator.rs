@@ -91,6 +91,11 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
             tracing::info!(tenant.id = %tenant, receipts = offboarded.receipts, "tenant deleted");
             if json {
                 output::json(&serde_json::to_value(OffboardedDoc::new(tenant, &offboarded))?);
+            } else if offboarded.receipts_left {
+                output::line(&format!(
+                    "tenant {tenant} deleted with its directory and {} receipt(s); deleting the rest stopped                      (the audit's tenant.purge entry says why): the next `doorman receipts prune` deletes them",
+                    offboarded.receipts
+                ));
             } else {
                 output::line(&format!(
                     "tenant {tenant} deleted with its directory and {} receipt(s); its audit entries are kept",
@@ -165,14 +170,14 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
                 ..Needs::default()
             };
             let cli = Cli::owner(&db, needs);
-            let redacted = url.redacted();
+            let shown = url.shown();
             cli.operator.set_agent(&cli.caller, tenant, url, secret).await.map_err(|error| match error {
                 doorman_domain::OperatorError::Refused { reason, .. } => {
                     anyhow::anyhow!("--url refused: {reason}")
                 }
                 other => explain(other),
             })?;
-            output::line(&format!("agent for tenant {tenant} set to {redacted}"));
+            output::line(&format!("agent for tenant {tenant} set to {shown}"));
         }
         AgentCommand::Show { target, json } => {
             let tenant = tenant_id(&target.tenant)?;

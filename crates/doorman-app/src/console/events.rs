@@ -77,7 +77,7 @@ pub async fn list(
     let filter = EventQuery {
         since: instant("since", &since)?,
         until: instant("until", &until)?,
-        event_type: if kind.is_empty() { None } else { event_type(&query)? },
+        event_type: event_type((!kind.is_empty()).then_some(kind.as_str()))?,
     };
     let page = query.page::<EventCursor>()?;
     let listed = state.operator.events(&session.caller, Some(tenant), which, filter, &page).await?;

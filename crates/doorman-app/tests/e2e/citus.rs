@@ -23,8 +23,8 @@ use doorman_testkit::{FakeAgent, ServeProcess};
 use serde_json::Value;
 
 use crate::helpers::{
-    AGENT_SECRET, SIGNING_SECRET, WAIT, directory_notices, doorman, event_body, http_client, ok, quiesce,
-    quiesce_within, serve_config, spawn_serve_on, wait_for_directory_notice_since,
+    AGENT_SECRET, SIGNING_SECRET, WAIT, directory_notices, doorman, event_body, http_client, ok,
+    post_command, quiesce, quiesce_within, serve_config, spawn_serve_on, wait_for_directory_notice_since,
 };
 
 /// One tenant of the cluster, and the worker its shard is on.
@@ -174,9 +174,10 @@ impl Run {
             .collect()
     }
 
-    /// Rows of `tenant` in worker `w`'s own shards of the receipts, read there as the owner.
-    fn rows_on_worker(&self, w: usize, tenant: TenantId) -> usize {
-        let shards = self.cluster.shards_on(w, "messaging_event_receipts");
+    /// Rows of `tenant` in worker `w`'s own shards of `table` (one of the distributed
+    /// tables), read there as the owner.
+    fn rows_on_worker(&self, w: usize, table: &str, tenant: TenantId) -> usize {
+        let shards = self.cluster.shards_on(w, table);
         let counts: Vec<String> = shards
             .iter()
             .map(|shard| format!("SELECT count(*) AS n FROM {shard} WHERE tenant_id = '{tenant}'"))
@@ -295,7 +296,7 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
             assert_eq!(run.receipts_of(&id), 1, "{id} has one receipt");
         }
         assert_eq!(
-            run.rows_on_worker(placed.worker, placed.tenant),
+            run.rows_on_worker(placed.worker, "messaging_event_receipts", placed.tenant),
             10,
             "the tenant's receipts are on its worker"
         );
@@ -664,6 +665,61 @@ async fn on_citus_a_read_only_listing_of_every_state_changes_no_row_and_needs_on
         (200, vec!["EvSwept".to_owned(), "EvStrandedSince".to_owned()]),
         "{page}"
     );
+}
+
+/// Offboarding on Citus: what a tenant leaves in the distributed tables (its receipts, the
+/// kept payload of an event whose dispatch failed, a slash command's fingerprint) is on its
+/// worker's shards; deleted over the admin API, nothing of it is left on any worker, and the
+/// other tenant's rows are where they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_a_deleted_tenant_leaves_nothing_on_any_workers_shards() {
+    let run = Run::start().await;
+    let owner = run.cluster.url("postgres");
+    run.agent.answer_with(500);
+    for placed in &run.placed {
+        ok(&doorman(&owner, &["tenant", "retain-payloads", "--tenant", &placed.tenant.to_string(), "on"]));
+        let id = format!("EvGone{}", placed.worker);
+        assert_eq!(post(&run.http, &run.bases()[0], &placed.team, &id, 0).await, Some(200));
+        assert_eq!(post_command(&run.http, &run.bases()[1], &placed.team).await, 200);
+    }
+    run.quiesce().await;
+    run.agent.answer_with(200);
+    for placed in &run.placed {
+        for table in doorman_adapters::postgres::citus::DISTRIBUTED {
+            assert_eq!(
+                run.rows_on_worker(placed.worker, table, placed.tenant),
+                1,
+                "{table}: the tenant's row is on its worker"
+            );
+        }
+    }
+
+    let (gone, kept) = (&run.placed[0], &run.placed[1]);
+    let admin = run.admin_api("offboarding", KeyScope { tenant: None, read_only: false }).await;
+    let (status, deleted) =
+        admin.call(reqwest::Method::DELETE, format!("/admin/v1/tenants/{}", gone.tenant), None).await;
+    assert_eq!(status, 200, "{deleted}");
+    assert_eq!(
+        (deleted["receipts_deleted"].as_u64(), deleted["receipts_left"].as_bool()),
+        (Some(1), Some(false)),
+        "{deleted}"
+    );
+    for w in 0..WORKERS {
+        for table in doorman_adapters::postgres::citus::DISTRIBUTED {
+            assert_eq!(
+                run.rows_on_worker(w, table, gone.tenant),
+                0,
+                "{table} on worker {w} keeps the deleted tenant's rows"
+            );
+        }
+    }
+    for table in doorman_adapters::postgres::citus::DISTRIBUTED {
+        assert_eq!(
+            run.rows_on_worker(kept.worker, table, kept.tenant),
+            1,
+            "{table}: the other tenant's row stays"
+        );
+    }
 }
 
 /// Replays one event over the admin API (202 and a job), then reads the job until it has

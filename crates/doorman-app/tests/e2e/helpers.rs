@@ -492,17 +492,48 @@ pub async fn post_event_attempt(
     event_id: &str,
     attempt: u32,
 ) -> u16 {
-    let body = event_body(team, event_id);
+    let retry = (attempt > 0).then(|| attempt.to_string());
+    let retry = retry.as_deref().map(|n| [("x-slack-retry-num", n), ("x-slack-retry-reason", "http_error")]);
+    post_signed(
+        http,
+        &format!("{base}/slack/events"),
+        "application/json",
+        event_body(team, event_id),
+        retry.as_ref().map_or(&[][..], |headers| &headers[..]),
+    )
+    .await
+}
+
+/// Posts a signed slash command of `team` (a fresh `trigger_id`: its own fingerprint) to a
+/// server at `base`; returns the status.
+pub async fn post_command(http: &reqwest::Client, base: &str, team: &str) -> u16 {
+    post_signed(
+        http,
+        &format!("{base}/slack/commands"),
+        "application/x-www-form-urlencoded",
+        command_body(team),
+        &[],
+    )
+    .await
+}
+
+/// Posts `body`, signed as Slack signs it now, with `unsigned` headers besides (Slack's retry
+/// headers are outside the signature), to `url`; returns the status.
+async fn post_signed(
+    http: &reqwest::Client,
+    url: &str,
+    content_type: &str,
+    body: String,
+    unsigned: &[(&str, &str)],
+) -> u16 {
     let now = Utc::now().timestamp();
     let mut request = http
-        .post(format!("{base}/slack/events"))
-        .header("content-type", "application/json")
+        .post(url)
+        .header("content-type", content_type)
         .header("x-slack-request-timestamp", now.to_string())
         .header("x-slack-signature", sign(SIGNING_SECRET, now, body.as_bytes()));
-    if attempt > 0 {
-        request = request
-            .header("x-slack-retry-num", attempt.to_string())
-            .header("x-slack-retry-reason", "http_error");
+    for (name, value) in unsigned {
+        request = request.header(*name, *value);
     }
     request.body(body).send().await.expect("request sent").status().as_u16()
 }

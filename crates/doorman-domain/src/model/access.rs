@@ -100,6 +100,20 @@ pub struct KeySummary {
     pub revoked_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+impl KeySummary {
+    /// Why the key authenticates nothing at `now` (revoked, or expired), or `None` when it
+    /// still does: what work done later on its behalf (a replay job's events) is held to.
+    pub fn refusal_at(&self, now: chrono::DateTime<chrono::Utc>) -> Option<KeyRefusal> {
+        if self.revoked_at.is_some() {
+            Some(KeyRefusal::Revoked)
+        } else if self.expires_at.is_some_and(|at| at <= now) {
+            Some(KeyRefusal::Expired)
+        } else {
+            None
+        }
+    }
+}
+
 /// Why a presented key authenticated nothing: for metrics and the log line, never for the
 /// answer (every refusal is the same 401, so a caller learns nothing about other keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -270,6 +284,28 @@ mod tests {
         assert!(!read_only.may_write() && !read_only.may_create_tenants());
         assert!(key(None, false).may_create_tenants());
         assert!(Actor::Cli { user: "ops".into() }.may_create_tenants());
+    }
+
+    #[test]
+    fn a_key_is_refused_once_revoked_or_from_its_expiry_on() {
+        let now = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let key = KeySummary {
+            id: KeyId::generate(),
+            name: "k".into(),
+            scope: KeyScope { tenant: None, read_only: false },
+            created_at: now,
+            expires_at: None,
+            last_used_at: None,
+            revoked_at: None,
+        };
+        assert_eq!(key.refusal_at(now), None);
+        let later = chrono::Duration::seconds(1);
+        assert_eq!(KeySummary { expires_at: Some(now + later), ..key.clone() }.refusal_at(now), None);
+        assert_eq!(
+            KeySummary { expires_at: Some(now), ..key.clone() }.refusal_at(now),
+            Some(KeyRefusal::Expired)
+        );
+        assert_eq!(KeySummary { revoked_at: Some(now), ..key }.refusal_at(now), Some(KeyRefusal::Revoked));
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub enum Created {
     Repeated(TenantRecord),
     /// The idempotency key was used before for a different request: nothing created.
     KeyReused,
+    /// A request under the same idempotency key is still being processed: nothing created
+    /// (its answer will be there to repeat once it has finished).
+    InProgress,
 }
 
 /// A workspace linked to a tenant.

@@ -61,6 +61,34 @@ impl fmt::Display for Label {
     }
 }
 
+/// An Events API event type as events are listed by it: Slack's are lower-case words joined by
+/// `_`, some by `.` (`app_mention`, `message`, `message.channels`), at most 255 bytes. A
+/// filter that cannot name any event Slack sends is refused rather than answered with nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventType(String);
+
+impl EventType {
+    /// What [`EventType::new`] takes, as a regular expression (ECMA-262, for the OpenAPI
+    /// document), besides the length.
+    pub const PATTERN: &'static str = "^[a-z0-9]+([_.][a-z0-9]+)*$";
+
+    pub fn new(value: impl Into<String>) -> Result<Self, ValidationError> {
+        let value = value.into();
+        let word = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        if value.len() > super::text::MAX_LEN || !value.split(['_', '.']).all(word) {
+            return Err(ValidationError::new(
+                "event type",
+                "must be lower-case words joined by `_` or `.`, like app_mention (at most 255 characters)",
+            ));
+        }
+        Ok(Self(value))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// What kind of delivery this is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventKind {
@@ -218,6 +246,35 @@ pub struct InboundEvent {
     /// For the app's own lifecycle events (uninstalled, tokens revoked): what to apply once
     /// the event has been dispatched.
     pub lifecycle: Option<super::Lifecycle>,
+}
+
+#[cfg(test)]
+mod event_type_tests {
+    use super::EventType;
+
+    #[test]
+    fn an_event_type_is_lower_case_words_joined_by_underscores_or_dots() {
+        for good in ["app_mention", "message", "message.channels", "app_home_opened", "a1"] {
+            assert_eq!(EventType::new(good).map(|t| t.as_str().to_owned()), Ok(good.to_owned()));
+        }
+        for bad in ["", "bad type!", "App_mention", "_x", "x_", "x..y", "x y", "é", &"a".repeat(256)] {
+            assert!(EventType::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    fn allowed() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        let inner = EventType::PATTERN.trim_start_matches('^').trim_end_matches('$');
+        proptest::string::string_regex(inner).unwrap().prop_filter("at most 255", |t| t.len() <= 255)
+    }
+
+    proptest::proptest! {
+        /// What the OpenAPI document's pattern allows (within 255 characters), the filter takes.
+        #[test]
+        fn every_type_the_pattern_allows_is_taken(t in allowed()) {
+            proptest::prop_assert!(EventType::new(t).is_ok());
+        }
+    }
 }
 
 #[cfg(test)]

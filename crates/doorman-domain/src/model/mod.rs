@@ -29,7 +29,7 @@ pub use directory::{
     LinkedWorkspace, NewTenant, Removed, TenantRecord, TenantSearch,
 };
 pub use event::{
-    Delivery, EventKind, ExternalEventId, Fingerprint, InboundEvent, Label, Payload, RetryReason,
+    Delivery, EventKind, EventType, ExternalEventId, Fingerprint, InboundEvent, Label, Payload, RetryReason,
 };
 pub use installation::{
     Freshness, Grant, Installation, Lifecycle, LinkState, OpenedState, Recorded, SlackToken, StateRefusal,

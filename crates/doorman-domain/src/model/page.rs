@@ -2,11 +2,11 @@
 //!
 //! Listings are keyset-paginated: a cursor is the position of the last item returned (a
 //! timestamp and a key), so pages stay correct while rows are added and cost one index range
-//! each. To a client a cursor is opaque text (base64url); it decodes only to a position this
-//! code wrote, and anything else is refused as a bad value of `cursor`.
+//! each. To a client a cursor is opaque text, `<microseconds since 1970>.<key>`, of a shape
+//! each listing states as a pattern ([`Cursor::pattern`], which the OpenAPI document carries):
+//! every text of that shape is taken, as the position it names, and anything else is refused
+//! as a bad value of `cursor`.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 
 use super::ValidationError;
@@ -78,25 +78,49 @@ impl<T, C> Page<T, C> {
     }
 }
 
+/// The most digits a cursor's time may have: 17 digits of microseconds reach the year 5138,
+/// within what a timestamp holds.
+const MAX_TIME_DIGITS: usize = 17;
+
 /// A position in a listing, written to and read from opaque cursor text.
 pub trait Cursor: Sized {
+    /// The pattern of the key part (ECMA-262, as OpenAPI and JSON Schema read it), which MUST
+    /// match exactly the keys `from_position` takes, written as `position` writes them.
+    const KEY_PATTERN: &'static str;
+
     fn position(&self) -> (DateTime<Utc>, String);
     fn from_position(at: DateTime<Utc>, key: &str) -> Option<Self>;
 
-    fn encode(&self) -> String {
-        let (at, key) = self.position();
-        URL_SAFE_NO_PAD.encode(format!("{}:{key}", at.timestamp_micros()))
+    /// The pattern of this listing's cursors: exactly the texts [`Cursor::decode`] takes.
+    fn pattern() -> String {
+        format!("^(0|[1-9][0-9]{{0,{}}})\\.{}$", MAX_TIME_DIGITS - 1, Self::KEY_PATTERN)
     }
 
+    fn encode(&self) -> String {
+        let (at, key) = self.position();
+        format!("{}.{key}", at.timestamp_micros())
+    }
+
+    /// The position `text` names: only text as [`Cursor::encode`] writes it (no leading zero,
+    /// no other spelling of the key), so what the pattern allows is what is taken.
     fn decode(text: &str) -> Result<Self, ValidationError> {
-        let refused = || ValidationError::new("cursor", "is not a cursor this API gave out");
-        let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| refused())?;
-        let text = String::from_utf8(bytes).map_err(|_| refused())?;
-        let (micros, key) = text.split_once(':').ok_or_else(refused)?;
+        let refused = || ValidationError::new("cursor", "is not a cursor this API gives out");
+        let (micros, key) = text.split_once('.').ok_or_else(refused)?;
+        if micros.is_empty() || micros.len() > MAX_TIME_DIGITS || !micros.bytes().all(|b| b.is_ascii_digit())
+        {
+            return Err(refused());
+        }
         let at = micros.parse::<i64>().ok().and_then(DateTime::from_timestamp_micros).ok_or_else(refused)?;
-        Self::from_position(at, key).ok_or_else(refused)
+        let cursor = Self::from_position(at, key).ok_or_else(refused)?;
+        if cursor.encode() != text {
+            return Err(refused());
+        }
+        Ok(cursor)
     }
 }
+
+/// A UUID as `Display` writes it: lower-case hex, hyphenated.
+const UUID_PATTERN: &str = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
 
 /// After this tenant (tenants are listed oldest first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +130,8 @@ pub struct TenantCursor {
 }
 
 impl Cursor for TenantCursor {
+    const KEY_PATTERN: &'static str = UUID_PATTERN;
+
     fn position(&self) -> (DateTime<Utc>, String) {
         (self.created_at, self.id.to_string())
     }
@@ -124,6 +150,9 @@ pub struct EventCursor {
 }
 
 impl Cursor for EventCursor {
+    /// An event id: 1 to 255 printable ASCII characters.
+    const KEY_PATTERN: &'static str = "[ -~]{1,255}";
+
     fn position(&self) -> (DateTime<Utc>, String) {
         (self.at, self.event_id.as_str().to_owned())
     }
@@ -141,6 +170,8 @@ pub struct JobCursor {
 }
 
 impl Cursor for JobCursor {
+    const KEY_PATTERN: &'static str = UUID_PATTERN;
+
     fn position(&self) -> (DateTime<Utc>, String) {
         (self.created_at, self.id.to_string())
     }
@@ -158,12 +189,16 @@ pub struct AuditCursor {
 }
 
 impl Cursor for AuditCursor {
+    /// A row's id: a positive number of at most 18 digits (ids are far below that).
+    const KEY_PATTERN: &'static str = "[1-9][0-9]{0,17}";
+
     fn position(&self) -> (DateTime<Utc>, String) {
         (self.at, self.id.to_string())
     }
 
     fn from_position(at: DateTime<Utc>, key: &str) -> Option<Self> {
-        Some(Self { at, id: key.parse().ok().filter(|id: &i64| *id > 0)? })
+        let id = key.parse().ok().filter(|id: &i64| (1..1_000_000_000_000_000_000).contains(id))?;
+        Some(Self { at, id })
     }
 }
 
@@ -186,20 +221,58 @@ mod tests {
             id: TenantId::generate(),
         };
         assert_eq!(TenantCursor::decode(&cursor.encode()).unwrap(), cursor);
-        for garbage in
-            ["", "not base64!", &URL_SAFE_NO_PAD.encode("12:not-a-uuid"), &URL_SAFE_NO_PAD.encode("x")]
-        {
+        let upper = format!("1700000000123456.{}", cursor.id.to_string().to_uppercase());
+        for garbage in [
+            "",
+            "not a cursor",
+            "12.not-a-uuid",
+            "x",
+            &format!("01700000000123456.{}", cursor.id),
+            &format!("123456789012345678.{}", cursor.id),
+            &format!("-1.{}", cursor.id),
+            &upper,
+        ] {
             let error = TenantCursor::decode(garbage).unwrap_err();
             assert_eq!(error.what, "cursor", "{garbage}");
         }
         let audit = AuditCursor { at: cursor.created_at, id: 42 };
         assert_eq!(AuditCursor::decode(&audit.encode()).unwrap(), audit);
-        for not_a_row in ["1:-4", "1:0"] {
-            assert!(AuditCursor::decode(&URL_SAFE_NO_PAD.encode(not_a_row)).is_err(), "{not_a_row}");
+        for not_a_row in ["1.-4", "1.0", "1.042", "1.+4", "1.1000000000000000000"] {
+            assert!(AuditCursor::decode(not_a_row).is_err(), "{not_a_row}");
         }
-        let event = EventCursor { at: cursor.created_at, event_id: ExternalEventId::new("Ev1").unwrap() };
+        assert!(AuditCursor::decode("1.999999999999999999").is_ok(), "18 digits, as the pattern says");
+        let event =
+            EventCursor { at: cursor.created_at, event_id: ExternalEventId::new("Ev 1/<a>.b").unwrap() };
         assert_eq!(EventCursor::decode(&event.encode()).unwrap(), event);
-        assert!(EventCursor::decode(&URL_SAFE_NO_PAD.encode("1:Ev\n1")).is_err());
+        assert!(EventCursor::decode("1.Ev\n1").is_err());
+        assert!(
+            EventCursor::decode("99999999999999999.Ev1").is_ok(),
+            "17 digits of time, as the pattern says"
+        );
+    }
+
+    /// A strategy of every text `C::pattern()` allows (the anchors are the whole text).
+    fn allowed<C: Cursor>() -> impl proptest::strategy::Strategy<Value = String> {
+        let pattern = C::pattern();
+        let inner = pattern.trim_start_matches('^').trim_end_matches('$').to_owned();
+        proptest::string::string_regex(&inner).expect("the pattern is a regular expression")
+    }
+
+    proptest::proptest! {
+        /// What the OpenAPI document's pattern allows, the listing takes (Schemathesis sends
+        /// such cursors and expects them accepted), and what it takes it writes back the same.
+        #[test]
+        fn every_cursor_the_pattern_allows_is_taken(
+            tenant in allowed::<TenantCursor>(),
+            event in allowed::<EventCursor>(),
+            job in allowed::<JobCursor>(),
+            audit in allowed::<AuditCursor>(),
+        ) {
+            proptest::prop_assert_eq!(TenantCursor::decode(&tenant).map(|c| c.encode()), Ok(tenant));
+            proptest::prop_assert_eq!(EventCursor::decode(&event).map(|c| c.encode()), Ok(event));
+            proptest::prop_assert_eq!(JobCursor::decode(&job).map(|c| c.encode()), Ok(job));
+            proptest::prop_assert_eq!(AuditCursor::decode(&audit).map(|c| c.encode()), Ok(audit));
+        }
     }
 
     #[test]

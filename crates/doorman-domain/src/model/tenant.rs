@@ -115,10 +115,17 @@ impl AgentUrl {
         self.0.as_str()
     }
 
-    /// Scheme, host, port and path: no user, password or query, which may carry tokens.
-    pub fn redacted(&self) -> String {
-        let port = self.0.port().map(|p| format!(":{p}")).unwrap_or_default();
-        format!("{}://{}{port}{}", self.0.scheme(), self.0.host_str().unwrap_or(""), self.0.path())
+    /// The URL as operators see it (the API, the console, the audit trail, the command line):
+    /// the whole address dispatches go to, its query included (`…/agent?tenant=globex&v=2`:
+    /// an address, not a secret; the agent's secret is its own setting), but never a user or
+    /// password, which [`AgentUrl::from_operator`] refuses and a URL stored before that rule
+    /// may still carry.
+    pub fn shown(&self) -> String {
+        let mut url = self.0.clone();
+        // Both only fail for a URL that cannot have credentials, which then has none to drop.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        url.to_string()
     }
 }
 
@@ -240,7 +247,7 @@ mod tests {
     }
 
     #[test]
-    fn an_agent_url_is_absolute_http_with_a_host_and_prints_without_credentials() {
+    fn an_agent_url_is_absolute_http_with_a_host_and_is_shown_whole_without_credentials() {
         assert!(AgentUrl::parse("https://agent.example/slack").is_ok());
         for bad in
             ["agent.example/slack", "ftp://agent.example/x", "file:///etc/passwd", "http://", "not a url"]
@@ -248,7 +255,9 @@ mod tests {
             assert!(AgentUrl::parse(bad).is_err(), "{bad}");
         }
         let url = AgentUrl::parse("https://user:pw@agent.example:8443/hook?token=t0k").unwrap();
-        assert_eq!(url.redacted(), "https://agent.example:8443/hook");
+        assert_eq!(url.shown(), "https://agent.example:8443/hook?token=t0k");
+        let operators = AgentUrl::from_operator("https://agent.example/agent?tenant=globex&v=2").unwrap();
+        assert_eq!(operators.shown(), "https://agent.example/agent?tenant=globex&v=2");
         assert_eq!(
             url.as_str(),
             "https://user:pw@agent.example:8443/hook?token=t0k",

@@ -115,10 +115,13 @@ impl WorkspaceRef {
     /// Whether `id` names this workspace the way an operator refers to a link: its team id,
     /// or, for an org-wide install, its enterprise id.
     pub fn is_named_by(&self, id: &WorkspaceId) -> bool {
-        match &self.team_id {
-            Some(team) => team == id,
-            None => self.enterprise_id.as_ref() == Some(id),
-        }
+        self.name() == Some(id)
+    }
+
+    /// The id an operator refers to the link by: its team id, or, for an org-wide install,
+    /// its enterprise id.
+    pub fn name(&self) -> Option<&WorkspaceId> {
+        self.team_id.as_ref().or(self.enterprise_id.as_ref())
     }
 
     /// A single workspace (team) install.

@@ -17,8 +17,8 @@ use crate::model::{
     AgentSecret, AgentSummary, AgentUrl, AuditCursor, AuditEntry, AuditRecord, Created, EventCursor,
     EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId, KeyName, KeyScope,
     KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest, Platform,
-    ReceiptKey, ReceiptRecord, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayResult, TenantCursor,
-    TenantId, TenantName, TenantRecord, TenantSearch, WorkspaceRef,
+    ReceiptKey, ReceiptRecord, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,
+    TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch, WorkspaceRef,
 };
 
 /// Tenants.
@@ -29,7 +29,9 @@ pub trait Tenants: Send + Sync {
     /// With `idempotency`, MUST create at most one tenant per scope and key, also for
     /// concurrent calls: a later call with the same fingerprint MUST return
     /// `Created::Repeated` with the tenant the first call created, and one with another
-    /// fingerprint `Created::KeyReused`; neither writes anything.
+    /// fingerprint `Created::KeyReused`; a call while another under the same key is still
+    /// being processed MUST return `Created::InProgress` without waiting for it. None of these
+    /// writes anything.
     fn create(
         &self,
         tenant: &NewTenant,
@@ -276,6 +278,16 @@ pub trait ReplayJobs: Send + Sync {
         audit: &AuditEntry,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
 
+    /// Records every event of the job that has no outcome yet as `outcome`, ended now and
+    /// never started (no attempt), with `audit`, and marks the job finished, in one transaction.
+    fn refuse_pending(
+        &self,
+        tenant: TenantId,
+        id: ReplayJobId,
+        outcome: &ReplayOutcome,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
     /// Marks the job finished.
     fn finish(
         &self,
@@ -306,6 +318,10 @@ pub trait AdminKeys: Send + Sync {
 
     /// Every key, oldest first: never its secret or hash.
     fn list(&self) -> impl Future<Output = Result<Vec<KeySummary>, StorageError>> + Send;
+
+    /// One key (revoked or expired ones too), or `None` when there is no such key: never its
+    /// secret or hash.
+    fn get(&self, id: KeyId) -> impl Future<Output = Result<Option<KeySummary>, StorageError>> + Send;
 
     /// Revokes a key, with `audit`: from the next request on, in every process, it
     /// authenticates nothing. MUST return `false`, writing nothing, when there is no such

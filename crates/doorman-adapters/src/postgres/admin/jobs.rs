@@ -9,7 +9,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_domain::ports::ReplayJobs;
 use doorman_domain::{
     AuditEntry, Caller, ExternalEventId, Failure, JobCursor, JobEvent, NewReplayJob, Page, PageRequest,
-    ReceiptKey, ReplayAttempt, ReplayJob, ReplayJobId, ReplayResult, StorageError, TenantId,
+    ReceiptKey, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult, StorageError, TenantId,
 };
 use uuid::Uuid;
 
@@ -107,6 +107,15 @@ async fn job_row(
         .get_result(conn)
         .await
         .optional()
+}
+
+/// Marks the job finished: no process holds it any more.
+async fn finished(conn: &mut AsyncPgConnection, id: ReplayJobId) -> Result<(), diesel::result::Error> {
+    diesel::update(jobs::table.filter(jobs::id.eq(id.as_uuid())))
+        .set((jobs::finished_at.eq(diesel::dsl::now), jobs::runner_until.eq(None::<DateTime<Utc>>)))
+        .execute(conn)
+        .await
+        .map(drop)
 }
 
 impl ReplayJobs for PgReplayJobs {
@@ -358,19 +367,43 @@ impl ReplayJobs for PgReplayJobs {
         unit.finish(done).await
     }
 
+    async fn refuse_pending(
+        &self,
+        tenant: TenantId,
+        id: ReplayJobId,
+        outcome: &ReplayOutcome,
+        audit: &AuditEntry,
+    ) -> Result<(), StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                diesel::update(
+                    job_events::table
+                        .filter(job_events::job_id.eq(id.as_uuid()))
+                        .filter(job_events::outcome.is_null()),
+                )
+                .set((
+                    job_events::ended_at.eq(diesel::dsl::now),
+                    job_events::outcome.eq(outcome.as_str()),
+                    job_events::detail.eq(outcome.detail()),
+                ))
+                .execute(conn)
+                .await?;
+                finished(conn, id).await?;
+                audit::write(conn, audit).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
+    }
+
     async fn finish(&self, tenant: TenantId, id: ReplayJobId) -> Result<(), StorageError> {
         let mut unit = self.pool.unit().await?;
         let done = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
-                diesel::update(jobs::table.filter(jobs::id.eq(id.as_uuid())))
-                    .set((
-                        jobs::finished_at.eq(diesel::dsl::now),
-                        jobs::runner_until.eq(None::<DateTime<Utc>>),
-                    ))
-                    .execute(conn)
-                    .await
-                    .map(drop)
+                finished(conn, id).await
             })
             .await
             .map_err(from_diesel);

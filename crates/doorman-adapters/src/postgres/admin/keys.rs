@@ -205,10 +205,26 @@ impl AdminKeys for PgAdminKeys {
         Ok(rows.into_iter().map(KeyRow::summary).collect())
     }
 
+    async fn get(&self, id: KeyId) -> Result<Option<KeySummary>, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let row = admin_keys::table
+            .filter(admin_keys::id.eq(id.as_uuid()))
+            .select(KeyRow::as_select())
+            .first::<KeyRow>(&mut unit)
+            .await
+            .optional()
+            .map_err(from_diesel);
+        Ok(unit.finish(row).await?.map(KeyRow::summary))
+    }
+
     async fn revoke(&self, id: KeyId, audit: &AuditEntry) -> Result<bool, StorageError> {
         let mut unit = self.pool.unit().await?;
         let done = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                // The audit entry of a scoped key names its tenant: written acting for it.
+                if let Some(tenant) = audit.tenant {
+                    act_for(conn, tenant).await?;
+                }
                 let revoked = diesel::update(
                     admin_keys::table
                         .filter(admin_keys::id.eq(id.as_uuid()))

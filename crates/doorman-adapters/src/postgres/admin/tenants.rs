@@ -75,9 +75,10 @@ fn record((id, name, created_at, retain_payloads): Row) -> TenantRecord {
 }
 
 impl Tenants for PgTenants {
-    /// The idempotency row goes in with the tenant: two concurrent creations with one key both
-    /// reach its primary key, the second waits for the first to commit and then finds the
-    /// conflict, rolls back its tenant, and answers with the first one's.
+    /// The idempotency row goes in with the tenant, under a transaction-scoped advisory lock
+    /// of the scope and key taken first without waiting: a second creation with the key while
+    /// the first's transaction is open finds the lock taken and answers `InProgress` at once;
+    /// one after it finds the row, rolls back its tenant, and answers with the first one's.
     async fn create(
         &self,
         tenant: &NewTenant,
@@ -87,8 +88,13 @@ impl Tenants for PgTenants {
         let mut unit = self.pool.unit().await?;
         let fingerprint = idempotency.as_ref().map(|i| token_hash(&i.fingerprint));
         let created = unit
-            .transaction::<_, Stop<()>, _>(async |conn| {
+            .transaction::<_, Stop<Repeat>, _>(async |conn| {
                 act_for(conn, tenant.id).await?;
+                if let Some(idempotency) = &idempotency
+                    && !lock_key(conn, idempotency).await?
+                {
+                    return Err(Stop::Answer(Repeat::InProgress));
+                }
                 let row: Row = diesel::insert_into(tenants::table)
                     .values((tenants::id.eq(tenant.id.as_uuid()), tenants::name.eq(tenant.name.as_str())))
                     .returning(COLUMNS)
@@ -114,7 +120,7 @@ impl Tenants for PgTenants {
                         .execute(conn)
                         .await?;
                     if remembered == 0 {
-                        return Err(Stop::Answer(()));
+                        return Err(Stop::Answer(Repeat::Answered));
                     }
                 }
                 audit::write(conn, audit).await?;
@@ -125,7 +131,9 @@ impl Tenants for PgTenants {
             match created {
                 Ok(tenant) => Ok(Created::New(tenant)),
                 Err(stop) => {
-                    stop.into_result()?;
+                    if stop.into_result()? == Repeat::InProgress {
+                        return Ok(Created::InProgress);
+                    }
                     let (Some(idempotency), Some(fingerprint)) = (idempotency, fingerprint) else {
                         return Err(StorageError::Unexpected("an idempotent repeat without a key".into()));
                     };
@@ -343,6 +351,36 @@ pub(crate) async fn purge_deleted_tenant(
     .execute(conn)
     .await?;
     Ok(deleted as u64)
+}
+
+/// Why a creation under an idempotency key rolled back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Repeat {
+    /// Another creation under the key holds its lock: still being processed.
+    InProgress,
+    /// The key's row is there: a request under it was answered before.
+    Answered,
+}
+
+/// Takes the idempotency key's lock for this transaction, if no other transaction holds it;
+/// `false` when one does (never waits). Keyed by a hash of the scope and key: two keys
+/// sharing a hash only ever make a concurrent repeat of the other answer "in progress".
+async fn lock_key(
+    conn: &mut AsyncPgConnection,
+    idempotency: &Idempotency,
+) -> Result<bool, diesel::result::Error> {
+    #[derive(QueryableByName)]
+    struct Locked {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        locked: bool,
+    }
+    let name = format!("admin_idempotency {} {}", idempotency.scope, idempotency.key.as_str());
+    let Locked { locked } =
+        diesel::sql_query("SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked")
+            .bind::<diesel::sql_types::Text, _>(name)
+            .get_result(conn)
+            .await?;
+    Ok(locked)
 }
 
 /// The tenant the first request under this key created, or `KeyReused` when that request

@@ -139,3 +139,45 @@ async fn a_key_for_every_tenant_makes_lists_and_revokes_keys_and_a_scoped_one_ca
         "{actions:?}"
     );
 }
+
+/// A scoped key's revocation is part of its tenant's story: in the tenant's trail, on its
+/// customer's own audit page (read with another of its keys), and in the trail kept after the
+/// tenant is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scoped_keys_revocation_is_in_its_tenants_trail_before_and_after_offboarding() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    let portal = key(&db, Some(&tenant), true).await;
+    let made = admin.post("/admin/v1/keys", &root, json!({"name": "support", "tenant_id": tenant})).await;
+    assert_eq!(made.status, 201, "{made:?}");
+    let id = made.body["id"].as_str().unwrap().to_owned();
+    let revoked = admin.call(Method::DELETE, &format!("/admin/v1/keys/{id}"), Some(&root), None).await;
+    assert_eq!(revoked.status, 204, "{revoked:?}");
+
+    let revocations = |page: &serde_json::Value| -> Vec<(String, String)> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["action"] == "key.revoke")
+            .map(|e| {
+                (
+                    e["tenant_id"].as_str().unwrap_or("none").to_owned(),
+                    e["target"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let expected = vec![(tenant.clone(), id.clone())];
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}"), &root).await;
+    assert_eq!(revocations(&trail.body), expected, "the tenant's trail: {trail:?}");
+    let own = admin.get("/admin/v1/audit", &portal).await;
+    assert_eq!(revocations(&own.body), expected, "the customer's own audit: {own:?}");
+
+    let deleted = admin.call(Method::DELETE, &format!("/admin/v1/tenants/{tenant}"), Some(&root), None).await;
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+    let kept = admin.get(&format!("/admin/v1/audit?tenant={tenant}"), &root).await;
+    assert_eq!(revocations(&kept.body), expected, "the trail kept after offboarding: {kept:?}");
+}

@@ -18,6 +18,7 @@ use crate::helpers::{
     wait_for_directory_notice_since,
 };
 
+mod declared;
 mod keys;
 mod offboarding;
 mod replays;
@@ -359,10 +360,26 @@ async fn every_refusal_is_a_problem_with_the_right_status() {
         json!({"dry_run": true}),
         json!({"failed_since": "2026-01-01T00:00:00Z", "stranded": true}),
         json!({"stranded": false}),
-        json!({"failed_since": "yesterday"}),
+        json!({"failed_since": 5}),
     ] {
-        problem(&admin.post(&t("/replays"), &root, body).await, 400, None);
+        let refused = admin.post(&t("/replays"), &root, body).await;
+        problem(&refused, 400, None);
+        assert!(!refused.body["detail"].as_str().unwrap().contains("line 0"), "{refused:?}");
     }
+    // An instant that is not one is a refused value of its field, as in a query.
+    problem(
+        &admin.post(&t("/replays"), &root, json!({"failed_since": "garbage"})).await,
+        422,
+        Some("failed_since"),
+    );
+    // A replay's body is an object or nothing: null is neither.
+    let null = admin.call(Method::POST, &t("/events/Ev1/replay"), Some(&root), Some(Value::Null)).await;
+    problem(&null, 400, None);
+    // An event type Slack cannot send is refused, not answered with an empty page.
+    for kind in ["bad%20type!", "App_mention", "message.", "%00"] {
+        problem(&admin.get(&t(&format!("/events?state=failed&type={kind}")), &root).await, 422, Some("type"));
+    }
+    assert_eq!(admin.get(&t("/events?state=failed&type=message.channels"), &root).await.status, 200);
 
     // 404: unknown tenant or event; an event with no receipt says `unknown` as `receipts show` does.
     let ghost = TenantId::generate();
@@ -480,7 +497,7 @@ async fn a_revoked_key_is_refused_at_once_by_every_admin_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn twenty_concurrent_identical_creations_make_one_tenant_and_a_different_body_is_refused() {
+async fn twenty_concurrent_identical_creations_make_one_tenant_and_a_different_body_is_unprocessable() {
     let db = TestDatabase::create().await;
     let admin = std::sync::Arc::new(Admin::start(&db, &[]).await);
     let root = key(&db, None, false).await;
@@ -497,10 +514,23 @@ async fn twenty_concurrent_identical_creations_make_one_tenant_and_a_different_b
         }
     }))
     .await;
-    let first = &answers[0].body;
-    for answer in &answers {
-        assert_eq!(answer.status, 201, "{answer:?}");
-        assert_eq!(&answer.body, first, "every answer is the first one");
+    // Each is answered with the tenant, or (draft-ietf-httpapi-idempotency-key-header) told
+    // with a 409 that the first request under the key is still being processed.
+    let created: Vec<&Value> = answers.iter().filter(|a| a.status == 201).map(|a| &a.body).collect();
+    for answer in answers.iter().filter(|a| a.status != 201) {
+        problem(answer, 409, Some("Idempotency-Key"));
+        assert_eq!(answer.body["type"], "urn:doorman:problem:idempotency-key-in-use", "{answer:?}");
+    }
+    let repeat = admin
+        .http
+        .post(format!("{}/admin/v1/tenants", admin.base))
+        .bearer_auth(&root)
+        .header("idempotency-key", "onboard-acme")
+        .json(&json!({"name": "Acme"}));
+    let repeat = answer(repeat.send().await.unwrap()).await;
+    assert_eq!(repeat.status, 201, "once the first has finished, its answer: {repeat:?}");
+    for body in created {
+        assert_eq!(body, &repeat.body, "every answer is the first one");
     }
     let listed = admin.get("/admin/v1/tenants", &root).await;
     assert_eq!(listed.body["items"].as_array().unwrap().len(), 1, "exactly one tenant: {listed:?}");
@@ -511,7 +541,9 @@ async fn twenty_concurrent_identical_creations_make_one_tenant_and_a_different_b
         .bearer_auth(&root)
         .header("idempotency-key", "onboard-acme")
         .json(&json!({"name": "Not Acme"}));
-    problem(&answer(other.send().await.unwrap()).await, 409, Some("Idempotency-Key"));
+    let reused = answer(other.send().await.unwrap()).await;
+    problem(&reused, 422, Some("Idempotency-Key"));
+    assert_eq!(reused.body["type"], "urn:doorman:problem:idempotency-key-reused", "{reused:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -621,6 +653,19 @@ async fn pages_follow_their_cursor_and_install_links_and_replays_answer_as_docum
         }
     }
     assert_eq!(seen, made);
+    // Any cursor of the listing's documented shape names a position (here: before them all);
+    // another shape is refused, naming `cursor`.
+    let anywhere = admin.get("/admin/v1/tenants?cursor=0.00000000-0000-0000-0000-000000000000", &root).await;
+    assert_eq!(anywhere.body["items"].as_array().map(Vec::len), Some(5), "{anywhere:?}");
+    let pattern = admin.call(Method::GET, "/admin/v1/openapi.json", None, None).await.body["paths"]
+        ["/admin/v1/tenants"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "cursor")
+        .map(|p| p["schema"]["pattern"].clone());
+    assert!(pattern.is_some_and(|p| p.is_string()), "the document states the cursor's shape");
+    problem(&admin.get("/admin/v1/tenants?cursor=0.not-a-tenant", &root).await, 422, Some("cursor"));
 
     let tenant = &made[0];
     let link = admin
@@ -701,14 +746,16 @@ async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
     let created = call(Method::POST, "/admin/v1/tenants", &root, json!({"name": "Acme"})).await;
     let tenant = serde_json::from_str::<Value>(&created).unwrap()["id"].as_str().unwrap().to_owned();
     bodies.push(created);
-    let agent =
-        json!({"url": "http://127.0.0.1:9/agent?token=url-secret-t0k", "signing_secret": AGENT_SECRET});
+    let agent = json!({"url": "http://127.0.0.1:9/agent?tenant=globex&v=2", "signing_secret": AGENT_SECRET});
     bodies.push(call(Method::PUT, &format!("/admin/v1/tenants/{tenant}/agent"), &root, agent).await);
     let refused = json!({"url": "ftp://x", "signing_secret": "whsec_bm90LWJhc2U2NCE"});
     bodies.push(call(Method::PUT, &format!("/admin/v1/tenants/{tenant}/agent"), &root, refused).await);
     let wrong = format!("{root}wrong");
     bodies.push(call(Method::GET, "/admin/v1/tenants", &wrong, json!(null)).await);
-    bodies.push(call(Method::GET, &format!("/admin/v1/tenants/{tenant}/agent"), &root, json!(null)).await);
+    let shown = call(Method::GET, &format!("/admin/v1/tenants/{tenant}/agent"), &root, json!(null)).await;
+    // The agent's URL is an address, shown whole (its query is how dispatches reach the agent).
+    assert!(shown.contains(r#""url":"http://127.0.0.1:9/agent?tenant=globex&v=2""#), "{shown}");
+    bodies.push(shown);
 
     let logs = process.logs();
     assert!(logs.contains("admin request") && logs.contains("401"), "the process did log: {logs}");
@@ -725,7 +772,7 @@ async fn no_key_secret_or_token_reaches_the_admin_processs_logs_or_answers() {
     let key_secret = root.splitn(3, '_').nth(2).unwrap();
     let encryption_key = TEST_KEYS.trim_start_matches("test:");
     let agent_key = AGENT_SECRET.trim_start_matches("whsec_");
-    for secret in [key_secret, &root, &wrong, AGENT_SECRET, agent_key, encryption_key, "url-secret-t0k"] {
+    for secret in [key_secret, &root, &wrong, AGENT_SECRET, agent_key, encryption_key] {
         assert!(!logs.contains(secret), "a secret reached the logs: {secret}");
         assert!(
             bodies.iter().all(|b| !b.contains(secret)),
@@ -755,4 +802,53 @@ async fn a_key_cannot_link_a_team_inside_an_enterprise_another_tenant_holds_org_
     problem(&admin.post(&links(&org), &root, json!({"enterprise_id": "E2"})).await, 409, None);
     let org_links = admin.get(&links(&org), &root).await;
     assert_eq!(org_links.body["items"].as_array().map(Vec::len), Some(1), "{org_links:?}");
+}
+
+/// An agent's URL is the address dispatches go to, query and all: the API's answer, the audit
+/// entry and the console's tenant page show it whole, as it was set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_url_is_shown_whole_with_its_query_in_the_answer_the_audit_and_the_console() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Globex").await;
+    let url = "http://127.0.0.1:9/agent?tenant=globex&v=2";
+    let set = admin
+        .put(
+            &format!("/admin/v1/tenants/{tenant}/agent"),
+            &root,
+            json!({"url": url, "signing_secret": AGENT_SECRET}),
+        )
+        .await;
+    assert_eq!(set.body["url"], url, "{set:?}");
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{tenant}/agent"), &root).await.body["url"], url);
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}"), &root).await;
+    let audited =
+        trail.body["items"].as_array().unwrap().iter().find(|e| e["action"] == "agent.set").cloned();
+    assert_eq!(audited.map(|e| e["target"].clone()), Some(json!(url)), "{trail:?}");
+
+    // The console's tenant page, signed in with the key (no browser needed to read it).
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let signed_in = http
+        .post(format!("{}/console/sign-in", admin.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(crate::helpers::form_urlencoded_pair("key", &root))
+        .send()
+        .await
+        .unwrap();
+    let cookie = signed_in.headers().get("set-cookie").and_then(|c| c.to_str().ok()).unwrap_or_default();
+    let session = cookie.split(';').next().unwrap_or_default().to_owned();
+    assert!(!session.is_empty(), "a session: {signed_in:?}");
+    let page = http
+        .get(format!("{}/console/tenants/{tenant}", admin.base))
+        .header("cookie", session)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // (HTML escapes `&`, as `&#38;` here: read back as text.)
+    let text = page.replace("&#38;", "&").replace("&amp;", "&");
+    assert!(text.contains(&format!("<code>{url}</code>")), "{page}");
 }

@@ -210,3 +210,76 @@ async fn a_job_left_by_a_process_that_stopped_is_resumed_where_it_stopped() {
         finished["events"].as_array().unwrap().iter().map(|e| e["outcome"].as_str().unwrap()).collect();
     assert_eq!(outcomes, ["handled", "unknown"], "the recorded event kept, the other tried: {finished}");
 }
+
+/// A job's events are sent on behalf of the key that asked for it, which is checked when the
+/// job runs as on every request: a job still queued when its key is revoked sends nothing,
+/// and says why for each event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_job_whose_key_was_revoked_meanwhile_sends_nothing_and_says_why() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    let t = |rest: &str| format!("/admin/v1/tenants/{tenant}{rest}");
+    assert_eq!(admin.post(&t("/workspaces"), &root, json!({"team_id": "TREVOKED"})).await.status, 201);
+    let set =
+        admin.put(&t("/agent"), &root, json!({"url": agent.url(), "signing_secret": AGENT_SECRET})).await;
+    assert_eq!(set.status, 200);
+    assert_eq!(admin.put(&t("/retain-payloads"), &root, json!({"enabled": true})).await.status, 200);
+    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let base = format!("http://{}", server.addr());
+    // A failed event whose payload is kept: a replay would send it.
+    agent.answer_with(500);
+    assert_eq!(post(&base, "TREVOKED", "EvKeyGone", "app_mention").await, 200);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while ids(&admin.get(&t("/events?state=failed"), &root).await.body) != ["EvKeyGone"] {
+        assert!(tokio::time::Instant::now() < deadline, "the event never failed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    agent.answer_with(200);
+    let sent_live = agent.count_for("EvKeyGone");
+
+    // Its job, queued by a key that is revoked before any process takes the job.
+    let made = admin.post("/admin/v1/keys", &root, json!({"name": "support", "tenant_id": tenant})).await;
+    assert_eq!(made.status, 201, "{made:?}");
+    let asker = made.body["id"].as_str().unwrap().to_owned();
+    let revoked =
+        admin.call(reqwest::Method::DELETE, &format!("/admin/v1/keys/{asker}"), Some(&root), None).await;
+    assert_eq!(revoked.status, 204, "{revoked:?}");
+    let job = uuid::Uuid::new_v4();
+    diesel_async::SimpleAsyncConnection::batch_execute(&mut db.owner().await, &format!(
+        "INSERT INTO admin_replay_jobs (id, tenant_id, selection, actor_kind, actor_id, actor_name, request_id) \
+         VALUES ('{job}', '{tenant}', 'event EvKeyGone', 'key', '{asker}', 'support', 'req-queued'); \
+         INSERT INTO admin_replay_job_events (job_id, position, tenant_id, platform, external_event_id) \
+         VALUES ('{job}', 0, '{tenant}', 'slack', 'EvKeyGone')"
+    ))
+    .await
+    .unwrap();
+
+    let path = t(&format!("/replays/{job}"));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let finished = loop {
+        let read = admin.get(&path, &root).await;
+        if read.body["state"] == "finished" {
+            break read.body;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never run: {read:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let event = &finished["events"][0];
+    assert_eq!(event["outcome"], "not_sent", "{finished}");
+    assert!(event["detail"].as_str().unwrap().contains(&format!("({asker}) was revoked")), "{finished}");
+    assert_eq!(agent.count_for("EvKeyGone"), sent_live, "nothing was sent again");
+    assert_eq!(admin.get(&t("/events/EvKeyGone"), &root).await.body["status"], "failed");
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}"), &root).await;
+    let stopped = trail.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "event.replay")
+        .unwrap_or_else(|| panic!("the stop is audited: {trail:?}"));
+    assert_eq!(stopped["actor_id"], asker.as_str(), "{stopped}");
+    assert!(stopped["target"].as_str().unwrap().contains(&job.to_string()), "{stopped}");
+    server.shutdown().await;
+}

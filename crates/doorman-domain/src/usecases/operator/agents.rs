@@ -28,7 +28,7 @@ impl<P: OperatorPorts> Operator<P> {
             .check(&url)
             .await
             .map_err(|reason| OperatorError::Refused { what: "agent URL", reason })?;
-        let audit = entry(caller, AuditAction::AgentSet, tenant, url.redacted());
+        let audit = entry(caller, AuditAction::AgentSet, tenant, url.shown());
         Ok(self.ports.agents().set(tenant, &url, &secret, &audit).await?)
     }
 

@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use super::Operator;
 use crate::errors::OperatorError;
 use crate::model::{
-    Attempt, Caller, EventCursor, EventFilter, EventReport, EventState, ExternalEventId, Page, PageRequest,
-    Platform, ReceiptKey, ReceiptRecord, TenantId,
+    Attempt, Caller, EventCursor, EventFilter, EventReport, EventState, EventType, ExternalEventId, Page,
+    PageRequest, Platform, ReceiptKey, ReceiptRecord, TenantId,
 };
 use crate::ports::{Clock, Ledger, OperatorPorts, ReplayJobs};
 
@@ -17,7 +17,7 @@ pub struct EventQuery {
     pub since: Option<DateTime<Utc>>,
     /// Before this, likewise.
     pub until: Option<DateTime<Utc>>,
-    pub event_type: Option<String>,
+    pub event_type: Option<EventType>,
 }
 
 impl<P: OperatorPorts> Operator<P> {
@@ -57,7 +57,7 @@ impl<P: OperatorPorts> Operator<P> {
             state,
             since: query.since,
             until: query.until,
-            event_type: query.event_type,
+            event_type: query.event_type.map(|t| t.as_str().to_owned()),
             stranded_before: self.stranded_before(),
         };
         let found = self.ports.ledger().list(tenant, &filter, page).await?;

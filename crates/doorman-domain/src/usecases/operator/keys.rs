@@ -83,18 +83,17 @@ impl<P: OperatorPorts> Operator<P> {
         self.may_manage_keys(caller)?;
         self.ports
             .keys()
-            .list()
+            .get(id)
             .await?
-            .into_iter()
-            .find(|key| key.id == id)
             .ok_or_else(|| OperatorError::NotFound { what: "key", id: id.to_string() })
     }
 
     /// Revokes a key: its next request, to any admin process, is refused. A key may revoke
-    /// itself (the last thing it does).
+    /// itself (the last thing it does). A scoped key's revocation is audited under its tenant,
+    /// so it is in that tenant's trail (and its customer's audit page) like the key's creation.
     pub async fn revoke_key(&self, caller: &Caller, id: KeyId) -> Result<(), OperatorError> {
-        self.may_manage_keys(caller)?;
-        let audit = AuditEntry::new(caller, AuditAction::KeyRevoke, None, Some(id.to_string()));
+        let key = self.key(caller, id).await?;
+        let audit = AuditEntry::new(caller, AuditAction::KeyRevoke, key.scope.tenant, Some(id.to_string()));
         if self.ports.keys().revoke(id, &audit).await? {
             Ok(())
         } else {

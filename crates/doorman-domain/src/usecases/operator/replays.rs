@@ -11,11 +11,12 @@ use chrono::{DateTime, Utc};
 use super::{Operator, entry};
 use crate::errors::OperatorError;
 use crate::model::{
-    AuditAction, Caller, JobCursor, NewReplayJob, Page, PageRequest, ReplayJob, ReplayJobId, ReplayResult,
-    ReplaySelection, Replayed, TenantId,
+    Actor, AuditAction, Caller, JobCursor, KeyRefusal, NewReplayJob, Page, PageRequest, ReplayJob,
+    ReplayJobId, ReplayOutcome, ReplayResult, ReplaySelection, Replayed, TenantId,
 };
 use crate::ports::{
-    AgentBridge, Clock, Installations, OperatorPorts, ReceiptStore, ReplayJobs, StoredEvents, TenantDirectory,
+    AdminKeys, AgentBridge, Clock, Installations, OperatorPorts, ReceiptStore, ReplayJobs, StoredEvents,
+    TenantDirectory,
 };
 use crate::usecases::Inbound;
 
@@ -93,6 +94,10 @@ impl<P: OperatorPorts> Operator<P> {
     /// with its own audit entry (on behalf of whoever asked for the job), renewing the job's
     /// hold after each (`hold_for` must outlast one event's replay), then marks it finished.
     /// Safe to run again after a process stopped: recorded events are not sent again.
+    ///
+    /// Each event is sent on behalf of the key that asked for the job, so that key is checked
+    /// before each one, as it would be by a request: once it is revoked, expired or gone (with
+    /// its tenant), the events left are recorded as not sent, saying why, and the job ends.
     pub async fn run_replay_job<D, B, R, I, C, S>(
         &self,
         inbound: &Inbound<D, B, R, I, C>,
@@ -114,7 +119,15 @@ impl<P: OperatorPorts> Operator<P> {
             .get(tenant, id)
             .await?
             .ok_or(OperatorError::NotFound { what: "replay job", id: id.to_string() })?;
-        for (position, event) in jobs.pending(tenant, id).await? {
+        let pending = jobs.pending(tenant, id).await?;
+        let count = pending.len();
+        for (tried, (position, event)) in pending.into_iter().enumerate() {
+            if let Some(refused) = self.requester_refused(&job.requested_by).await? {
+                let outcome = ReplayOutcome::NotSent(refused);
+                let target = format!("{} events left: {} (job {id})", count - tried, outcome.detail());
+                let audit = entry(&job.requested_by, AuditAction::EventReplay, tenant, target);
+                return Ok(jobs.refuse_pending(tenant, id, &outcome, &audit).await?);
+            }
             let started_at = self.ports.clock().now();
             let (outcome, failure_before) =
                 inbound.replay_event(stored, tenant, &event, self.settings.replay_hold).await;
@@ -131,6 +144,24 @@ impl<P: OperatorPorts> Operator<P> {
             jobs.hold(tenant, id, self.until(hold_for)).await?;
         }
         Ok(jobs.finish(tenant, id).await?)
+    }
+
+    /// Why the key that asked for a job may no longer act for it, or `None` when it may (a
+    /// job the command line asked for: no key).
+    async fn requester_refused(&self, requester: &Caller) -> Result<Option<String>, OperatorError> {
+        let Actor::Key(key) = &requester.actor else { return Ok(None) };
+        let refusal = match self.ports.keys().get(key.id).await? {
+            None => Some(KeyRefusal::Unknown),
+            Some(found) => found.refusal_at(self.ports.clock().now()),
+        };
+        Ok(refusal.map(|refusal| {
+            let what = match refusal {
+                KeyRefusal::Revoked => "was revoked",
+                KeyRefusal::Expired => "has expired",
+                _ => "no longer exists",
+            };
+            format!("the key that asked for the job ({}) {what}", key.id)
+        }))
     }
 
     /// One of the tenant's replay jobs, with each event's outcome so far.

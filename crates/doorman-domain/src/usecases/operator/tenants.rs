@@ -1,7 +1,9 @@
 //! Creating, reading and listing tenants; whether a tenant keeps payloads for replay.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::{Operator, entry};
-use crate::errors::OperatorError;
+use crate::errors::{OperatorError, StorageError};
 use crate::model::{
     AuditAction, AuditEntry, Caller, Created, Idempotency, IdempotencyKey, NewTenant, Page, PageRequest,
     TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
@@ -17,6 +19,9 @@ pub const PURGE_BATCH: u32 = 10_000;
 pub struct Offboarded {
     /// Its receipts (its kept payloads and request fingerprints went with its directory).
     pub receipts: u64,
+    /// Some of its receipts are left: their deletion stopped (its `tenant.purge` audit entry
+    /// says why), and the next `receipts prune` deletes them. The tenant is deleted all the same.
+    pub receipts_left: bool,
 }
 
 /// A tenant just created, or the one an idempotent repeat was first answered with.
@@ -30,7 +35,8 @@ pub struct CreatedTenant {
 impl<P: OperatorPorts> Operator<P> {
     /// Creates a tenant. Only a caller for every tenant may. With an idempotency key, the
     /// same request again returns the first answer and creates nothing; the key with a
-    /// different request is refused.
+    /// different request is refused, and so is any request under it while the first is
+    /// still being processed.
     pub async fn create_tenant(
         &self,
         caller: &Caller,
@@ -58,6 +64,7 @@ impl<P: OperatorPorts> Operator<P> {
             Created::New(tenant) => Ok(CreatedTenant { tenant, new: true }),
             Created::Repeated(tenant) => Ok(CreatedTenant { tenant, new: false }),
             Created::KeyReused => Err(OperatorError::IdempotencyKeyReused),
+            Created::InProgress => Err(OperatorError::IdempotencyKeyInUse),
         }
     }
 
@@ -95,8 +102,12 @@ impl<P: OperatorPorts> Operator<P> {
     /// installations and tokens, agent, kept payloads, scoped keys), then its receipts in
     /// batches of [`PURGE_BATCH`]. The audit trail keeps the tenant's entries and records
     /// this one. Only a caller for every tenant, and not read-only, may: a scoped key cannot
-    /// delete its own tenant. If the receipts' deletion stops half way, `receipts prune`
-    /// finishes it.
+    /// delete its own tenant.
+    ///
+    /// Once the tenant's deletion has committed, the answer is that it is deleted, whatever
+    /// follows: deleting its receipts is a run of its own, audited before (`tenant.purge`
+    /// `started`) and after (how many, or why it stopped). One that stops is answered as
+    /// `receipts_left`, and the next `receipts prune` finishes it.
     pub async fn delete_tenant(
         &self,
         caller: &Caller,
@@ -113,12 +124,26 @@ impl<P: OperatorPorts> Operator<P> {
         if !self.ports.tenants().delete(tenant, &audit).await? {
             return Err(OperatorError::UnknownTenant(tenant));
         }
-        let mut receipts = 0;
+        let deleted = AtomicU64::new(0);
+        let purge = self.purge_receipts(tenant, &deleted);
+        let done = |receipts: &u64| format!("{receipts} receipts deleted");
+        match self.recorded_run(caller, AuditAction::TenantPurge, Some(tenant), purge, done).await {
+            Ok(receipts) => Ok(Offboarded { receipts, receipts_left: false }),
+            Err(error) => {
+                tracing::warn!(tenant.id = %tenant, error = %error, "a deleted tenant's receipts are left; the next `receipts prune` deletes them");
+                Ok(Offboarded { receipts: deleted.load(Ordering::Relaxed), receipts_left: true })
+            }
+        }
+    }
+
+    /// Deletes a deleted tenant's receipts, a batch at a time, until a batch comes back
+    /// short; counts them in `deleted` as they go (what went before a batch failed counts).
+    async fn purge_receipts(&self, tenant: TenantId, deleted: &AtomicU64) -> Result<u64, StorageError> {
         loop {
             let purged = self.ports.tenants().purge_receipts(tenant, PURGE_BATCH).await?;
-            receipts += purged;
+            let total = deleted.fetch_add(purged, Ordering::Relaxed) + purged;
             if purged < u64::from(PURGE_BATCH) {
-                return Ok(Offboarded { receipts });
+                return Ok(total);
             }
         }
     }

@@ -277,17 +277,65 @@ async fn deleting_a_tenant_removes_its_directory_with_an_audit_entry_then_its_re
         .times(1)
         .in_sequence(&mut seq)
         .returning(|_, _| ready(Ok(true)));
-    let batches = std::sync::Arc::new(std::sync::Mutex::new(vec![7, 10_000, 10_000]));
-    let left = batches.clone();
+    purge_recorded(&mut ports, &mut seq, "started");
+    let batches = std::sync::Arc::new(std::sync::Mutex::new(vec![Ok(7), Ok(10_000), Ok(10_000)]));
+    purges(&mut ports, &mut seq, batches);
+    purge_recorded(&mut ports, &mut seq, "20007 receipts deleted");
+    let offboarded = ports.build().delete_tenant(&key(None, false), own()).await.unwrap();
+    assert_eq!(
+        offboarded,
+        super::tenants::Offboarded { receipts: 20_007, receipts_left: false },
+        "until a batch comes back short"
+    );
+}
+
+/// The tenant's purge audited with `target`, next in `seq`.
+fn purge_recorded(ports: &mut Ports, seq: &mut Sequence, target: &'static str) {
+    ports
+        .audit
+        .expect_record()
+        .withf(move |e| {
+            e.action == AuditAction::TenantPurge
+                && e.tenant == Some(own())
+                && e.target.as_deref() == Some(target)
+        })
+        .times(1)
+        .in_sequence(seq)
+        .returning(|_| ready(Ok(())));
+}
+
+/// The tenant's receipts purged a batch at a time, each answering the last of `batches`.
+fn purges(
+    ports: &mut Ports,
+    seq: &mut Sequence,
+    batches: std::sync::Arc<std::sync::Mutex<Vec<Result<u64, StorageError>>>>,
+) {
+    let count = batches.lock().unwrap().len();
     ports
         .tenants
         .expect_purge_receipts()
         .withf(|tenant, batch| *tenant == own() && *batch == super::tenants::PURGE_BATCH)
-        .times(3)
-        .in_sequence(&mut seq)
-        .returning(move |_, _| ready(Ok(left.lock().unwrap().pop().unwrap())));
-    let offboarded = ports.build().delete_tenant(&key(None, false), own()).await.unwrap();
-    assert_eq!(offboarded.receipts, 20_007, "until a batch comes back short");
+        .times(count)
+        .in_sequence(seq)
+        .returning(move |_, _| ready(batches.lock().unwrap().pop().unwrap()));
+}
+
+#[tokio::test]
+async fn a_tenant_whose_receipts_stop_going_is_still_answered_deleted_with_receipts_left_and_why_audited() {
+    let mut ports = Ports::new().with_own_tenant();
+    let mut seq = Sequence::new();
+    ports.tenants.expect_delete().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(true)));
+    purge_recorded(&mut ports, &mut seq, "started");
+    let down = StorageError::Unavailable("no primary".into());
+    let batches = std::sync::Arc::new(std::sync::Mutex::new(vec![Err(down), Ok(10_000)]));
+    purges(&mut ports, &mut seq, batches);
+    purge_recorded(&mut ports, &mut seq, "stopped: storage unavailable: no primary");
+    let offboarded = ports.build().delete_tenant(&key(None, false), own()).await;
+    assert_eq!(
+        offboarded,
+        Ok(super::tenants::Offboarded { receipts: 10_000, receipts_left: true }),
+        "deleted: what went before the failure counted, the rest left to `receipts prune`"
+    );
 }
 
 #[tokio::test]
@@ -361,10 +409,11 @@ async fn creating_a_tenant_audits_it_in_the_same_call_and_scopes_the_idempotency
 }
 
 #[tokio::test]
-async fn an_idempotent_repeat_returns_the_first_tenant_and_a_reused_key_is_refused() {
+async fn an_idempotent_repeat_returns_the_first_tenant_and_a_reused_or_busy_key_is_refused() {
     for (answer, expected) in [
         (Created::Repeated(record(own())), Ok((own(), false))),
         (Created::KeyReused, Err(OperatorError::IdempotencyKeyReused)),
+        (Created::InProgress, Err(OperatorError::IdempotencyKeyInUse)),
     ] {
         let mut ports = Ports::new();
         ports.tenants.expect_create().times(1).return_once(move |_, _, _| ready(Ok(answer)));
@@ -532,18 +581,20 @@ async fn an_agent_whose_destination_is_refused_is_never_stored() {
 }
 
 #[tokio::test]
-async fn setting_an_agent_checks_the_destination_first_and_audits_the_url_without_credentials() {
+async fn setting_an_agent_checks_the_destination_first_and_audits_the_whole_url_without_credentials() {
     let mut ports = Ports::new().with_own_tenant();
     let mut seq = Sequence::new();
     ports.destinations.expect_check().times(1).in_sequence(&mut seq).returning(|_| ready(Ok(())));
     ports
         .agents
         .expect_set()
-        .withf(|_, _, _, audit| audit.target.as_deref() == Some("https://agent.example/slack"))
+        .withf(|_, _, _, audit| {
+            audit.target.as_deref() == Some("https://agent.example/slack?tenant=globex&v=2")
+        })
         .times(1)
         .in_sequence(&mut seq)
         .returning(|_, _, _, _| ready(Ok(())));
-    let url = AgentUrl::parse("https://user:pw@agent.example/slack?token=t0k").unwrap();
+    let url = AgentUrl::parse("https://user:pw@agent.example/slack?tenant=globex&v=2").unwrap();
     let secret = AgentSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
     ports.build().set_agent(&cli(), own(), url, secret).await.unwrap();
 }
@@ -791,12 +842,9 @@ mod replays {
         assert!(matches!(error, OperatorError::Forbidden(_)), "{error:?}");
     }
 
-    #[tokio::test]
-    async fn a_job_records_each_pending_events_outcome_on_behalf_of_who_asked_then_finishes() {
-        let mut ports = Ports::new();
-        let job = ReplayJobId::generate();
-        let asked = key(Some(own()), false);
-        let owner = asked.clone();
+    /// A started job of `total` events, one done, asked for by `by`.
+    fn asked_by(ports: &mut Ports, job: ReplayJobId, by: &Caller, total: u32) {
+        let owner = by.clone();
         ports.jobs.expect_get().returning(move |_, _| {
             ready(Ok(Some(ReplayJob {
                 id: job,
@@ -806,12 +854,30 @@ mod replays {
                 created_at: now(),
                 started_at: Some(now()),
                 finished_at: None,
-                total: 2,
+                total,
                 done: 1,
                 succeeded: 0,
                 events: vec![],
             })))
         });
+    }
+
+    /// The key behind `key(…)`, as the key store has it: revoked or not.
+    fn stored_key(ports: &mut Ports, revoked: bool) {
+        let id: KeyId = "5d9f7c2e-6a1b-4f3e-8c2d-1a2b3c4d5e6f".parse().unwrap();
+        ports
+            .keys
+            .expect_get()
+            .returning(move |asked| ready(Ok((asked == id).then(|| key_summary(id, Some(own()), revoked)))));
+    }
+
+    #[tokio::test]
+    async fn a_job_records_each_pending_events_outcome_on_behalf_of_who_asked_then_finishes() {
+        let mut ports = Ports::new();
+        let job = ReplayJobId::generate();
+        let asked = key(Some(own()), false);
+        asked_by(&mut ports, job, &asked, 2);
+        stored_key(&mut ports, false);
         let mut seq = Sequence::new();
         ports
             .jobs
@@ -843,6 +909,69 @@ mod replays {
             .run_replay_job(&inbound(), &stored(vec![]), own(), job, Duration::from_secs(120))
             .await
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_job_whose_key_was_revoked_sends_nothing_more_and_records_the_rest_as_not_sent() {
+        let mut ports = Ports::new();
+        let job = ReplayJobId::generate();
+        let asked = key(Some(own()), false);
+        asked_by(&mut ports, job, &asked, 3);
+        stored_key(&mut ports, true);
+        ports.jobs.expect_pending().returning(|_, _| {
+            ready(Ok(vec![
+                (1, ExternalEventId::new("Ev2").unwrap()),
+                (2, ExternalEventId::new("Ev3").unwrap()),
+            ]))
+        });
+        ports.jobs.expect_record().never();
+        ports.jobs.expect_finish().never();
+        let by = asked.clone();
+        ports
+            .jobs
+            .expect_refuse_pending()
+            .withf(move |tenant, id, outcome, audit| {
+                *tenant == own()
+                    && *id == job
+                    && matches!(outcome, ReplayOutcome::NotSent(why) if why.ends_with("was revoked"))
+                    && audit.action == AuditAction::EventReplay
+                    && audit.caller == by
+                    && audit.target.as_deref().is_some_and(|t| t.starts_with("2 events left: not sent: "))
+            })
+            .times(1)
+            .returning(|_, _, _, _| ready(Ok(())));
+        // `inbound()` refuses any dispatch: nothing is sent.
+        ports
+            .build()
+            .run_replay_job(&inbound(), &stored(vec![]), own(), job, Duration::from_secs(120))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_job_whose_key_is_gone_with_its_tenant_or_expired_stops_too() {
+        let expired = KeySummary { expires_at: Some(now()), ..key_summary(KeyId::generate(), None, false) };
+        for (found, why) in [(None, "no longer exists"), (Some(expired), "has expired")] {
+            let mut ports = Ports::new();
+            let job = ReplayJobId::generate();
+            asked_by(&mut ports, job, &key(Some(own()), false), 2);
+            ports.keys.expect_get().returning(move |_| ready(Ok(found.clone())));
+            ports
+                .jobs
+                .expect_pending()
+                .returning(|_, _| ready(Ok(vec![(1, ExternalEventId::new("Ev2").unwrap())])));
+            ports
+                .jobs
+                .expect_refuse_pending()
+                .withf(move |_, _, outcome, _| matches!(outcome, ReplayOutcome::NotSent(said) if said.ends_with(why)))
+                .times(1)
+                .returning(|_, _, _, _| ready(Ok(())));
+            ports
+                .build()
+                .run_replay_job(&inbound(), &stored(vec![]), own(), job, Duration::from_secs(120))
+                .await
+                .unwrap();
+        }
     }
 }
 
@@ -940,7 +1069,10 @@ fn key_summary(id: KeyId, tenant: Option<TenantId>, revoked: bool) -> KeySummary
 async fn a_sign_in_link_is_made_for_a_scoped_key_for_15_minutes_and_audited_under_its_tenant() {
     let mut ports = Ports::new();
     let id = KeyId::generate();
-    ports.keys.expect_list().returning(move || ready(Ok(vec![key_summary(id, Some(own()), false)])));
+    ports
+        .keys
+        .expect_get()
+        .returning(move |asked| ready(Ok((asked == id).then(|| key_summary(id, Some(own()), false)))));
     ports
         .keys
         .expect_sign_in_link()
@@ -977,8 +1109,9 @@ async fn no_sign_in_link_is_made_without_the_consoles_address() {
 async fn no_sign_in_link_for_a_key_for_every_tenant_a_revoked_key_or_a_weaker_caller() {
     let (every, revoked) = (KeyId::generate(), KeyId::generate());
     let mut ports = Ports::new().untouched();
-    ports.keys.expect_list().returning(move || {
-        ready(Ok(vec![key_summary(every, None, false), key_summary(revoked, Some(own()), true)]))
+    ports.keys.expect_get().returning(move |asked| {
+        let keys = [key_summary(every, None, false), key_summary(revoked, Some(own()), true)];
+        ready(Ok(keys.into_iter().find(|k| k.id == asked)))
     });
     let operator = ports.build();
     let refused = operator.create_sign_in_link(&cli(), every).await.unwrap_err();
@@ -991,6 +1124,34 @@ async fn no_sign_in_link_for_a_key_for_every_tenant_a_revoked_key_or_a_weaker_ca
         let forbidden = operator.create_sign_in_link(&weaker, revoked).await.unwrap_err();
         assert!(matches!(forbidden, OperatorError::Forbidden(_)), "{forbidden:?}");
     }
+}
+
+#[tokio::test]
+async fn a_scoped_keys_revocation_is_audited_under_its_tenant_and_a_key_for_every_tenants_under_none() {
+    let (scoped, every) = (KeyId::generate(), KeyId::generate());
+    let mut ports = Ports::new();
+    ports.keys.expect_get().returning(move |asked| {
+        let keys = [key_summary(scoped, Some(own()), false), key_summary(every, None, false)];
+        ready(Ok(keys.into_iter().find(|k| k.id == asked)))
+    });
+    for (id, tenant) in [(scoped, Some(own())), (every, None)] {
+        ports
+            .keys
+            .expect_revoke()
+            .withf(move |key, audit| {
+                *key == id
+                    && audit.action == AuditAction::KeyRevoke
+                    && audit.tenant == tenant
+                    && audit.target == Some(id.to_string())
+            })
+            .times(1)
+            .returning(|_, _| ready(Ok(true)));
+    }
+    let operator = ports.build();
+    operator.revoke_key(&key(None, false), scoped).await.unwrap();
+    operator.revoke_key(&key(None, false), every).await.unwrap();
+    let unknown = operator.revoke_key(&key(None, false), KeyId::generate()).await.unwrap_err();
+    assert!(matches!(unknown, OperatorError::NotFound { what: "key", .. }), "{unknown:?}");
 }
 
 #[tokio::test]
