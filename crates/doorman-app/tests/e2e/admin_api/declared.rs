@@ -38,7 +38,12 @@ fn bodies_of(operation: &str) -> Option<Vec<Option<Value>>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_status_answered_to_every_kind_of_key_is_declared_in_the_served_document() {
     let db = TestDatabase::create().await;
-    let admin = Admin::start_allowing_private(&db).await;
+    // The console's address is known, so sign-in links are made (and their 201 seen).
+    let admin = Admin::start(
+        &db,
+        &["--agent-allow-private", "true", "--console-url", "https://console.doorman.example"],
+    )
+    .await;
     let root = key(&db, None, false).await;
     let tenant = admin.tenant(&root, "Declared").await;
     let t = |rest: &str| format!("/admin/v1/tenants/{tenant}{rest}");
