@@ -1097,7 +1097,7 @@ async fn a_sign_in_link_is_made_for_a_scoped_key_for_15_minutes_and_audited_unde
 async fn no_sign_in_link_is_made_without_the_consoles_address() {
     let id = KeyId::generate();
     let mut ports = Ports::new().untouched();
-    ports.keys.expect_list().returning(move || ready(Ok(vec![key_summary(id, Some(own()), false)])));
+    ports.keys.expect_get().returning(move |_| ready(Ok(Some(key_summary(id, Some(own()), false)))));
     let mut operator = ports.build();
     operator.settings.console_base_url = None;
     assert!(!operator.sign_in_links_on());
