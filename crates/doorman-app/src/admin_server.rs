@@ -59,7 +59,7 @@ impl RunningAdmin {
 /// Builds the state and starts serving on `config.bind` (port 0 picks a free one). Must run
 /// on the main runtime: the pool and replays live there.
 pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
-    let c_messages = crate::server::check_login(config.database_url.expose(), ADMIN_ROLE).await?;
+    let c_messages = crate::process::check_login(config.database_url.expose(), ADMIN_ROLE).await?;
     let pool = pool::connect_as(
         config.database_url.expose(),
         &pool::PoolSettings { c_messages, ..config.pool.clone() },
@@ -118,7 +118,7 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
 pub async fn run(config: AdminConfig, started: impl FnOnce(SocketAddr, SocketAddr)) -> anyhow::Result<()> {
     let admin = start(config).await?;
     started(admin.addr(), admin.metrics_addr());
-    crate::server::wait_for_signal().await?;
+    crate::process::wait_for_signal().await?;
     admin.shutdown().await;
     Ok(())
 }

@@ -19,7 +19,6 @@ use doorman_domain::{
 use tokio::sync::Notify;
 
 use crate::config::DispatchConfig;
-use crate::server;
 
 /// How long a replay holds its event: this much longer than a dispatch may take, so a second
 /// replay of it waits for the first to have finished.
@@ -46,7 +45,7 @@ impl Replays {
     /// Must be called on the runtime the replays will run on (the receipt store's writers
     /// start there).
     pub fn new(pool: PgPool, config: &DispatchConfig) -> anyhow::Result<Self> {
-        let (bridge, oauth) = server::outbound(&config.bridge, config.slack_app.as_ref())?;
+        let (bridge, oauth) = crate::outbound::clients(&config.bridge, config.slack_app.as_ref())?;
         let keys = config.keys.clone();
         let inbound = Inbound::new(
             PgTenantDirectory::new(pool.clone(), keys.clone()),

@@ -105,7 +105,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
     config
         .app_data(json)
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
-        .service(resource!("/healthz", GET => healthz))
+        .service(resource!("/healthz", GET => crate::probes::healthz))
         .service(resource!("/readyz", GET => readyz))
         .service(resource!("/admin/v1/openapi.json", GET => openapi_document))
         .service(
@@ -254,14 +254,10 @@ pub(crate) async fn observe(
     Ok(response)
 }
 
-async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
-}
-
 async fn readyz(state: web::Data<AdminState>) -> HttpResponse {
     let found = migrations::readiness(&state.pool).await;
     state.metrics.readiness(matches!(found, Ok(migrations::Readiness::Ready)));
-    crate::http::ops::readiness(found)
+    crate::probes::readiness(found)
 }
 
 async fn openapi_document() -> HttpResponse {

@@ -12,7 +12,7 @@ use doorman_adapters::postgres::migrations;
 
 use crate::cli::{Command, DatabaseArgs};
 use crate::config::ServeConfig;
-use crate::server;
+use crate::slack;
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
     match command {
@@ -23,7 +23,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                     "doorman listening on http://{addr} (metrics on http://{metrics}/metrics)"
                 ));
             };
-            let drained = server::run(config, listening).await?;
+            let drained = slack::run(config, listening).await?;
             if drained.unfinished > 0 {
                 anyhow::bail!("{} dispatches did not finish before the drain timeout", drained.unfinished);
             }

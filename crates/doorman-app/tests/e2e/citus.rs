@@ -410,7 +410,7 @@ async fn on_citus_the_group_roles_log_in_nowhere_and_a_login_that_would_need_the
         )
         .expect("create a NOINHERIT login");
     let url = cluster.url("doorman_setrole_login");
-    let refused = match doorman_app::server::start(serve_config(&url, &[])).await {
+    let refused = match doorman_app::slack::start(serve_config(&url, &[])).await {
         Ok(running) => {
             running.shutdown().await;
             panic!("a login that would need doorman_app to log in on the workers was not refused")

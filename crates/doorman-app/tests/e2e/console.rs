@@ -123,7 +123,7 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     let root = key(&db, None, false).await;
     onboarded(&admin, &root, "Globex", "TGLOBEX", agent.url()).await;
     let tenant = onboarded(&admin, &root, "Acme Support", "TSUPPORT", agent.url()).await;
-    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let serving = format!("http://{}", server.addr());
     // An event the agent fails.
     agent.answer_with(500);
@@ -588,7 +588,7 @@ async fn an_event_whose_id_holds_any_printable_character_opens_from_the_lists_an
     let agent = FakeAgent::start(AGENT_SECRET);
     let root = key(&db, None, false).await;
     let tenant = onboarded(&admin, &root, "Odd Ids", "TODDIDS", agent.url()).await;
-    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let serving = format!("http://{}", server.addr());
     // A real signed Slack event, accepted and handled (it fails at the agent).
     let odd = "Ev/1<2%3?4#5 6+7&8\"9";
@@ -665,7 +665,7 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     let root = key(&db, None, false).await;
     onboarded(&admin, &root, "Globex", "TGLOBEXA11Y", agent.url()).await;
     let tenant = onboarded(&admin, &root, "Acme", "TA11Y", agent.url()).await;
-    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let serving = format!("http://{}", server.addr());
     agent.answer_with(500);
     assert_eq!(post_event(&http_client(), &serving, "TA11Y", "EvA11yFailed").await, 200);

@@ -10,7 +10,7 @@ use diesel_async::RunQueryDsl;
 use doorman_adapters::postgres::schema::messaging_event_receipts as receipts;
 use doorman_app::cli::{Cli, Command};
 use doorman_app::config::ServeConfig;
-use doorman_app::server::{self, RunningServer};
+use doorman_app::slack::{self, RunningServer};
 use doorman_domain::TenantId;
 use doorman_testkit::database::{TEST_KEYS, TestDatabase, tenant_with_agent, with_address};
 use doorman_testkit::slack::sign;
@@ -68,7 +68,7 @@ pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
 
 /// Where the server under test runs.
 pub enum Server {
-    /// `server::start` in this test's runtime: fast, and proxies can sit in front of things.
+    /// `slack::start` in this test's runtime: fast, and proxies can sit in front of things.
     /// Held only so the server lives as long as the test.
     InProcess(#[allow(dead_code)] RunningServer),
     /// The `doorman` binary: its own process, its own logs.
@@ -116,7 +116,7 @@ impl TestApp {
             Some(proxy) => with_address(&db.server_url(), proxy.addr()),
             None => db.server_url(),
         };
-        let server = server::start(serve_config(&server_url, extra)).await.expect("server starts");
+        let server = slack::start(serve_config(&server_url, extra)).await.expect("server starts");
         let base = format!("http://{}", server.addr());
         let metrics_base = format!("http://{}", server.metrics_addr());
         let server = Server::InProcess(server);

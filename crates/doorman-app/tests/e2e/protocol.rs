@@ -73,7 +73,7 @@ async fn with_the_database_down_the_process_is_alive_not_ready_and_answers_503()
         "postgres://postgres@127.0.0.1:1/doorman",
         &["--db-acquire-timeout", "300ms"],
     );
-    let server = doorman_app::server::start(config).await.expect("starts without its database");
+    let server = doorman_app::slack::start(config).await.expect("starts without its database");
     let base = format!("http://{}", server.addr());
     let http = crate::helpers::http_client();
 

@@ -183,7 +183,7 @@ async fn a_starting_server_counts_stranded_and_recently_failed_receipts_into_its
     assert_eq!(store.claim(&lost).await.unwrap(), doorman_domain::Claim::Claimed);
 
     // The watch counts when a server starts, then once a minute.
-    let fresh = doorman_app::server::start(serve_config(&app.db.server_url(), &[])).await.unwrap();
+    let fresh = doorman_app::slack::start(serve_config(&app.db.server_url(), &[])).await.unwrap();
     let base = format!("http://{}", fresh.metrics_addr());
     let deadline = tokio::time::Instant::now() + crate::helpers::WAIT;
     let gauge = |metrics: &str, name: &str| {

@@ -38,7 +38,7 @@ async fn admin_start(url: &str) -> Option<String> {
 }
 
 async fn serve_start(url: &str) -> Option<String> {
-    match doorman_app::server::start(serve_config(url, &[])).await {
+    match doorman_app::slack::start(serve_config(url, &[])).await {
         Ok(running) => {
             running.shutdown().await;
             None

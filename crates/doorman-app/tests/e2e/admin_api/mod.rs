@@ -217,7 +217,7 @@ async fn a_customer_is_onboarded_over_http_only_and_its_first_event_reads_handle
     assert!(!set.body.to_string().contains("whsec_"), "the secret is never returned");
 
     // The Slack-facing process, as doorman_app, delivers to the agent the API set.
-    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let base = format!("http://{}", server.addr());
     assert_eq!(post_event(&http_client(), &base, "TONBOARD", "EvOnboard1").await, 200);
     let deadline = tokio::time::Instant::now() + WAIT;

@@ -51,7 +51,7 @@ async fn a_deleted_tenant_leaves_nothing_but_its_audit_entries_and_its_next_even
         "{renamed:?}"
     );
 
-    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let base = format!("http://{}", server.addr());
     let metrics = format!("http://{}", server.metrics_addr());
     let http = http_client();

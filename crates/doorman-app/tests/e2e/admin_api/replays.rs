@@ -56,7 +56,7 @@ async fn failed_events_are_replayed_as_a_job_whose_every_outcome_is_shown_and_au
         admin.put(&t("/agent"), &root, json!({"url": agent.url(), "signing_secret": AGENT_SECRET})).await;
     assert_eq!(set.status, 200);
     assert_eq!(admin.put(&t("/retain-payloads"), &root, json!({"enabled": true})).await.status, 200);
-    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let base = format!("http://{}", server.addr());
 
     // Three events fail (the agent answers 500), one is handled, one stays in flight.
@@ -227,7 +227,7 @@ async fn a_queued_job_whose_key_was_revoked_meanwhile_sends_nothing_and_says_why
         admin.put(&t("/agent"), &root, json!({"url": agent.url(), "signing_secret": AGENT_SECRET})).await;
     assert_eq!(set.status, 200);
     assert_eq!(admin.put(&t("/retain-payloads"), &root, json!({"enabled": true})).await.status, 200);
-    let server = doorman_app::server::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let base = format!("http://{}", server.addr());
     // A failed event whose payload is kept: a replay would send it.
     agent.answer_with(500);

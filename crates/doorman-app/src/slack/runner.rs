@@ -22,7 +22,7 @@ use tokio::runtime::Handle;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::metrics::Metrics;
+use super::metrics::Metrics;
 
 /// The live path's use cases over the concrete adapters, fixed once here.
 pub type LivePath = Inbound<

@@ -10,10 +10,10 @@ use tracing::{Instrument, field};
 use super::AppState;
 use super::body::read_limited;
 use super::responses;
-use crate::log_summary::{LogSummary, Summary};
+use super::log_summary::{LogSummary, Summary};
 
 /// The reasons a delivery is refused (503, or 500 for `storage_error`: [`Unavailability::as_str`]), each logged as a
-/// summary at most once a second ([`crate::log_summary`]) rather than once per answer: under
+/// summary at most once a second ([`super::log_summary`]) rather than once per answer: under
 /// overload they come thousands a second. The metrics count each answer.
 pub const REFUSALS: [&str; 8] =
     ["no_agent", "misconfigured", "paused", "circuit_open", "busy", "storage", "storage_error", "internal"];

@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::Utc;
 use doorman_adapters::postgres::{PgPool, migrations, receipts};
 
-use crate::metrics::Metrics;
+use super::metrics::Metrics;
 
 /// How often the counts are taken (and so the most they cost).
 pub const EVERY: Duration = Duration::from_secs(60);

@@ -1,4 +1,4 @@
-//! The server: start-up, serving, graceful shutdown.
+//! `doorman serve`: start-up, serving, graceful shutdown.
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -6,22 +6,21 @@ use std::time::Duration;
 
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
-use doorman_adapters::bridge::{BridgeSettings, HttpAgentBridge};
 use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{
     self, PgInstallStore, PgInstallations, PgReceiptStore, PgTenantDirectory, PoolSettings,
 };
-use doorman_adapters::slack::oauth::SlackOAuthClient;
 use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
 use doorman_domain::usecases::install::Installs;
 
-use crate::config::{ServeConfig, SlackInstall};
-use crate::http::{self, AppState, InstallFlow};
-use crate::log_summary::LogSummary;
-use crate::metrics::Metrics;
+use super::log_summary::LogSummary;
+use super::metrics::Metrics;
+use super::runner::DeliveryRunner;
+use super::{AppState, InstallFlow, deliveries, ops};
+use crate::config::ServeConfig;
 use crate::metrics_listener::MetricsListener;
-use crate::runner::DeliveryRunner;
+use crate::process;
 
 /// How long in-flight HTTP requests may take to finish once shutdown starts. Answers are
 /// fast (Slack's deadline is 3 s); this is not the dispatch drain.
@@ -86,24 +85,10 @@ impl RunningServer {
     }
 }
 
-/// What every dispatcher sends with, serving or replaying: the agent bridge and, when the Slack
-/// app is configured, the OAuth client that refreshes rotating tokens.
-pub(crate) fn outbound(
-    bridge: &BridgeSettings,
-    slack_app: Option<&SlackInstall>,
-) -> anyhow::Result<(HttpAgentBridge, Option<SlackOAuthClient>)> {
-    let bridge = HttpAgentBridge::new(bridge.clone()).context("building the agent bridge's HTTP client")?;
-    let oauth = slack_app
-        .map(|install| SlackOAuthClient::new(install.app.clone()))
-        .transpose()
-        .context("building the Slack OAuth client")?;
-    Ok((bridge, oauth))
-}
-
 /// Builds everything and starts serving on `config.bind` (port 0 picks a free one). Must
 /// run on the main (multi-threaded) runtime: the pool and the dispatches live there.
 pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
-    let c_messages = check_login(config.database_url.expose(), postgres::pool::APP_ROLE).await?;
+    let c_messages = process::check_login(config.database_url.expose(), postgres::pool::APP_ROLE).await?;
     let pool = postgres::pool::connect(
         config.database_url.expose(),
         &PoolSettings { c_messages, ..config.pool.clone() },
@@ -118,7 +103,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let directory_listener =
         postgres::listener::spawn(config.listen_database_url.expose(), directory.notices());
     let directory_status = directory.status();
-    let (bridge, oauth) = outbound(&config.bridge, config.slack_app.as_ref())?;
+    let (bridge, oauth) = crate::outbound::clients(&config.bridge, config.slack_app.as_ref())?;
     let installs = match (&config.slack_app, &oauth) {
         (Some(install), Some(oauth)) => Some(Arc::new(InstallFlow {
             installs: Installs::new(
@@ -139,9 +124,9 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         config.retention,
     );
     let metrics = Arc::new(Metrics::new());
-    let watch = crate::watch::spawn(background_pool.clone(), metrics.clone());
+    let watch = super::watch::spawn(background_pool.clone(), metrics.clone());
     let runner = DeliveryRunner::new(doorman, metrics.clone());
-    let refusals = Arc::new(http::slack::refusal_summary());
+    let refusals = Arc::new(deliveries::refusal_summary());
     let refusal_flush = spawn_refusal_flush(refusals.clone());
     let state = web::Data::new(AppState {
         runner: runner.clone(),
@@ -158,11 +143,11 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let render_state = state.clone();
     let metrics = MetricsListener::start(
         config.metrics_bind,
-        Arc::new(move || http::ops::render_metrics(&render_state)),
+        Arc::new(move || ops::render_metrics(&render_state)),
     )?;
     let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr()?;
-    let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(http::routes))
+    let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(super::routes))
         .workers(config.workers)
         .disable_signals()
         .shutdown_timeout(REQUEST_GRACE)
@@ -202,38 +187,15 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
 /// stops is still reported in full.
 fn spawn_refusal_flush(refusals: Arc<LogSummary>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(crate::log_summary::EVERY);
+        let mut ticks = tokio::time::interval(super::log_summary::EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
             for summary in refusals.flush_due(std::time::Instant::now()) {
-                http::slack::log_refusals(summary, None);
+                deliveries::log_refusals(summary, None);
             }
         }
     })
-}
-
-/// Refuses to start with a login that cannot act as `role` (it does not exist, its password
-/// is refused, the role is missing, it is not a member), saying which; warns when it can do
-/// more than the process needs, or when the server's messages are not in English and it may
-/// not change that; starts anyway when the database cannot be reached (503 until it can).
-/// Answers whether the process's sessions set `lc_messages = 'C'` (`PoolSettings::c_messages`).
-/// Shared with `doorman admin serve`.
-pub(crate) async fn check_login(database_url: &str, role: &str) -> anyhow::Result<bool> {
-    match postgres::login::check(database_url, role).await {
-        Ok(postgres::login::Login::Ready { user, warnings, c_messages }) => {
-            tracing::info!(login = %user, role, "database login checked");
-            for warning in warnings {
-                tracing::warn!(role, "{warning}");
-            }
-            Ok(c_messages)
-        }
-        Ok(postgres::login::Login::Unreachable(why)) => {
-            tracing::warn!(error = %why, "the database cannot be reached yet; requests are answered 503 until it can");
-            Ok(false)
-        }
-        Err(refused) => Err(anyhow::anyhow!("cannot start: {refused}")),
-    }
 }
 
 /// Refuses to start when a stored secret is sealed with a key that is not configured (or not
@@ -276,17 +238,6 @@ pub async fn run(
 ) -> anyhow::Result<Drained> {
     let server = start(config).await?;
     started(server.addr(), server.metrics_addr());
-    wait_for_signal().await?;
+    process::wait_for_signal().await?;
     Ok(server.shutdown().await)
-}
-
-/// Waits for SIGTERM or SIGINT.
-pub(crate) async fn wait_for_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    tokio::select! {
-        _ = terminate.recv() => tracing::info!("SIGTERM received"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
-    }
-    Ok(())
 }
