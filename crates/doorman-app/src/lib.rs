@@ -15,14 +15,12 @@
 //! - [`documents`]: the JSON both faces print.
 //! - [`replays`]: the live path after the claim, as both faces replay events.
 
-pub mod admin_api;
-pub mod admin_server;
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod console;
 pub mod documents;
 pub mod metrics_listener;
+pub mod operator;
 pub mod outbound;
 pub mod probes;
 pub mod process;

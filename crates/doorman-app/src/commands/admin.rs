@@ -8,7 +8,7 @@ use super::output;
 use crate::cli::{AdminCommand, ApiKeysCommand};
 use crate::config::AdminConfig;
 use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc, SignInLinkDoc};
-use crate::{admin_api, admin_server};
+use crate::operator;
 
 pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
@@ -18,11 +18,11 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
                     "doorman admin API listening on http://{addr} (metrics on http://{metrics}/metrics)"
                 ));
             };
-            admin_server::run(AdminConfig::from_args(&args)?, listening).await
+            operator::run(AdminConfig::from_args(&args)?, listening).await
         }
         AdminCommand::Keys(command) => keys(command).await,
         AdminCommand::Openapi => {
-            output::text(&admin_api::openapi::document());
+            output::text(&operator::openapi_document());
             Ok(())
         }
         AdminCommand::PruneSessions { batch, json, db } => {

@@ -19,7 +19,7 @@ use doorman_testkit::FakeAgent;
 use doorman_testkit::database::TestDatabase;
 
 /// What the console sends with every page.
-const CSP: &str = doorman_app::console::CONTENT_SECURITY_POLICY;
+const CSP: &str = doorman_app::operator::console::CONTENT_SECURITY_POLICY;
 
 /// A tenant made over the API, with a workspace, an agent, and payloads kept.
 async fn onboarded(admin: &Admin, root: &str, name: &str, team: &str, agent: &str) -> String {

@@ -2,7 +2,7 @@
 //! login missing, its password refused, not a member of its role); one that can do more than
 //! its work (a superuser, the tables' owner) starts with a warning.
 
-use doorman_app::admin_server;
+use doorman_app::operator;
 use doorman_app::cli::{AdminCommand, Cli, Command};
 use doorman_app::config::AdminConfig;
 use doorman_testkit::database::{TEST_KEYS, TestDatabase, with_user};
@@ -28,7 +28,7 @@ async fn admin_start(url: &str) -> Option<String> {
     else {
         unreachable!()
     };
-    match admin_server::start(AdminConfig::from_args(&args).unwrap()).await {
+    match operator::start(AdminConfig::from_args(&args).unwrap()).await {
         Ok(running) => {
             running.shutdown().await;
             None

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use doorman_app::admin_server::{self, RunningAdmin};
+use doorman_app::operator::{self, RunningAdmin};
 use doorman_app::cli::{AdminCommand, Cli, Command};
 use doorman_app::config::AdminConfig;
 use doorman_domain::{KeyName, KeyScope, TenantId};
@@ -83,7 +83,7 @@ impl Admin {
             unreachable!()
         };
         let server =
-            admin_server::start(AdminConfig::from_args(&args).unwrap()).await.expect("admin API starts");
+            operator::start(AdminConfig::from_args(&args).unwrap()).await.expect("admin API starts");
         Self {
             base: format!("http://{}", server.addr()),
             metrics_base: format!("http://{}", server.metrics_addr()),

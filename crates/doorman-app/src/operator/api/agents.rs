@@ -8,9 +8,12 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
-use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::AgentDoc;
+use crate::operator::problem::{ApiError, Problem};
+use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
+use crate::operator::state::AdminState;
+use super::Authenticated;
+use crate::operator::params::tenant_path;
 
 /// The agent to set.
 #[derive(Deserialize, ToSchema)]

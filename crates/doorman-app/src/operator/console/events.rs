@@ -13,11 +13,10 @@ use doorman_domain::{
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::admin_api::AdminState;
-use crate::admin_api::events::{event_path, event_type};
-use crate::admin_api::problem::ApiError;
-use crate::admin_api::query::Query;
-use crate::admin_api::tenant_path;
+use crate::operator::state::AdminState;
+use crate::operator::params::{event_path, event_type, tenant_path};
+use crate::operator::problem::ApiError;
+use crate::operator::query::Query;
 use crate::documents::{EventDoc, ReplayJobDoc, TenantDoc};
 
 #[derive(Template)]

@@ -1,4 +1,4 @@
-//! `doorman admin serve`: one process serving the admin API ([`admin_api`]) and the operator
+//! `doorman admin serve`: one process serving the admin API ([`api`]) and the operator
 //! console ([`console`]) over the same state, and running replay jobs. Assembled here, apart
 //! from both, so neither face depends on the other.
 
@@ -14,12 +14,14 @@ use doorman_adapters::postgres::{PgAdminKeys, PgConsoleSessions, PgOperatorPorts
 use doorman_domain::ReceiptStatus;
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
 
-use crate::admin_api::job_runner::Runner;
-use crate::admin_api::metrics::AdminMetrics;
-use crate::admin_api::{self, AdminState, observe};
+use super::job_runner::Runner;
+use super::metrics::AdminMetrics;
+use super::observe::observe;
+use super::state::AdminState;
+use super::{api, console};
 use crate::config::AdminConfig;
-use crate::console;
 use crate::metrics_listener::MetricsListener;
+use crate::process;
 use crate::replays::Replays;
 
 /// How long in-flight requests may take to finish once shutdown starts (replays included).
@@ -59,7 +61,7 @@ impl RunningAdmin {
 /// Builds the state and starts serving on `config.bind` (port 0 picks a free one). Must run
 /// on the main runtime: the pool and replays live there.
 pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
-    let c_messages = crate::process::check_login(config.database_url.expose(), ADMIN_ROLE).await?;
+    let c_messages = process::check_login(config.database_url.expose(), ADMIN_ROLE).await?;
     let pool = pool::connect_as(
         config.database_url.expose(),
         &pool::PoolSettings { c_messages, ..config.pool.clone() },
@@ -92,7 +94,7 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
         App::new()
             .app_data(state.clone())
             .wrap(from_fn(observe))
-            .configure(admin_api::routes)
+            .configure(api::routes)
             .configure(console::routes)
     })
     .workers(config.workers)
@@ -118,7 +120,7 @@ pub async fn start(config: AdminConfig) -> anyhow::Result<RunningAdmin> {
 pub async fn run(config: AdminConfig, started: impl FnOnce(SocketAddr, SocketAddr)) -> anyhow::Result<()> {
     let admin = start(config).await?;
     started(admin.addr(), admin.metrics_addr());
-    crate::process::wait_for_signal().await?;
+    process::wait_for_signal().await?;
     admin.shutdown().await;
     Ok(())
 }

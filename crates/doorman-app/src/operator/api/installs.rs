@@ -10,9 +10,12 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
-use super::{AdminState, Authenticated, tenant_path, workspace_path};
 use crate::documents::{InstallLinkDoc, InstallationList};
+use crate::operator::problem::{ApiError, Problem};
+use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
+use crate::operator::state::AdminState;
+use super::Authenticated;
+use crate::operator::params::{tenant_path, workspace_path};
 
 /// An install link to make.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -9,9 +9,10 @@ use doorman_domain::{AuditCursor, KeyId, KeyName, KeyScope, TenantId};
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::admin_api::problem::ApiError;
-use crate::admin_api::query::Query;
-use crate::admin_api::{AdminState, tenant_path};
+use crate::operator::problem::ApiError;
+use crate::operator::query::Query;
+use crate::operator::params::tenant_path;
+use crate::operator::state::AdminState;
 use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc, SignInLinkDoc};
 
 #[derive(Template)]

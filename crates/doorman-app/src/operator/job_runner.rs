@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::AdminState;
+use super::state::AdminState;
 
 /// How often an idle runner looks for a job another process made.
 const LOOK_EVERY: Duration = Duration::from_secs(1);

@@ -3,25 +3,15 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use doorman_domain::usecases::operator::events::EventQuery;
-use doorman_domain::{EventCursor, EventState, EventType, ExternalEventId, OperatorError};
+use doorman_domain::{EventCursor, EventState, OperatorError};
 
-use super::problem::{ApiError, Problem, ReadRefusals};
-use super::query::Query;
-use super::{AdminState, Authenticated, tenant_path};
+use super::Authenticated;
+use super::refusals::ReadRefusals;
+use crate::operator::params::{event_path, event_type, tenant_path, unknown_event};
+use crate::operator::problem::{ApiError, Problem};
+use crate::operator::query::Query;
+use crate::operator::state::AdminState;
 use crate::documents::{EventDoc, EventPage};
-
-pub(crate) fn event_path(raw: &str) -> Result<ExternalEventId, ApiError> {
-    ExternalEventId::new(raw).map_err(|_| unknown_event(raw))
-}
-
-/// 404 for an event with no receipt, with `event_status: unknown` as `receipts show` says it.
-fn unknown_event(id: &str) -> ApiError {
-    let mut error = ApiError::not_found(format!(
-        "no receipt for event {id}: never received, pruned after the retention, or from a workspace no tenant had linked"
-    ));
-    error.0.event_status = Some("unknown".into());
-    error
-}
 
 /// What became of one event: handled, failed, in flight or stranded, and each of its
 /// dispatches (the live one, then every replay) with when and how it ended.
@@ -98,9 +88,4 @@ pub async fn list(
     let page = query.page::<EventCursor>()?;
     let listed = state.operator.events(&caller.0, Some(tenant), which, filter, &page).await?;
     Ok(HttpResponse::Ok().json(EventPage::of(listed)))
-}
-
-/// `type`: the event type to list only, as Slack writes event types.
-pub(crate) fn event_type(raw: Option<&str>) -> Result<Option<EventType>, ApiError> {
-    raw.map(EventType::new).transpose().map_err(|e| ApiError::invalid_value("type", &e))
 }

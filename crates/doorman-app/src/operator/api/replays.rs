@@ -11,11 +11,14 @@ use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use super::events::event_path;
-use super::problem::{ApiError, BodyRefusals, Problem, ReadRefusals, malformed};
-use super::query::{Query, instant};
-use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::{ReplayJobDoc, ReplayJobPage, ReplayReport};
+use crate::operator::params::{event_path, tenant_path};
+use crate::operator::problem::{ApiError, Problem};
+use super::refusals::{BodyRefusals, ReadRefusals};
+use super::body::malformed;
+use crate::operator::query::{Query, instant};
+use crate::operator::state::AdminState;
+use super::Authenticated;
 
 /// One event's replay.
 #[derive(Debug, Default, Deserialize, ToSchema)]

@@ -14,9 +14,10 @@ use doorman_domain::{
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::admin_api::problem::ApiError;
-use crate::admin_api::query::Query;
-use crate::admin_api::{AdminState, tenant_path, workspace_path};
+use crate::operator::problem::ApiError;
+use crate::operator::query::Query;
+use crate::operator::params::{tenant_path, workspace_path};
+use crate::operator::state::AdminState;
 use crate::documents::{AgentDoc, InstallLinkDoc, InstallationDoc, TenantDoc, WorkspaceDoc};
 
 #[derive(Template)]

@@ -5,8 +5,8 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::problem::{PROBLEM_JSON, Problem};
 use super::{agents, audit, events, installs, keys, replays, tenants, workspaces};
+use crate::operator::problem::{PROBLEM_JSON, Problem};
 
 #[derive(OpenApi)]
 #[openapi(

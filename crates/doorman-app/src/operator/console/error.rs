@@ -8,7 +8,7 @@ use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
 use doorman_domain::OperatorError;
 
-use crate::admin_api::problem::ApiError;
+use crate::operator::problem::ApiError;
 
 #[derive(Debug)]
 pub enum ConsoleError {

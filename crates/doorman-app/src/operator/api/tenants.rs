@@ -7,10 +7,13 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
-use super::query::Query;
-use super::{AdminState, Authenticated, tenant_path};
 use crate::documents::{OffboardedDoc, RetainPayloadsDoc, TenantDoc, TenantPage};
+use crate::operator::problem::{ApiError, Problem};
+use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
+use crate::operator::query::Query;
+use crate::operator::state::AdminState;
+use super::Authenticated;
+use crate::operator::params::tenant_path;
 
 /// A tenant's new name.
 #[derive(Debug, Deserialize, ToSchema)]

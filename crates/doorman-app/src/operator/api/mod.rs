@@ -4,59 +4,41 @@
 //!
 //! Handlers only convert: JSON and query strings into the operator use cases' arguments, their
 //! answers into documents (`crate::documents`) and their refusals into problem details
-//! ([`problem`]). Two middlewares wrap them: [`observe`] (a request id, metrics, a log line,
-//! and problem details for the framework's own errors) around everything, and [`authenticate`]
-//! (the bearer key) around `/admin/v1` except its OpenAPI document.
+//! ([`crate::operator::problem`]). Two middlewares wrap them: [`crate::operator::observe`] (a
+//! request id, metrics, a log line, and problem details for the framework's own errors) around
+//! everything, the console included, and [`authenticate`] (the bearer key) around `/admin/v1`
+//! except its OpenAPI document.
 
 mod agents;
 mod audit;
 mod body;
-pub(crate) mod events;
+mod events;
 mod installs;
-pub(crate) mod job_runner;
 mod keys;
-pub(crate) mod metrics;
 mod numbers;
 pub mod openapi;
-pub mod problem;
-pub(crate) mod query;
+pub mod refusals;
 mod replays;
-pub(crate) mod tenants;
+mod tenants;
 mod workspaces;
 
 use std::future::{Ready, ready};
-use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
-use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, web};
 use doorman_adapters::postgres::admin::keys::Presented;
-use doorman_adapters::postgres::{PgAdminKeys, PgConsoleSessions, PgOperatorPorts, PgPool, migrations};
-use doorman_domain::usecases::operator::Operator;
-use doorman_domain::{Actor, Caller, KeyId, KeyRefusal, RequestId, TenantId, WorkspaceId};
+use doorman_adapters::postgres::migrations;
+use doorman_domain::{Actor, Caller, KeyId, KeyRefusal, RequestId};
 
-use self::metrics::AdminMetrics;
-use self::problem::{ApiError, PROBLEM_JSON, json_error};
-use crate::replays::Replays;
+use self::body::json_error;
+use super::problem::ApiError;
+use super::state::AdminState;
 
 /// The most a request body may be.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-
-/// What every handler reaches: concrete types, chosen once.
-#[derive(Debug)]
-pub struct AdminState {
-    pub operator: Operator<PgOperatorPorts>,
-    pub keys: PgAdminKeys,
-    pub replays: Replays,
-    pub pool: PgPool,
-    pub metrics: AdminMetrics,
-    /// The operator console's sessions and sign-in links.
-    pub sessions: PgConsoleSessions,
-    /// Where browsers reach the console, and whom to believe about it.
-    pub console: crate::config::ConsoleAddress,
-}
 
 /// The caller the [`authenticate`] middleware found: a handler that takes this only runs for
 /// a valid key.
@@ -77,16 +59,6 @@ impl FromRequest for Authenticated {
                 .ok_or_else(ApiError::unauthorized),
         )
     }
-}
-
-/// A tenant id from a path: one that is not a UUID names no tenant (404).
-pub(crate) fn tenant_path(raw: &str) -> Result<TenantId, ApiError> {
-    raw.parse().map_err(|_| ApiError::not_found(format!("no tenant with id {raw:?}")))
-}
-
-/// A workspace id from a path: one that could not be stored names nothing (404).
-pub(crate) fn workspace_path(raw: &str) -> Result<WorkspaceId, ApiError> {
-    WorkspaceId::new(raw).map_err(|_| ApiError::not_found("no such workspace"))
 }
 
 /// A path's routes, one per method, and for any other method 405 with `Allow` naming them.
@@ -196,62 +168,6 @@ fn refused(request: &ServiceRequest, state: Option<&AdminState>, reason: KeyRefu
         route = request.match_pattern().unwrap_or_else(|| request.path().to_owned()),
         "admin API request refused: no valid key"
     );
-}
-
-const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-/// Around every request: its id (the client's `X-Request-Id` if it is printable and short,
-/// else a fresh one; echoed back and recorded in the audit trail), its metrics, one log line,
-/// and problem details for errors the framework answers itself (an unknown route, a wrong
-/// method, a body too large).
-pub(crate) async fn observe(
-    request: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let started = Instant::now();
-    let request_id = request
-        .headers()
-        .get(&REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| RequestId::new(v).ok())
-        .unwrap_or_else(RequestId::generate);
-    request.extensions_mut().insert(request_id.clone());
-    let (method, state) =
-        (request.method().to_string(), request.app_data::<web::Data<AdminState>>().cloned());
-    let mut response = next.call(request).await?.map_into_boxed_body();
-    let content_type = response.headers().get(header::CONTENT_TYPE).map(|v| v.as_bytes().to_vec());
-    let is_problem = content_type.as_deref() == Some(PROBLEM_JSON.as_bytes());
-    // The console answers its refusals as pages of its own.
-    let is_page = content_type.is_some_and(|v| v.starts_with(b"text/html"));
-    if response.status().as_u16() >= 400 && !is_problem && !is_page {
-        let status = response.status();
-        let kind = if status.as_u16() == 405 { "method-not-allowed" } else { "http" };
-        let detail = status.canonical_reason().unwrap_or("error").to_lowercase();
-        let problem = HttpResponse::from_error(ApiError::new(status, kind, detail));
-        response = response.into_response(problem);
-    }
-    if let Ok(value) = HeaderValue::from_str(request_id.as_str()) {
-        response.headers_mut().insert(REQUEST_ID, value);
-    }
-    let route = response.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
-    let status = response.status().as_u16();
-    if let Some(state) = state {
-        state.metrics.answered(&method, &route, status, started.elapsed());
-    }
-    let key = match response.request().extensions().get::<Caller>().map(|c| c.actor.clone()) {
-        Some(Actor::Key(key)) => Some(key.id),
-        _ => None,
-    };
-    tracing::info!(
-        request.id = %request_id,
-        key.id = key.map(tracing::field::display),
-        method = %method,
-        route = %route,
-        status,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "admin request"
-    );
-    Ok(response)
 }
 
 async fn readyz(state: web::Data<AdminState>) -> HttpResponse {

@@ -9,9 +9,11 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
-use super::{AdminState, Authenticated};
 use crate::documents::{KeyDoc, KeyList, NewKeyDoc, SignInLinkDoc};
+use crate::operator::problem::{ApiError, Problem};
+use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
+use crate::operator::state::AdminState;
+use super::Authenticated;
 
 /// A key to make.
 #[derive(Debug, Deserialize, ToSchema)]

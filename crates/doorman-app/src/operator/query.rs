@@ -10,6 +10,7 @@ use doorman_domain::{Cursor, PageLimit, PageRequest};
 use super::problem::ApiError;
 
 /// The query string's parameters (the last of a repeated one wins).
+#[derive(Debug)]
 pub struct Query(HashMap<String, String>);
 
 impl Query {

@@ -16,7 +16,9 @@ use doorman_domain::{Actor, ApiKey, Caller, KeyId, RequestId};
 use super::form::{Form, token_for};
 use super::page::{self, Chrome};
 use super::{ConsoleError, origin, see_other};
-use crate::admin_api::AdminState;
+use crate::operator::problem::ApiError;
+use crate::operator::query::Query;
+use crate::operator::state::AdminState;
 
 /// The session cookie's name on https: the `__Host-` prefix makes browsers refuse it unless it
 /// is `Secure`, `Path=/` and has no `Domain`.
@@ -51,7 +53,7 @@ impl Session {
         let key = match state.sessions.resolve(cookie.value()).await {
             Ok(Some(key)) => key,
             Ok(None) => return Err(ConsoleError::SignIn),
-            Err(error) => return Err(crate::admin_api::problem::ApiError::storage(&error).into()),
+            Err(error) => return Err(ApiError::storage(&error).into()),
         };
         let request_id = request.extensions().get::<RequestId>().cloned().unwrap_or_else(RequestId::generate);
         // The request is the key's from here on: the log line names it as the API's do.
@@ -77,7 +79,7 @@ impl Session {
 
     /// What surrounds the page, with the notice `?done=` asks for.
     pub fn chrome(&self, request: &HttpRequest) -> Chrome {
-        let done = crate::admin_api::query::Query::of(request).get("done").map(str::to_owned);
+        let done = Query::of(request).get("done").map(str::to_owned);
         Chrome {
             key_name: self.key.name.clone(),
             csrf: self.csrf.clone(),
@@ -144,7 +146,7 @@ pub async fn sign_in(
     match state.keys.authenticate(presented).await {
         Ok(Presented::Valid(key)) => open(&request, &state, &console, key.id, "key").await,
         Ok(Presented::Refused { reason, key }) => refused(reason, key),
-        Err(error) => Err(crate::admin_api::problem::ApiError::storage(&error).into()),
+        Err(error) => Err(ApiError::storage(&error).into()),
     }
 }
 
@@ -172,7 +174,7 @@ pub async fn link_sign_in(
             );
             Ok(page::html(actix_web::http::StatusCode::GONE, &SignInLinkPage { refused: true }))
         }
-        Err(error) => Err(crate::admin_api::problem::ApiError::storage(&error).into()),
+        Err(error) => Err(ApiError::storage(&error).into()),
     }
 }
 
@@ -189,7 +191,7 @@ async fn open(
         .sessions
         .open(key, expires_at)
         .await
-        .map_err(|e| ConsoleError::from(crate::admin_api::problem::ApiError::storage(&e)))?;
+        .map_err(|e| ConsoleError::from(ApiError::storage(&e)))?;
     tracing::info!(key.id = %key, how, client.address = request.peer_addr().map(|a| a.ip().to_string()), "console session opened");
     let (name, path) = cookie_for(console);
     let cookie = Cookie::build(name, secret.expose().to_owned())
@@ -220,7 +222,7 @@ pub async fn sign_out(
             .sessions
             .end(cookie.value())
             .await
-            .map_err(|e| ConsoleError::from(crate::admin_api::problem::ApiError::storage(&e)))?;
+            .map_err(|e| ConsoleError::from(ApiError::storage(&e)))?;
     }
     tracing::info!(key.id = %session.key.id, "console session ended by sign-out");
     let mut response = see_other("/console/sign-in");

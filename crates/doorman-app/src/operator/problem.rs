@@ -8,7 +8,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use doorman_domain::{OperatorError, StorageError, ValidationError};
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoResponses, ToSchema};
+use utoipa::ToSchema;
 
 /// The media type of every error this API answers.
 pub const PROBLEM_JSON: &str = "application/problem+json";
@@ -30,54 +30,6 @@ pub struct Problem {
     /// For an event with no receipt: `unknown`, as `receipts show` says it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_status: Option<String>,
-}
-
-/// What every keyed read may answer besides its success (the OpenAPI document's responses).
-#[derive(Debug, IntoResponses)]
-pub enum ReadRefusals {
-    /// No valid key (`WWW-Authenticate: Bearer`).
-    #[response(status = 401, content_type = "application/problem+json")]
-    Unauthorized(Problem),
-    /// No such tenant (or one this key may not see), or no such thing of it.
-    #[response(status = 404, content_type = "application/problem+json")]
-    NotFound(Problem),
-}
-
-/// What every change without a body may answer besides its success.
-#[derive(Debug, IntoResponses)]
-pub enum ChangeRefusals {
-    /// No valid key (`WWW-Authenticate: Bearer`).
-    #[response(status = 401, content_type = "application/problem+json")]
-    Unauthorized(Problem),
-    /// A read-only key (or, creating a tenant, one scoped to a tenant).
-    #[response(status = 403, content_type = "application/problem+json")]
-    Forbidden(Problem),
-    /// No such tenant (or one this key may not see), or no such thing of it.
-    #[response(status = 404, content_type = "application/problem+json")]
-    NotFound(Problem),
-}
-
-/// What every change with a JSON body may answer besides its success.
-#[derive(Debug, IntoResponses)]
-pub enum BodyRefusals {
-    /// The body is not well-formed JSON, or not this operation's shape.
-    #[response(status = 400, content_type = "application/problem+json")]
-    Malformed(Problem),
-    /// No valid key (`WWW-Authenticate: Bearer`).
-    #[response(status = 401, content_type = "application/problem+json")]
-    Unauthorized(Problem),
-    /// A read-only key (or, creating a tenant, one scoped to a tenant).
-    #[response(status = 403, content_type = "application/problem+json")]
-    Forbidden(Problem),
-    /// No such tenant (or one this key may not see), or no such thing of it.
-    #[response(status = 404, content_type = "application/problem+json")]
-    NotFound(Problem),
-    /// The body is over 64 KiB.
-    #[response(status = 413, content_type = "application/problem+json")]
-    TooLarge(Problem),
-    /// The body is not `application/json`.
-    #[response(status = 415, content_type = "application/problem+json")]
-    UnsupportedMediaType(Problem),
 }
 
 /// A problem, as an error a handler returns (boxed: errors travel in every `Result`).
@@ -249,60 +201,4 @@ impl From<OperatorError> for ApiError {
     fn from(error: OperatorError) -> Self {
         Self::from_operator(error, None)
     }
-}
-
-/// A body that is not what the operation takes: too large (413), not JSON (415), not
-/// well-formed or of the wrong shape (400). The detail never quotes the body.
-pub fn json_error(error: &actix_web::error::JsonPayloadError) -> ApiError {
-    use actix_web::error::JsonPayloadError as E;
-    match error {
-        E::OverflowKnownLength { .. } | E::Overflow { .. } => {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", "the body is over 64 KiB")
-        }
-        E::ContentType => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported-media-type",
-            "the body must be application/json",
-        ),
-        E::Deserialize(error) => malformed(error),
-        _ => ApiError::bad_request("the body could not be read"),
-    }
-}
-
-/// What is wrong with a body, without quoting it: a missing or unknown field is named (an
-/// unknown one in `field` too: a misspelt field is refused, not ignored), a wrong type is
-/// located.
-pub fn malformed(error: &serde_json::Error) -> ApiError {
-    let message = error.to_string();
-    let detail = match error.classify() {
-        serde_json::error::Category::Data if message.starts_with("missing field") => {
-            message.split(" at line").next().unwrap_or("a required field is missing").to_owned()
-        }
-        serde_json::error::Category::Data if message.starts_with("unknown field `") => {
-            // A name, never a value; cut short and to printable characters, whatever was sent.
-            let name: String = message["unknown field `".len()..]
-                .split('`')
-                .next()
-                .unwrap_or_default()
-                .chars()
-                .filter(|c| c.is_ascii_graphic())
-                .take(64)
-                .collect();
-            let mut refused = ApiError::bad_request(format!(
-                "unknown field `{name}`: this operation takes only the fields its schema names"
-            ));
-            refused.0.field = Some(name);
-            return refused;
-        }
-        serde_json::error::Category::Data if message.starts_with("data did not match any variant") => {
-            "the body is none of this operation's shapes (its schema lists them)".to_owned()
-        }
-        // Read from a JSON value, the error has no place in the text (line 0).
-        serde_json::error::Category::Data if error.line() == 0 => "a value has the wrong type".to_owned(),
-        serde_json::error::Category::Data => {
-            format!("a value has the wrong type (line {}, column {})", error.line(), error.column())
-        }
-        _ => format!("the body is not well-formed JSON (line {}, column {})", error.line(), error.column()),
-    };
-    ApiError::bad_request(detail)
 }

@@ -7,9 +7,12 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use super::problem::{ApiError, BodyRefusals, ChangeRefusals, Problem, ReadRefusals};
-use super::{AdminState, Authenticated, tenant_path, workspace_path};
 use crate::documents::{WorkspaceDoc, WorkspaceList};
+use crate::operator::problem::{ApiError, Problem};
+use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
+use crate::operator::state::AdminState;
+use super::Authenticated;
+use crate::operator::params::{tenant_path, workspace_path};
 
 /// A workspace to link: a team (`team_id`, with its `enterprise_id` inside a grid), or an
 /// org-wide install (`enterprise_id` alone). Slack's ids: `T…` and `E…`, upper-case letters

@@ -1,0 +1,36 @@
+//! What a request names in its path, query or form, read the same way by the API and the
+//! console: a tenant, a workspace, an event, an event type. An id that could not name anything
+//! is a 404, as an unknown one is; a malformed filter is a 422 naming it.
+
+use doorman_domain::{EventType, ExternalEventId, TenantId, WorkspaceId};
+
+use super::problem::ApiError;
+
+/// A tenant id from a path: one that is not a UUID names no tenant (404).
+pub fn tenant_path(raw: &str) -> Result<TenantId, ApiError> {
+    raw.parse().map_err(|_| ApiError::not_found(format!("no tenant with id {raw:?}")))
+}
+
+/// A workspace id from a path: one that could not be stored names nothing (404).
+pub fn workspace_path(raw: &str) -> Result<WorkspaceId, ApiError> {
+    WorkspaceId::new(raw).map_err(|_| ApiError::not_found("no such workspace"))
+}
+
+/// An event id from a path: one that could not be stored names no receipt (404).
+pub fn event_path(raw: &str) -> Result<ExternalEventId, ApiError> {
+    ExternalEventId::new(raw).map_err(|_| unknown_event(raw))
+}
+
+/// 404 for an event with no receipt, with `event_status: unknown` as `receipts show` says it.
+pub fn unknown_event(id: &str) -> ApiError {
+    let mut error = ApiError::not_found(format!(
+        "no receipt for event {id}: never received, pruned after the retention, or from a workspace no tenant had linked"
+    ));
+    error.0.event_status = Some("unknown".into());
+    error
+}
+
+/// `type`: the event type to list only, as Slack writes event types.
+pub fn event_type(raw: Option<&str>) -> Result<Option<EventType>, ApiError> {
+    raw.map(EventType::new).transpose().map_err(|e| ApiError::invalid_value("type", &e))
+}
