@@ -15,8 +15,14 @@ use super::output;
 use crate::cli::{AgentCommand, OnOff, SecretsCommand, SlackCommand, TenantCommand, WorkspaceCommand};
 use crate::config::{destinations, keyring, slack_install};
 use crate::documents::{
-    AgentDoc, InstallationDoc, OffboardedDoc, TenantDoc, TenantList, WorkspaceDoc, WorkspaceList,
+    AgentDoc, InstallationDoc, OffboardedDoc, TenantDoc, WorkspaceDoc, WorkspaceList, list_of,
 };
+
+list_of!(
+    /// Every tenant (the command line's `tenant list --json`).
+    TenantList,
+    TenantDoc
+);
 
 pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
     match command {

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use crate::documents::{InstallLinkDoc, InstallationList};
+use super::documents::InstallationList;
+use crate::documents::InstallLinkDoc;
 use crate::operator::problem::{ApiError, Problem};
 use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
 use crate::operator::state::AdminState;

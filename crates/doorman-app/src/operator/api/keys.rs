@@ -9,7 +9,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use crate::documents::{KeyDoc, KeyList, NewKeyDoc, SignInLinkDoc};
+use super::documents::KeyList;
+use crate::documents::{KeyDoc, NewKeyDoc, SignInLinkDoc, sign_in_link_lifetime};
 use crate::operator::problem::{ApiError, Problem};
 use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
 use crate::operator::state::AdminState;
@@ -131,14 +132,28 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(KeyDoc::from(state.operator.key(&caller.0, id).await?)))
 }
 
+/// What [`sign_in_link`] does, as the OpenAPI document says it: the link's lifetime comes
+/// from its constant, so the text is made here rather than written as a doc comment.
+fn sign_in_link_summary() -> String {
+    [
+        "A one-time sign-in link to the operator console for a key scoped to one tenant (a",
+        "customer's portal): the browser that opens it gets a session acting as the key, which ends",
+        &format!(
+            "when the key is revoked. Good for one sign-in within {}; shown once. Only a key for",
+            sign_in_link_lifetime()
+        ),
+        "every tenant, and not read-only, makes one; a key for every tenant gets none (409: the",
+        "request is well formed, the key is of the wrong kind), and none is made while",
+        "`DOORMAN_CONSOLE_URL` is unset (409: a path alone does not work pasted to a customer).",
+    ]
+    .join("\n")
+}
+
 /// A one-time sign-in link to the operator console for a key scoped to one tenant (a
-/// customer's portal): the browser that opens it gets a session acting as the key, which ends
-/// when the key is revoked. Good for one sign-in within 15 minutes; shown once. Only a key for
-/// every tenant, and not read-only, makes one; a key for every tenant gets none (409: the
-/// request is well formed, the key is of the wrong kind), and none is made while
-/// `DOORMAN_CONSOLE_URL` is unset (409: a path alone does not work pasted to a customer).
+/// customer's portal), shown once: [`sign_in_link_summary`] says the rest.
 #[utoipa::path(
     post,
+    summary = sign_in_link_summary(),
     path = "/admin/v1/keys/{key_id}/sign-in-links",
     operation_id = "createSignInLink",
     tag = "keys",

@@ -12,6 +12,7 @@
 mod agents;
 mod audit;
 mod body;
+pub mod documents;
 mod events;
 mod installs;
 mod keys;

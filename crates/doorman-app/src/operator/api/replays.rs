@@ -11,7 +11,8 @@ use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use crate::documents::{ReplayJobDoc, ReplayJobPage, ReplayReport};
+use super::documents::ReplayJobPage;
+use crate::documents::{ReplayJobDoc, ReplayReport};
 use crate::operator::params::{event_path, tenant_path};
 use crate::operator::problem::{ApiError, Problem};
 use super::refusals::{BodyRefusals, ReadRefusals};

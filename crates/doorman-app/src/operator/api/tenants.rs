@@ -7,7 +7,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::body::Object;
-use crate::documents::{OffboardedDoc, RetainPayloadsDoc, TenantDoc, TenantPage};
+use super::documents::RetainPayloadsDoc;
+use crate::documents::{OffboardedDoc, TenantDoc, TenantPage};
 use crate::operator::problem::{ApiError, Problem};
 use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
 use crate::operator::query::Query;

@@ -1,0 +1,240 @@
+//! What became of events, and of their replays: each event with its dispatches, replay jobs
+//! with each event's outcome, and the report of a replay the command line ran.
+
+use chrono::{DateTime, Utc};
+use doorman_domain::{Attempt, EventReport, ReplayJob, Replayed, TenantId};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::words;
+
+super::page_of!(
+    /// A page of events.
+    EventPage,
+    EventDoc
+);
+
+/// Why an event's last dispatch failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FailureDoc {
+    pub reason: String,
+    pub at: DateTime<Utc>,
+}
+
+/// What became of one event (`receipts show --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct EventDoc {
+    pub tenant_id: Uuid,
+    pub platform: String,
+    pub external_event_id: String,
+    pub event_type: String,
+    /// The delivery attempt it was claimed on (0: Slack's first).
+    pub delivery_attempt: u32,
+    pub claimed_at: DateTime<Utc>,
+    pub handled_at: Option<DateTime<Utc>>,
+    pub failure: Option<FailureDoc>,
+    /// `stranded`: unfinished for over 10 minutes.
+    #[schema(value_type = words::EventStatus)]
+    pub status: String,
+    /// The live dispatch and each replay.
+    pub dispatches: u32,
+    pub replays: u32,
+    /// Its payload is kept (sealed), so it can be replayed.
+    pub payload_kept: bool,
+    /// Each dispatch, oldest first: the live one, then every replay, with when and how it
+    /// ended. Only when one event is read; a listing leaves it empty.
+    pub attempts: Vec<AttemptDoc>,
+}
+
+/// One dispatch of an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AttemptDoc {
+    #[schema(value_type = words::AttemptKind)]
+    pub kind: String,
+    /// The replay job it was part of.
+    pub job_id: Option<Uuid>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    /// The live dispatch: as the event's status; a replay: its outcome, or `running`.
+    #[schema(value_type = words::AttemptOutcome)]
+    pub outcome: String,
+    pub detail: Option<String>,
+}
+
+impl From<Attempt> for AttemptDoc {
+    fn from(a: Attempt) -> Self {
+        Self {
+            kind: if a.job.is_some() { "replay" } else { "live" }.to_owned(),
+            job_id: a.job.map(|j| *j.as_uuid()),
+            started_at: a.started_at,
+            ended_at: a.ended_at,
+            outcome: a.outcome,
+            detail: a.detail,
+        }
+    }
+}
+
+/// A replay job: what was asked, by whom, its progress, and each event's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReplayJobDoc {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    #[schema(value_type = words::JobState)]
+    pub state: String,
+    /// What it selected, in words (`failed since …`, `stranded before …`, `event Ev…`).
+    pub selection: String,
+    pub requested_by: ActorDoc,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Events selected.
+    pub total: u32,
+    /// Events with an outcome.
+    pub done: u32,
+    /// Events the agent took.
+    pub succeeded: u32,
+    /// Each event in order (empty in a listing of jobs).
+    pub events: Vec<JobEventDoc>,
+}
+
+/// Who did something, as the audit trail names them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ActorDoc {
+    #[schema(value_type = words::ActorKind)]
+    pub kind: String,
+    /// The key's id, or the OS user.
+    pub id: String,
+    /// The key's name, or `cli`.
+    pub name: String,
+}
+
+/// One event of a replay job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct JobEventDoc {
+    pub external_event_id: String,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    /// `null` until it has been tried.
+    #[schema(value_type = Option<words::ReplayOutcome>)]
+    pub outcome: Option<String>,
+    pub detail: Option<String>,
+}
+
+impl From<ReplayJob> for ReplayJobDoc {
+    fn from(job: ReplayJob) -> Self {
+        let by = doorman_domain::AuditEntry::new(
+            &job.requested_by,
+            doorman_domain::AuditAction::EventsReplay,
+            None,
+            None,
+        );
+        Self {
+            id: *job.id.as_uuid(),
+            tenant_id: *job.tenant.as_uuid(),
+            state: job.state().as_str().to_owned(),
+            selection: job.selection,
+            requested_by: ActorDoc {
+                kind: by.actor_kind().to_owned(),
+                id: by.actor_id(),
+                name: by.actor_name(),
+            },
+            created_at: job.created_at,
+            started_at: job.started_at,
+            finished_at: job.finished_at,
+            total: job.total,
+            done: job.done,
+            succeeded: job.succeeded,
+            events: job
+                .events
+                .into_iter()
+                .map(|e| JobEventDoc {
+                    external_event_id: e.external_id.as_str().to_owned(),
+                    started_at: e.started_at,
+                    ended_at: e.ended_at,
+                    outcome: e.outcome,
+                    detail: e.detail,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<EventReport> for EventDoc {
+    fn from(report: EventReport) -> Self {
+        let r = &report.receipt;
+        Self {
+            tenant_id: *r.key.tenant.as_uuid(),
+            platform: r.key.platform.as_str().to_owned(),
+            external_event_id: r.key.external_id.as_str().to_owned(),
+            event_type: r.event_type.clone(),
+            delivery_attempt: r.attempt,
+            claimed_at: r.claimed_at,
+            handled_at: r.handled_at,
+            failure: r.failure.as_ref().map(|f| FailureDoc { reason: f.reason.clone(), at: f.at }),
+            status: report.status.as_str().to_owned(),
+            dispatches: r.dispatches(),
+            replays: r.replays,
+            payload_kept: report.payload_kept,
+            attempts: report.attempts.into_iter().map(AttemptDoc::from).collect(),
+        }
+    }
+}
+
+/// What a replay did, event by event (`receipts replay --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReplayReport {
+    pub tenant_id: Uuid,
+    pub dry_run: bool,
+    pub selected: usize,
+    /// Handled by the agent (or, in a dry run, would be sent).
+    pub succeeded: usize,
+    pub events: Vec<ReplayedDoc>,
+}
+
+/// One event's replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReplayedDoc {
+    pub external_event_id: String,
+    #[schema(value_type = words::ReplayOutcome)]
+    pub outcome: String,
+    pub detail: String,
+}
+
+impl ReplayReport {
+    /// A finished job's report (what the command line prints after running one).
+    pub fn of_job(job: &ReplayJob) -> Self {
+        Self {
+            tenant_id: *job.tenant.as_uuid(),
+            dry_run: false,
+            selected: job.total as usize,
+            succeeded: job.succeeded as usize,
+            events: job
+                .events
+                .iter()
+                .map(|e| ReplayedDoc {
+                    external_event_id: e.external_id.as_str().to_owned(),
+                    outcome: e.outcome.clone().unwrap_or_else(|| "not_sent".into()),
+                    detail: e.detail.clone().unwrap_or_else(|| "not tried: the job stopped first".into()),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn new(tenant: TenantId, dry_run: bool, report: &[Replayed]) -> Self {
+        Self {
+            tenant_id: *tenant.as_uuid(),
+            dry_run,
+            selected: report.len(),
+            succeeded: report.iter().filter(|r| r.outcome.is_success()).count(),
+            events: report
+                .iter()
+                .map(|r| ReplayedDoc {
+                    external_event_id: r.key.external_id.as_str().to_owned(),
+                    outcome: r.outcome.as_str().to_owned(),
+                    detail: r.outcome.detail(),
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! The documents the operator's faces share: the admin API's JSON bodies and the command
+//! line's `--json` output are the same types, so a script can move from one face to the other,
+//! and the console's pages show them. Their schemas are generated from these types into the
+//! OpenAPI document (`docs/admin-api.json`). One module per subject; a document only one face
+//! answers with lives with that face (`crate::operator::api::documents`, the command line's
+//! `tenant list`).
+//!
+//! Never a secret: an agent's URL is shown whole but without credentials, its secret only as
+//! `signing_secret_set`, installations without tokens, keys without their secret.
+
+mod audit;
+mod events;
+mod keys;
+mod tenants;
+pub mod words;
+
+pub use self::audit::{AuditDoc, AuditPage};
+pub use self::events::{
+    ActorDoc, AttemptDoc, EventDoc, EventPage, FailureDoc, JobEventDoc, ReplayJobDoc, ReplayReport, ReplayedDoc,
+};
+pub use self::keys::{KeyDoc, NewKeyDoc, SignInLinkDoc, sign_in_link_lifetime};
+pub use self::tenants::{
+    AgentDoc, InstallLinkDoc, InstallationDoc, OffboardedDoc, TenantDoc, TenantPage, WorkspaceDoc, WorkspaceList,
+};
+
+/// A page of a listing, one named type per item type: generated clients get `TenantPage`
+/// whose `items` are `TenantDoc`s (a `$ref`), not an anonymous copy of the item's schema.
+macro_rules! page_of {
+    ($(#[$doc:meta])* $page:ident, $item:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize, ::utoipa::ToSchema)]
+        pub struct $page {
+            pub items: Vec<$item>,
+            /// Pass it as `cursor` for the next page; `null` on the last.
+            pub next_cursor: Option<String>,
+        }
+
+        impl $page {
+            /// The documents of a use case's page, and its next cursor as opaque text.
+            pub fn of<D, C: doorman_domain::Cursor>(page: doorman_domain::Page<D, C>) -> Self
+            where
+                $item: From<D>,
+            {
+                Self {
+                    items: page.items.into_iter().map(<$item>::from).collect(),
+                    next_cursor: page.next.map(|c| c.encode()),
+                }
+            }
+        }
+    };
+}
+
+/// A list never long enough to page, one named type per item type.
+macro_rules! list_of {
+    ($(#[$doc:meta])* $list:ident, $item:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize, ::utoipa::ToSchema)]
+        pub struct $list {
+            pub items: Vec<$item>,
+        }
+
+        impl<D> FromIterator<D> for $list
+        where
+            $item: From<D>,
+        {
+            fn from_iter<I: IntoIterator<Item = D>>(items: I) -> Self {
+                Self { items: items.into_iter().map(<$item>::from).collect() }
+            }
+        }
+    };
+}
+
+pub(crate) use {list_of, page_of};
