@@ -131,8 +131,8 @@ pub enum ApiKeysCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
-    /// Print a one-time sign-in link to the operator console for a key scoped to one tenant
-    /// (a customer's portal): good for one sign-in within 15 minutes.
+    // Its help is made from the link's lifetime: `sign_in_link_about`.
+    #[command(about = sign_in_link_about())]
     SignInLink {
         /// The key's id (`keys list`).
         id: String,
@@ -709,4 +709,14 @@ fn console_url(raw: &str) -> Result<url::Url, String> {
         return Err("must have no query, fragment or credentials".into());
     }
     Ok(url)
+}
+
+/// `admin keys sign-in-link`'s help, with the link's lifetime from its constant (no closing
+/// period, as clap leaves it off a doc comment's).
+fn sign_in_link_about() -> String {
+    format!(
+        "Print a one-time sign-in link to the operator console for a key scoped to one tenant (a \
+         customer's portal): good for one sign-in within {}",
+        crate::documents::sign_in_link_lifetime()
+    )
 }

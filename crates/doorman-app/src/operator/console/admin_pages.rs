@@ -1,6 +1,8 @@
 //! The audit trail (a scoped session reads its tenant's entries only) and keys (for a session
 //! that may do everything: create, shown once; revoke; a customer's sign-in link, shown once).
 
+use std::ops::RangeInclusive;
+
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::Utc;
@@ -14,6 +16,9 @@ use crate::operator::query::Query;
 use crate::operator::params::tenant_path;
 use crate::operator::state::AdminState;
 use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc, SignInLinkDoc};
+
+/// A new key's `expires_in_days`, as its form takes them (`keys.html` too): up to two years.
+pub const KEY_EXPIRY_DAYS: RangeInclusive<i64> = 1..=730;
 
 #[derive(Template)]
 #[template(path = "console/audit.html")]
@@ -89,8 +94,8 @@ async fn render(
     })
 }
 
-/// `name`, `tenant` (an id; blank: every tenant), `read_only`, `expires_in_days` (blank:
-/// never).
+/// `name`, `tenant` (an id; blank: every tenant), `read_only`, `expires_in_days`
+/// ([`KEY_EXPIRY_DAYS`]; blank: never).
 pub async fn create_key(
     request: HttpRequest,
     body: web::Bytes,
@@ -103,8 +108,12 @@ pub async fn create_key(
     let expires_at = match form.get("expires_in_days") {
         None => None,
         Some(raw) => {
-            let days = raw.parse::<i64>().ok().filter(|d| (1..=730).contains(d)).ok_or_else(|| {
-                ConsoleError::bad_request("expires_in_days: must be a whole number from 1 to 730")
+            let days = raw.parse::<i64>().ok().filter(|d| KEY_EXPIRY_DAYS.contains(d)).ok_or_else(|| {
+                ConsoleError::bad_request(format!(
+                    "expires_in_days: must be a whole number from {} to {}",
+                    KEY_EXPIRY_DAYS.start(),
+                    KEY_EXPIRY_DAYS.end()
+                ))
             })?;
             Some(Utc::now() + chrono::Duration::days(days))
         }

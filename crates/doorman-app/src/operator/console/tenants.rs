@@ -2,6 +2,7 @@
 //! whether payloads are kept, an install link), and the forms that change them. Each form is
 //! one operator use case, then back to the tenant's page with a notice.
 
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -19,6 +20,16 @@ use crate::operator::query::Query;
 use crate::operator::params::{tenant_path, workspace_path};
 use crate::operator::state::AdminState;
 use crate::documents::{AgentDoc, InstallLinkDoc, InstallationDoc, TenantDoc, WorkspaceDoc};
+
+/// A day, in seconds.
+const DAY: u64 = 24 * 3600;
+
+/// An install link's `days`, as its form takes them (`tenant.html` too): whole days, up to the
+/// longest a link may last.
+pub const INSTALL_LINK_DAYS: RangeInclusive<u64> = 1..=LinkLifetime::MAX.as_secs() / DAY;
+
+/// `days` when the form leaves it out (and the form's own default): a link's default lifetime.
+pub const INSTALL_LINK_DEFAULT_DAYS: u64 = LinkLifetime::DEFAULT.as_secs() / DAY;
 
 #[derive(Template)]
 #[template(path = "console/tenants.html")]
@@ -244,8 +255,8 @@ pub async fn retain_payloads(
     Ok(back(tenant, if on { "payloads-on" } else { "payloads-off" }))
 }
 
-/// An install link for the tenant's customer, shown once on the tenant's page. `days`: 1 to
-/// 30 (1 by default).
+/// An install link for the tenant's customer, shown once on the tenant's page. `days`:
+/// [`INSTALL_LINK_DAYS`] ([`INSTALL_LINK_DEFAULT_DAYS`] when left out).
 pub async fn install_link(
     request: HttpRequest,
     path: web::Path<String>,
@@ -254,14 +265,16 @@ pub async fn install_link(
 ) -> Result<HttpResponse, ConsoleError> {
     let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
     let days = match form.get("days") {
-        None => 1,
-        Some(raw) => raw
-            .parse::<u64>()
-            .ok()
-            .filter(|d| (1..=30).contains(d))
-            .ok_or_else(|| ConsoleError::bad_request("days: must be a whole number from 1 to 30"))?,
+        None => INSTALL_LINK_DEFAULT_DAYS,
+        Some(raw) => raw.parse::<u64>().ok().filter(|d| INSTALL_LINK_DAYS.contains(d)).ok_or_else(|| {
+            ConsoleError::bad_request(format!(
+                "days: must be a whole number from {} to {}",
+                INSTALL_LINK_DAYS.start(),
+                INSTALL_LINK_DAYS.end()
+            ))
+        })?,
     };
-    let lifetime = LinkLifetime::new(Duration::from_secs(days * 24 * 3600))
+    let lifetime = LinkLifetime::new(Duration::from_secs(days * DAY))
         .map_err(|e| ApiError::invalid_value("days", &e))?;
     let link = state.operator.create_install_link(&session.caller, tenant, lifetime).await?;
     render(&request, &session, &state, tenant, Some(InstallLinkDoc::from(link))).await
