@@ -1,22 +1,26 @@
-//! Doorman's service and operator commands, wired from the domain and the adapters.
+//! Doorman's service and operator commands, wired from the domain and the adapters. The crate
+//! shows its faces, one folder each; no face uses another's modules (`just check-modules`), only
+//! what they share, and a face starts another only through its front door (its `mod.rs`):
 //!
-//! - [`cli`] and [`config`]: flags, environment variables, validated settings.
-//! - [`server`]: the actix-web server, its state, start-up and graceful shutdown.
-//! - [`http`]: the handlers; they convert requests to domain values and outcomes to
-//!   responses, and hold no business rule.
-//! - [`runner`]: runs the use cases on the main runtime and tracks background dispatches
-//!   so shutdown can drain them.
-//! - [`metrics`], [`telemetry`], [`log_summary`]: Prometheus metrics and logs (repeated lines
-//!   summarised once a second).
-//! - [`watch`]: the once-a-minute count of stranded and failed receipts behind the gauges.
-//! - [`commands`]: one module per subcommand; operator commands are the command line's face of
-//!   the operator use cases.
-//! - [`admin_api`]: `doorman admin serve`, the admin API: the same use cases' HTTP face.
-//! - [`documents`]: the JSON both faces print.
-//! - [`replays`]: the live path after the claim, as both faces replay events.
+//! - [`slack`]: the Slack-facing server, `doorman serve`: routes, handlers, the delivery
+//!   runner, the receipts watch, its metrics and log summaries.
+//! - [`operator`]: the operator's HTTP face, `doorman admin serve`: the admin API
+//!   ([`operator::api`]) and the console ([`operator::console`]) side by side over what they
+//!   share (state, problems, parameters, queries, the middleware, the replay-job runner).
+//! - [`cli`]: the command line: what each command takes ([`cli::args`]) and does
+//!   ([`cli::commands`]).
+//!
+//! Shared by the faces:
+//!
+//! - [`config`]: the settings both servers and the replays run with, validated once.
+//! - [`documents`]: the JSON the operator's faces (the command line, the API, the console) show.
+//! - [`replays`]: the live path after the claim, as the command line and the admin process
+//!   replay events; [`outbound`]: the clients every dispatch sends with.
+//! - [`process`]: what both servers do at start and stop; [`probes`]: their `/healthz` and
+//!   `/readyz` answers; [`metrics_listener`]: the listener their `/metrics` answers on.
+//! - [`telemetry`]: logs.
 
 pub mod cli;
-pub mod commands;
 pub mod config;
 pub mod documents;
 pub mod metrics_listener;

@@ -1,16 +1,16 @@
 //! `doorman`: the service and its operator commands.
 
 use clap::Parser;
-use doorman_app::{cli, commands, telemetry};
+use doorman_app::{cli, telemetry};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let cli = cli::Cli::parse();
-    telemetry::init(cli.log_format);
+    let parsed = cli::Cli::parse();
+    telemetry::init(parsed.log_format);
     // Boxed: the command futures are large (each holds its connections' TLS state).
-    match Box::pin(commands::run(cli.command)).await {
+    match Box::pin(cli::run(parsed.command)).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) if error.is::<commands::Unsuccessful>() => {
+        Err(error) if error.is::<cli::Unsuccessful>() => {
             // The command has printed its answer; the exit status carries the rest.
             eprintln!("{error}");
             std::process::ExitCode::FAILURE

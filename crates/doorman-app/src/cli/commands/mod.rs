@@ -10,7 +10,7 @@ mod receipts;
 use anyhow::Context;
 use doorman_adapters::postgres::migrations;
 
-use crate::cli::{Command, DatabaseArgs};
+use super::{Command, DatabaseArgs};
 use crate::config::ServeConfig;
 use crate::slack;
 

@@ -1,0 +1,89 @@
+//! `doorman receipts`: what became of events, replays, pruning.
+
+use clap::{Args, Subcommand};
+use doorman_domain::{ReceiptStatus, Retention};
+
+use super::{DatabaseArgs, DispatchArgs};
+
+#[derive(Debug, Subcommand)]
+pub enum ReceiptsCommand {
+    /// Events acknowledged to Slack that reached nobody: claimed, never handled, no failure.
+    Stranded {
+        #[arg(long, default_value_t = ReceiptStatus::STRANDED_AFTER.into())]
+        older_than: humantime::Duration,
+        #[arg(long)]
+        tenant: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Events whose dispatch failed.
+    Failed {
+        #[arg(long)]
+        tenant: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// What happened to one event: handled, failed, in flight, stranded, or unknown (exit 1).
+    Show {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        event_id: String,
+        /// Unfinished for longer than this: stranded.
+        #[arg(long, default_value_t = ReceiptStatus::STRANDED_AFTER.into())]
+        older_than: humantime::Duration,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Send kept events to the tenant's agent again (same `webhook-id`, `delivery.replay`),
+    /// one at a time through the same bridge as `serve`. Refuses handled events and events
+    /// whose payload was not kept. Exit 1 unless every selected event was handled.
+    Replay(Box<ReplayArgs>),
+    /// Delete every tenant's receipts older than the retention, in bounded batches.
+    Prune {
+        #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value_t = Retention::DEFAULT_KEEP_FOR.into())]
+        retention: humantime::Duration,
+        #[arg(long, default_value_t = 1000)]
+        batch: u32,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+/// `doorman receipts replay`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["event_id", "failed_since", "stranded"])))]
+pub struct ReplayArgs {
+    #[arg(long)]
+    pub tenant: String,
+    /// One event.
+    #[arg(long)]
+    pub event_id: Option<String>,
+    /// Every unhandled event whose dispatch failed within this long (e.g. 1h).
+    #[arg(long)]
+    pub failed_since: Option<humantime::Duration>,
+    /// Every stranded event (unfinished for longer than --older-than).
+    #[arg(long)]
+    pub stranded: bool,
+    #[arg(long, default_value_t = ReceiptStatus::STRANDED_AFTER.into())]
+    pub older_than: humantime::Duration,
+    /// Say what would be replayed; send and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long)]
+    pub json: bool,
+    /// Log in as a member of `doorman_admin` (the tables' owner is one): a replay runs as the
+    /// admin API's does, under row-level security for the one tenant.
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+    #[command(flatten)]
+    pub dispatch: DispatchArgs,
+}
