@@ -148,17 +148,26 @@ check-hexagon: check-modules
     exit "$failed"
 
 # No two sibling modules of a crate may use each other, directly or around a circle (a parent
-# and its children may: a module declares its children and they use its items). CI runs it
-# with check-hexagon.
-# Fail on an import circle between the modules of any crate.
+# and its children may: a module declares its children and they use its items). And the faces
+# of doorman-app (FACES below: the Slack-facing server, the admin API, the console, the command
+# line) keep their modules to themselves: no module outside a face uses one inside it, so faces
+# share only what lives outside them, and reach each other only through a face's front door
+# (its mod.rs and what it re-exports). CI runs it with check-hexagon.
+# Fail on an import circle between the modules of any crate, or a face using another's insides.
 check-modules:
     #!/usr/bin/env python3
     import sys
     sys.argv = [sys.argv[0], "crates"]
     """Import circles between sibling modules of each crate: A uses B and B uses A (directly or
     through other siblings). A parent and its children may refer to each other (a module declares
-    its children; children use their parent's items): that is not a circle."""
+    its children; children use their parent's items): that is not a circle. Then each crate's
+    faces: a module inside a face is used only from inside it."""
     import os, re, sys
+
+    # Each crate's faces, as module paths: everything below one is its own.
+    FACES = {
+        "doorman-app": [("slack",), ("operator", "api"), ("operator", "console"), ("cli",)],
+    }
 
     def module_path(src, path):
         rel = os.path.relpath(path, src)[:-3].split(os.sep)
@@ -184,7 +193,7 @@ check-modules:
             found.add(tuple(target))
         return found
 
-    def check(crate_src):
+    def load(crate_src):
         mods = {}
         for root, _, files in os.walk(crate_src):
             for f in files:
@@ -193,6 +202,79 @@ check-modules:
                     text = open(p).read()
                     text = re.sub(r'#\[cfg\(test\)\]\s*mod tests\s*\{.*', '', text, flags=re.S)  # tests may import freely
                     mods[module_path(crate_src, p)] = (text, os.path.basename(p) in ("mod.rs", "lib.rs", "main.rs"))
+        return mods
+
+    def use_trees(text):
+        """Every path a `use` of the crate's own modules names, its braces expanded:
+        `use crate::a::{b, c::{d as e}}` names crate::a::b and crate::a::c::d."""
+        def expand(tree):
+            tree = re.sub(r'\s+', '', tree)
+            depth, brace = 0, None
+            for i, c in enumerate(tree):
+                if c == '{' and depth == 0:
+                    brace = i
+                depth += c == '{'
+                depth -= c == '}'
+            if brace is None:
+                return [tree]
+            prefix, inner, parts, depth, part = tree[:brace], tree[brace + 1:-1], [], 0, ""
+            for c in inner + ",":
+                if c == ',' and depth == 0:
+                    if part:
+                        parts.append(part)
+                    part = ""
+                    continue
+                depth += c == '{'
+                depth -= c == '}'
+                part += c
+            out = []
+            for sub in parts:
+                for path in expand(sub):
+                    out.append(prefix[:-2] if path == "self" else prefix + path)
+            return out
+        found = []
+        for m in re.finditer(r'\buse\s+((?:crate|super|self)\b[^;]*);', text):
+            found.extend(expand(re.sub(r'\s+as\s+[A-Za-z_][A-Za-z0-9_]*', '', m.group(1))))
+        return found
+
+    def resolve(mod, path, known):
+        """The module a path names (the longest known module it starts with), or None."""
+        parts = [p for p in path.split("::") if p]
+        if not parts:
+            return None
+        # `self` is the module itself and `super` its parent, whether it is a file or a folder.
+        if parts[0] == "crate":
+            target = parts[1:]
+        elif parts[0] == "self":
+            target = list(mod) + parts[1:]
+        elif parts[0] == "super":
+            target = list(mod)
+            while parts and parts[0] == "super":
+                target, parts = target[:-1], parts[1:]
+            target = target + parts
+        else:
+            return None
+        t = tuple(target)
+        while t and t not in known:
+            t = t[:-1]
+        return t
+
+    def face_of(mod, faces):
+        return next((f for f in faces if mod[: len(f)] == f), None)
+
+    def trespasses(mods, faces):
+        """Uses of a module inside a face (not its front door) from outside that face."""
+        known, found = set(mods), set()
+        for mod, (text, _) in mods.items():
+            paths = use_trees(text) + [m.group(0) for m in re.finditer(r'\b(?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+', text)]
+            for path in paths:
+                t = resolve(mod, path, known)
+                face = face_of(t, faces) if t else None
+                if face and t != face and face_of(mod, faces) != face:
+                    found.add((mod, t))
+        return sorted(found)
+
+    def check(crate_src, mods):
         known = set(mods)
         edges = {}
         for mod, (text, is_dir) in mods.items():
@@ -228,11 +310,17 @@ check-modules:
         src = os.path.join(sys.argv[1], crate, "src")
         if not os.path.isdir(src):
             continue
-        for key, cycle in check(src).items():
+        mods = load(src)
+        for key, cycle in check(src, mods).items():
             bad = True
             print(f"{crate}: " + " -> ".join("::".join(m) or "crate" for m in cycle))
+        for user, used in trespasses(mods, FACES.get(crate, [])):
+            bad = True
+            face = "::".join(face_of(used, FACES[crate]))
+            print(f"{crate}: {'::'.join(user) or 'crate'} uses {'::'.join(used)}, inside the face {face}"
+                  f" (use what the faces share, or what {face}'s front door re-exports)")
     if not bad:
-        print("no import circle between sibling modules in any crate")
+        print("no import circle between sibling modules in any crate; no face uses another's insides")
     sys.exit(1 if bad else 0)
 
 # The database `just migrate` and `just run` use (override with DATABASE_URL).

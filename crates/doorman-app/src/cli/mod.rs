@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod commands;
+pub mod settings;
 
 use clap::{Parser, Subcommand, ValueEnum};
 

@@ -2,8 +2,8 @@
 //! line's `--json` output are the same types, so a script can move from one face to the other,
 //! and the console's pages show them. Their schemas are generated from these types into the
 //! OpenAPI document (`docs/admin-api.json`). One module per subject; a document only one face
-//! answers with lives with that face (`crate::operator::api::documents`, the command line's
-//! `tenant list`).
+//! answers with lives with that face (the admin API's in its `documents` module, the command
+//! line's `tenant list` beside that command).
 //!
 //! Never a secret: an agent's URL is shown whole but without credentials, its secret only as
 //! `signing_secret_set`, installations without tokens, keys without their secret.
@@ -16,11 +16,13 @@ pub mod words;
 
 pub use self::audit::{AuditDoc, AuditPage};
 pub use self::events::{
-    ActorDoc, AttemptDoc, EventDoc, EventPage, FailureDoc, JobEventDoc, ReplayJobDoc, ReplayReport, ReplayedDoc,
+    ActorDoc, AttemptDoc, EventDoc, EventPage, FailureDoc, JobEventDoc, ReplayJobDoc, ReplayReport,
+    ReplayedDoc,
 };
 pub use self::keys::{KeyDoc, NewKeyDoc, SignInLinkDoc, sign_in_link_lifetime};
 pub use self::tenants::{
-    AgentDoc, InstallLinkDoc, InstallationDoc, OffboardedDoc, TenantDoc, TenantPage, WorkspaceDoc, WorkspaceList,
+    AgentDoc, InstallLinkDoc, InstallationDoc, OffboardedDoc, TenantDoc, TenantPage, WorkspaceDoc,
+    WorkspaceList,
 };
 
 /// A page of a listing, one named type per item type: generated clients get `TenantPage`

@@ -2,7 +2,9 @@
 //! links and installations.
 
 use chrono::{DateTime, Utc};
-use doorman_domain::{AgentSummary, InstallLink, InstallationSummary, LinkedWorkspace, TenantId, TenantRecord};
+use doorman_domain::{
+    AgentSummary, InstallLink, InstallationSummary, LinkedWorkspace, TenantId, TenantRecord,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;

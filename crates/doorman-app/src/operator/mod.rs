@@ -22,5 +22,5 @@ pub mod query;
 pub mod server;
 pub mod state;
 
-pub use self::api::openapi::document as openapi_document;
+pub use self::api::openapi_document;
 pub use self::server::{RunningAdmin, run, start};

@@ -9,8 +9,8 @@ use tracing::{Instrument, field};
 
 use super::AppState;
 use super::body::read_limited;
-use super::responses;
 use super::log_summary::{LogSummary, Summary};
+use super::responses;
 
 /// The reasons a delivery is refused (503, or 500 for `storage_error`: [`Unavailability::as_str`]), each logged as a
 /// summary at most once a second ([`super::log_summary`]) rather than once per answer: under

@@ -141,10 +141,8 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     });
 
     let render_state = state.clone();
-    let metrics = MetricsListener::start(
-        config.metrics_bind,
-        Arc::new(move || ops::render_metrics(&render_state)),
-    )?;
+    let metrics =
+        MetricsListener::start(config.metrics_bind, Arc::new(move || ops::render_metrics(&render_state)))?;
     let listener = TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr()?;
     let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(super::routes))

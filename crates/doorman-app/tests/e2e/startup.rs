@@ -2,9 +2,9 @@
 //! login missing, its password refused, not a member of its role); one that can do more than
 //! its work (a superuser, the tables' owner) starts with a warning.
 
-use doorman_app::operator;
 use doorman_app::cli::{AdminCommand, Cli, Command};
 use doorman_app::config::AdminConfig;
+use doorman_app::operator;
 use doorman_testkit::database::{TEST_KEYS, TestDatabase, with_user};
 use doorman_testkit::server::{PgServer, ServerOptions};
 

@@ -1,37 +1,9 @@
 //! What a command connects to the database with and opens secrets at rest with, and
 //! `doorman secrets`. Secret values are hidden from `--help` and from `Debug`.
 
-use std::fmt;
-use std::str::FromStr;
-
 use clap::{Args, Subcommand, ValueEnum};
 
-/// A value that must not be printed: `Debug` shows a placeholder.
-#[derive(Clone)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl FromStr for Secret {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.trim().is_empty() {
-            return Err("must not be empty".into());
-        }
-        Ok(Self(s.trim().to_owned()))
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
+pub use crate::config::Secret;
 
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {

@@ -12,8 +12,8 @@ use serde_json::json;
 
 use super::context::{Cli, Needs, explain, maintenance, tenant_id};
 use super::output;
+use crate::cli::settings::{destinations, keyring, slack_install};
 use crate::cli::{AgentCommand, OnOff, SecretsCommand, SlackCommand, TenantCommand, WorkspaceCommand};
-use crate::config::{destinations, keyring, slack_install};
 use crate::documents::{
     AgentDoc, InstallationDoc, OffboardedDoc, TenantDoc, WorkspaceDoc, WorkspaceList, list_of,
 };

@@ -7,13 +7,13 @@ use doorman_domain::{AgentSecret, AgentUrl, OperatorError};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::body::Object;
-use crate::documents::AgentDoc;
-use crate::operator::problem::{ApiError, Problem};
-use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
-use crate::operator::state::AdminState;
 use super::Authenticated;
+use super::body::Object;
+use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
+use crate::documents::AgentDoc;
 use crate::operator::params::tenant_path;
+use crate::operator::problem::{ApiError, Problem};
+use crate::operator::state::AdminState;
 
 /// The agent to set.
 #[derive(Deserialize, ToSchema)]

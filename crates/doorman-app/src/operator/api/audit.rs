@@ -3,13 +3,13 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use doorman_domain::AuditCursor;
 
-use crate::documents::AuditPage;
-use crate::operator::problem::{ApiError, Problem};
+use super::Authenticated;
 use super::refusals::ReadRefusals;
+use crate::documents::AuditPage;
+use crate::operator::params::tenant_path;
+use crate::operator::problem::{ApiError, Problem};
 use crate::operator::query::Query;
 use crate::operator::state::AdminState;
-use super::Authenticated;
-use crate::operator::params::tenant_path;
 
 /// Audit entries: who (key id and name, or `cli` and the OS user), what, on which tenant, in
 /// which request. A key scoped to a tenant reads that tenant's entries only; a key for every

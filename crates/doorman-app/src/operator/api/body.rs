@@ -13,7 +13,6 @@ use serde::de::DeserializeOwned;
 
 use crate::operator::problem::ApiError;
 
-
 /// The body, read as `web::Json` reads it (size limit, content type), then required to be a
 /// JSON object of `T`'s shape.
 #[derive(Debug)]

@@ -6,7 +6,6 @@ use utoipa::ToSchema;
 
 use crate::documents::{InstallationDoc, KeyDoc, ReplayJobDoc, list_of, page_of};
 
-
 page_of!(
     /// A page of replay jobs, newest first.
     ReplayJobPage,

@@ -7,11 +7,11 @@ use doorman_domain::{EventCursor, EventState, OperatorError};
 
 use super::Authenticated;
 use super::refusals::ReadRefusals;
+use crate::documents::{EventDoc, EventPage};
 use crate::operator::params::{event_path, event_type, tenant_path, unknown_event};
 use crate::operator::problem::{ApiError, Problem};
 use crate::operator::query::Query;
 use crate::operator::state::AdminState;
-use crate::documents::{EventDoc, EventPage};
 
 /// What became of one event: handled, failed, in flight or stranded, and each of its
 /// dispatches (the live one, then every replay) with when and how it ended.

@@ -9,14 +9,14 @@ use doorman_domain::usecases::operator::installs::LinkLifetime;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::Authenticated;
 use super::body::Object;
 use super::documents::InstallationList;
-use crate::documents::InstallLinkDoc;
-use crate::operator::problem::{ApiError, Problem};
 use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
-use crate::operator::state::AdminState;
-use super::Authenticated;
+use crate::documents::InstallLinkDoc;
 use crate::operator::params::{tenant_path, workspace_path};
+use crate::operator::problem::{ApiError, Problem};
+use crate::operator::state::AdminState;
 
 /// An install link to make.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -8,13 +8,13 @@ use doorman_domain::{KeyId, KeyName, KeyScope, OperatorError, TenantId};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::Authenticated;
 use super::body::Object;
 use super::documents::KeyList;
+use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
 use crate::documents::{KeyDoc, NewKeyDoc, SignInLinkDoc, sign_in_link_lifetime};
 use crate::operator::problem::{ApiError, Problem};
-use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
 use crate::operator::state::AdminState;
-use super::Authenticated;
 
 /// A key to make.
 #[derive(Debug, Deserialize, ToSchema)]

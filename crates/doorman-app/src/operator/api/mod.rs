@@ -35,6 +35,7 @@ use doorman_adapters::postgres::migrations;
 use doorman_domain::{Actor, Caller, KeyId, KeyRefusal, RequestId};
 
 use self::body::json_error;
+pub use self::openapi::document as openapi_document;
 use super::problem::ApiError;
 use super::state::AdminState;
 
@@ -80,7 +81,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .service(resource!("/healthz", GET => crate::probes::healthz))
         .service(resource!("/readyz", GET => readyz))
-        .service(resource!("/admin/v1/openapi.json", GET => openapi_document))
+        .service(resource!("/admin/v1/openapi.json", GET => openapi_json))
         .service(
             web::scope("/admin/v1")
                 .wrap(from_fn(authenticate))
@@ -177,6 +178,6 @@ async fn readyz(state: web::Data<AdminState>) -> HttpResponse {
     crate::probes::readiness(found)
 }
 
-async fn openapi_document() -> HttpResponse {
+async fn openapi_json() -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body(openapi::document())
 }

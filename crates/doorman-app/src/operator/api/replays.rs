@@ -10,16 +10,16 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
+use super::Authenticated;
 use super::body::Object;
+use super::body::malformed;
 use super::documents::ReplayJobPage;
+use super::refusals::{BodyRefusals, ReadRefusals};
 use crate::documents::{ReplayJobDoc, ReplayReport};
 use crate::operator::params::{event_path, tenant_path};
 use crate::operator::problem::{ApiError, Problem};
-use super::refusals::{BodyRefusals, ReadRefusals};
-use super::body::malformed;
 use crate::operator::query::{Query, instant};
 use crate::operator::state::AdminState;
-use super::Authenticated;
 
 /// One event's replay.
 #[derive(Debug, Default, Deserialize, ToSchema)]

@@ -6,15 +6,15 @@ use doorman_domain::{IdempotencyKey, TenantCursor, TenantName, TenantSearch};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::Authenticated;
 use super::body::Object;
 use super::documents::RetainPayloadsDoc;
-use crate::documents::{OffboardedDoc, TenantDoc, TenantPage};
-use crate::operator::problem::{ApiError, Problem};
 use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
+use crate::documents::{OffboardedDoc, TenantDoc, TenantPage};
+use crate::operator::params::tenant_path;
+use crate::operator::problem::{ApiError, Problem};
 use crate::operator::query::Query;
 use crate::operator::state::AdminState;
-use super::Authenticated;
-use crate::operator::params::tenant_path;
 
 /// A tenant's new name.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -6,13 +6,13 @@ use doorman_domain::WorkspaceId;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::body::Object;
-use crate::documents::{WorkspaceDoc, WorkspaceList};
-use crate::operator::problem::{ApiError, Problem};
-use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
-use crate::operator::state::AdminState;
 use super::Authenticated;
+use super::body::Object;
+use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
+use crate::documents::{WorkspaceDoc, WorkspaceList};
 use crate::operator::params::{tenant_path, workspace_path};
+use crate::operator::problem::{ApiError, Problem};
+use crate::operator::state::AdminState;
 
 /// A workspace to link: a team (`team_id`, with its `enterprise_id` inside a grid), or an
 /// org-wide install (`enterprise_id` alone). Slack's ids: `T…` and `E…`, upper-case letters

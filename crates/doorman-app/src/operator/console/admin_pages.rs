@@ -11,11 +11,11 @@ use doorman_domain::{AuditCursor, KeyId, KeyName, KeyScope, TenantId};
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
+use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc, SignInLinkDoc};
+use crate::operator::params::tenant_path;
 use crate::operator::problem::ApiError;
 use crate::operator::query::Query;
-use crate::operator::params::tenant_path;
 use crate::operator::state::AdminState;
-use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc, SignInLinkDoc};
 
 /// A new key's `expires_in_days`, as its form takes them (`keys.html` too): up to two years.
 pub const KEY_EXPIRY_DAYS: RangeInclusive<i64> = 1..=730;

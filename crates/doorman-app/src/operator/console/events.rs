@@ -13,11 +13,11 @@ use doorman_domain::{
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::operator::state::AdminState;
+use crate::documents::{EventDoc, ReplayJobDoc, TenantDoc};
 use crate::operator::params::{event_path, event_type, tenant_path};
 use crate::operator::problem::ApiError;
 use crate::operator::query::Query;
-use crate::documents::{EventDoc, ReplayJobDoc, TenantDoc};
+use crate::operator::state::AdminState;
 
 #[derive(Template)]
 #[template(path = "console/events.html")]

@@ -187,11 +187,8 @@ async fn open(
     how: &str,
 ) -> Result<HttpResponse, ConsoleError> {
     let expires_at = chrono::Utc::now() + SESSION_LIFETIME;
-    let secret = state
-        .sessions
-        .open(key, expires_at)
-        .await
-        .map_err(|e| ConsoleError::from(ApiError::storage(&e)))?;
+    let secret =
+        state.sessions.open(key, expires_at).await.map_err(|e| ConsoleError::from(ApiError::storage(&e)))?;
     tracing::info!(key.id = %key, how, client.address = request.peer_addr().map(|a| a.ip().to_string()), "console session opened");
     let (name, path) = cookie_for(console);
     let cookie = Cookie::build(name, secret.expose().to_owned())
@@ -218,11 +215,7 @@ pub async fn sign_out(
     session.form(&request, &body)?;
     let (name, path) = cookie_for(&session.console);
     if let Some(cookie) = request.cookie(name) {
-        state
-            .sessions
-            .end(cookie.value())
-            .await
-            .map_err(|e| ConsoleError::from(ApiError::storage(&e)))?;
+        state.sessions.end(cookie.value()).await.map_err(|e| ConsoleError::from(ApiError::storage(&e)))?;
     }
     tracing::info!(key.id = %session.key.id, "console session ended by sign-out");
     let mut response = see_other("/console/sign-in");

@@ -15,11 +15,11 @@ use doorman_domain::{
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
+use crate::documents::{AgentDoc, InstallLinkDoc, InstallationDoc, TenantDoc, WorkspaceDoc};
+use crate::operator::params::{tenant_path, workspace_path};
 use crate::operator::problem::ApiError;
 use crate::operator::query::Query;
-use crate::operator::params::{tenant_path, workspace_path};
 use crate::operator::state::AdminState;
-use crate::documents::{AgentDoc, InstallLinkDoc, InstallationDoc, TenantDoc, WorkspaceDoc};
 
 /// A day, in seconds.
 const DAY: u64 = 24 * 3600;

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use doorman_app::operator::{self, RunningAdmin};
 use doorman_app::cli::{AdminCommand, Cli, Command};
 use doorman_app::config::AdminConfig;
+use doorman_app::operator::{self, RunningAdmin};
 use doorman_domain::{KeyName, KeyScope, TenantId};
 use doorman_testkit::FakeAgent;
 use doorman_testkit::database::{TEST_KEYS, TestDatabase};
@@ -82,8 +82,7 @@ impl Admin {
         else {
             unreachable!()
         };
-        let server =
-            operator::start(AdminConfig::from_args(&args).unwrap()).await.expect("admin API starts");
+        let server = operator::start(AdminConfig::from_args(&args).unwrap()).await.expect("admin API starts");
         Self {
             base: format!("http://{}", server.addr()),
             metrics_base: format!("http://{}", server.metrics_addr()),
