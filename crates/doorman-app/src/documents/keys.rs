@@ -72,7 +72,7 @@ pub struct SignInLinkDoc {
     #[schema(example = "https://admin.example/console/sign-in/3q2-7wAAAQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRo")]
     pub url: String,
     /// After this it signs nobody in ([`sign_in_link_lifetime`] after it was made; the
-    /// document's description is [`expiry_schema`]'s).
+    /// document's description is made by `expiry_schema`).
     #[schema(schema_with = expiry_schema)]
     pub expires_at: DateTime<Utc>,
 }

@@ -150,7 +150,7 @@ fn sign_in_link_summary() -> String {
 }
 
 /// A one-time sign-in link to the operator console for a key scoped to one tenant (a
-/// customer's portal), shown once: [`sign_in_link_summary`] says the rest.
+/// customer's portal), shown once: `sign_in_link_summary` says the rest.
 #[utoipa::path(
     post,
     summary = sign_in_link_summary(),
