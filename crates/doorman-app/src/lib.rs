@@ -18,7 +18,7 @@
 //!   replay events; [`outbound`]: the clients every dispatch sends with.
 //! - [`process`]: what both servers do at start and stop; [`probes`]: their `/healthz` and
 //!   `/readyz` answers; [`metrics_listener`]: the listener their `/metrics` answers on.
-//! - [`telemetry`]: logs.
+//! - [`telemetry`], the logs.
 
 pub mod cli;
 pub mod config;
