@@ -351,8 +351,15 @@ async fn create_logins(admin: &mut AsyncPgConnection, inherit: &str, logins: &[(
     }
 }
 
-/// Templates built from earlier versions of the migrations are of no further use. One still
-/// in use by another run is left (DROP without FORCE refuses), to be dropped next time.
+/// How many templates of other migrations' versions are kept (the newest), for checkouts
+/// testing side by side.
+const KEPT_SUPERSEDED_TEMPLATES: i64 = 3;
+
+/// Templates built from earlier versions of the migrations are of no further use, except to
+/// another checkout of the repository testing at the same time on this server (a worktree on
+/// another branch): dropping its template under it fails its next test. So the newest
+/// [`KEPT_SUPERSEDED_TEMPLATES`] are kept and only older ones dropped. One still in use by
+/// another run is left (DROP without FORCE refuses), to be dropped next time.
 async fn drop_superseded_templates(admin: &mut AsyncPgConnection, current: &str) {
     #[derive(diesel::QueryableByName)]
     struct Name {
@@ -360,9 +367,11 @@ async fn drop_superseded_templates(admin: &mut AsyncPgConnection, current: &str)
         datname: String,
     }
     let stale: Vec<Name> = diesel::sql_query(
-        "SELECT datname::text FROM pg_database WHERE datname LIKE 'doorman\\_template\\_%' AND datname <> $1",
+        "SELECT datname::text FROM pg_database WHERE datname LIKE 'doorman\\_template\\_%' AND datname <> $1 \
+         ORDER BY oid DESC OFFSET $2",
     )
     .bind::<Text, _>(current)
+    .bind::<diesel::sql_types::BigInt, _>(KEPT_SUPERSEDED_TEMPLATES)
     .load(admin)
     .await
     .unwrap_or_default();
