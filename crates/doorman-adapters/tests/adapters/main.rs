@@ -6,6 +6,7 @@ mod fixtures;
 mod pg_admin;
 mod pg_claims;
 mod pg_completion;
+mod pg_definitions;
 mod pg_console;
 mod pg_directory;
 mod pg_errors;
