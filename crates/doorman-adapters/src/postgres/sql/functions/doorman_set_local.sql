@@ -1,20 +1,13 @@
--- One PostgreSQL runs the hot path as it did before Citus (ADR 22); what Citus needs is given
--- to a Citus database only, by `doorman migrate` (postgres/citus.sql, citus_routed.sql).
+-- Names the transaction's tenants (app.tenant_id, app.tenant_ids) or says it crosses them
+-- (app.all_tenants), and nothing else: set_config(…, true), which ends with the transaction.
+-- Citus has its own form (doorman_set_local.citus.sql: a SET LOCAL, which reaches the workers).
 --
--- Measured (docs/benchmarks.md): after migrations 2026-12-03-000001/000002 one PostgreSQL
--- acknowledged about half of what it did (busy shape: ~1,600 against 6,000-7,000 2xx/s, the
--- rest 503 busy). pgbench, one tenant, 256 claims then 256 outcomes per call, on a fresh
--- database: 2,956 then 1,239 events/s in two runs (slower as the tenant's receipts grow),
--- against 27,171 and 33,524 before. With only 000002's functions back (no `tenant_id =
--- ANY (p_tenants)`, cached plans): 23,988 and 22,456; with the policies' tenant list read once
--- per statement again and set_config as before, too: 26,582 and 31,716. Both were for Citus.
---
--- So here: doorman_set_local is set_config(…, true) again (citus_routed.sql makes it a
--- `SET LOCAL`, which Citus forwards to the workers); the receipts', payloads' and fingerprints'
--- policies read the tenant list once per statement again (citus.sql gives a Citus database the
--- per-row form, the one Citus accepts in a distributed table's policy); the outcome, fingerprint
--- and settle batches are joined to the batch only, with cached plans (citus_routed.sql defines
--- Citus's own).
+-- Measured (docs/benchmarks.md): with Citus's forms on one PostgreSQL it acknowledged about half
+-- of what it did (busy shape: ~1,600 against 6,000-7,000 2xx/s, the rest 503 busy). pgbench, one
+-- tenant, 256 claims then 256 outcomes per call, on a fresh database: 2,956 then 1,239 events/s
+-- in two runs, against 27,171 and 33,524 before; with this form, the policies' tenant list read
+-- once per statement and the batches joined to the batch only with cached plans: 26,582 and
+-- 31,716. So one PostgreSQL keeps these forms, and a Citus database gets its own (ADR 22, 23).
 -- Its history: migrations/ up to 2026-12-04-000001_one_postgresql_keeps_its_earlier_plans.
 CREATE OR REPLACE FUNCTION public.doorman_set_local(p_name text, p_value text) RETURNS text
 LANGUAGE plpgsql VOLATILE
