@@ -21,10 +21,11 @@
 //! Which form a database gets depends only on whether it has the `citus` extension, decided by
 //! the caller ([`super::migrations::run_pending`]) before anything is applied.
 
+use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::{BigInt, Text};
 
-use super::sync_pg::{MigrationError, SyncPg};
+use super::sync_pg::{MigrationError, SyncPg, statements};
 
 /// What a file defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,11 +198,19 @@ pub fn apply(conn: &mut SyncPg, form: Form) -> Result<usize, MigrationError> {
                 if stamped(conn, definition.name, &stamp, policies.len()).map_err(failed)? {
                     continue;
                 }
-                let mut script = String::from(sql);
-                for (policy, table) in &policies {
-                    script += &format!("\nCOMMENT ON POLICY {policy} ON public.{table} IS '{stamp}';");
-                }
-                conn.batch_execute(&script).map_err(failed)?;
+                // One statement at a time in one transaction: Citus propagates a distributed
+                // table's policy by sending the query string to its shards, and refuses one that
+                // holds several commands.
+                conn.transaction(|conn| {
+                    for statement in statements(sql) {
+                        conn.batch_execute(statement)?;
+                    }
+                    for (policy, table) in &policies {
+                        conn.batch_execute(&format!("COMMENT ON POLICY {policy} ON public.{table} IS '{stamp}'"))?;
+                    }
+                    Ok::<_, diesel::result::Error>(())
+                })
+                .map_err(failed)?;
             }
         }
         applied += 1;

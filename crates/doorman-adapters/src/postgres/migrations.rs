@@ -28,6 +28,7 @@ use doorman_domain::StorageError;
 use super::definitions::{self, Form};
 use super::errors::from_diesel;
 use super::pool::PgPool;
+use super::sync_pg::statements;
 pub use super::sync_pg::{MigrationError, SyncPg, with_sync_connection};
 
 const EMBEDDED: EmbeddedMigrations = embed_migrations!("../../migrations");
@@ -108,14 +109,6 @@ impl Migration<Pg> for OneByOne {
     fn name(&self) -> &dyn MigrationName {
         self.inner.name()
     }
-}
-
-/// A script's statements: split where a line ends with `;` (these scripts hold no function
-/// bodies), comment-only pieces dropped.
-fn statements(sql: &str) -> impl Iterator<Item = &str> {
-    sql.split_inclusive(";\n").map(str::trim).filter(|piece| {
-        piece.lines().any(|line| !line.trim().is_empty() && !line.trim_start().starts_with("--"))
-    })
 }
 
 /// Applies every pending migration as the connecting (owner) user, one `doorman migrate` at a
@@ -260,14 +253,5 @@ mod tests {
             .collect();
         let listed: Vec<String> = ONE_BY_ONE.iter().map(|(v, _, _)| (*v).to_owned()).collect();
         assert_eq!(outside, listed, "metadata.toml and ONE_BY_ONE must agree");
-    }
-
-    #[test]
-    fn a_script_splits_into_its_statements_without_its_comments() {
-        let script = "-- about it\nDROP INDEX CONCURRENTLY IF EXISTS a;\nCREATE INDEX CONCURRENTLY a ON t (x)\n    WHERE y IS NOT NULL;\n-- the end\n";
-        let found: Vec<&str> = statements(script).collect();
-        assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found[0].ends_with("IF EXISTS a;"));
-        assert!(found[1].starts_with("CREATE INDEX") && found[1].ends_with("NOT NULL;"));
     }
 }

@@ -48,3 +48,25 @@ pub async fn with_sync_connection<T: Send + 'static>(
     .await
     .map_err(|e| MigrationError::Stopped(e.to_string()))?
 }
+
+/// A script's statements: split where a line ends with `;` (for scripts that hold no function
+/// bodies: a migration run outside a transaction, a policy file), comment-only pieces dropped.
+pub fn statements(sql: &str) -> impl Iterator<Item = &str> {
+    sql.split_inclusive(";\n").map(str::trim).filter(|piece| {
+        piece.lines().any(|line| !line.trim().is_empty() && !line.trim_start().starts_with("--"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_splits_into_its_statements_without_its_comments() {
+        let script = "-- about it\nDROP INDEX CONCURRENTLY IF EXISTS a;\nCREATE INDEX CONCURRENTLY a ON t (x)\n    WHERE y IS NOT NULL;\n-- the end\n";
+        let found: Vec<&str> = statements(script).collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].ends_with("IF EXISTS a;"));
+        assert!(found[1].starts_with("CREATE INDEX") && found[1].ends_with("NOT NULL;"));
+    }
+}
