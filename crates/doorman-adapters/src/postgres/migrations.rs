@@ -125,7 +125,7 @@ pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationErr
         let applied = with_lock_retries(conn).and_then(|applied| {
             let citus = super::citus::is_citus(conn)?;
             let form = if citus { Form::Citus } else { Form::Plain };
-            let defined = retrying(conn, |conn| definitions::apply(conn, form))?;
+            let defined = retrying(conn, "a SQL definition", |conn| definitions::apply(conn, form))?;
             tracing::debug!(defined, ?form, "SQL definitions applied");
             if citus {
                 super::citus::distribute(conn)?;
@@ -141,16 +141,18 @@ pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationErr
     .await
 }
 
-/// `work`, tried again (up to [`LOCK_ATTEMPTS`] times) when it could not take its locks in time.
+/// `work` (`what` names it in the log), tried again (up to [`LOCK_ATTEMPTS`] times) when it could
+/// not take its locks in time.
 fn retrying<T>(
     conn: &mut SyncPg,
+    what: &str,
     mut work: impl FnMut(&mut SyncPg) -> Result<T, MigrationError>,
 ) -> Result<T, MigrationError> {
     let mut attempt = 1;
     loop {
         match work(conn) {
             Err(error) if attempt < LOCK_ATTEMPTS && error.to_string().contains("lock timeout") => {
-                tracing::warn!(attempt, error = %error, "could not take the locks in time; trying again");
+                tracing::warn!(attempt, error = %error, "{what} could not take its locks in time; trying it again");
                 std::thread::sleep(Duration::from_millis(500) * attempt);
                 attempt += 1;
             }
@@ -189,7 +191,7 @@ fn take_migrate_lock(conn: &mut SyncPg) -> Result<(), MigrationError> {
 /// The pending migrations, applied; one that could not take its locks in time is tried again,
 /// the ones before it staying applied.
 fn with_lock_retries(conn: &mut SyncPg) -> Result<Vec<String>, MigrationError> {
-    retrying(conn, |conn| {
+    retrying(conn, "a migration", |conn| {
         let versions = conn.run_pending_migrations(MIGRATIONS).map_err(MigrationError::failed)?;
         Ok(versions.iter().map(ToString::to_string).collect())
     })
