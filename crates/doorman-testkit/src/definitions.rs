@@ -4,9 +4,7 @@
 
 use diesel::sql_types::{Nullable, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use doorman_adapters::postgres::definitions::{
-    DEFINITIONS, Form, Kind, functions_of, policies_of, stamp,
-};
+use doorman_adapters::postgres::definitions::{DEFINITIONS, Form, Kind, functions_of, policies_of, stamp};
 
 #[derive(diesel::QueryableByName, Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Found {

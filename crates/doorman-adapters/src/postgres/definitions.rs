@@ -206,7 +206,9 @@ pub fn apply(conn: &mut SyncPg, form: Form) -> Result<usize, MigrationError> {
                         conn.batch_execute(statement)?;
                     }
                     for (policy, table) in &policies {
-                        conn.batch_execute(&format!("COMMENT ON POLICY {policy} ON public.{table} IS '{stamp}'"))?;
+                        conn.batch_execute(&format!(
+                            "COMMENT ON POLICY {policy} ON public.{table} IS '{stamp}'"
+                        ))?;
                     }
                     Ok::<_, diesel::result::Error>(())
                 })
@@ -284,7 +286,11 @@ mod tests {
                         for (name, _) in functions {
                             assert_eq!(name, d.name, "{} defines {name}", d.file(form));
                         }
-                        assert!(!sql.contains("CREATE TRIGGER") && !sql.contains("POLICY"), "{}", d.file(form));
+                        assert!(
+                            !sql.contains("CREATE TRIGGER") && !sql.contains("POLICY"),
+                            "{}",
+                            d.file(form)
+                        );
                     }
                     Kind::Trigger => {
                         let triggers = sql.matches("CREATE OR REPLACE TRIGGER").count();
@@ -295,7 +301,11 @@ mod tests {
                             "{} defines another trigger",
                             d.file(form)
                         );
-                        assert!(!sql.contains("CREATE OR REPLACE FUNCTION") && !sql.contains("POLICY"), "{}", d.file(form));
+                        assert!(
+                            !sql.contains("CREATE OR REPLACE FUNCTION") && !sql.contains("POLICY"),
+                            "{}",
+                            d.file(form)
+                        );
                     }
                     Kind::Policy => {
                         let policies = policies_of(sql);
@@ -335,7 +345,9 @@ mod tests {
                     let names = |sql| functions_of(sql).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
                     assert_eq!(names(citus).len(), names(d.plain).len(), "{}", d.file(Form::Citus));
                 }
-                Kind::Policy => assert_eq!(policies_of(citus), policies_of(d.plain), "{}", d.file(Form::Citus)),
+                Kind::Policy => {
+                    assert_eq!(policies_of(citus), policies_of(d.plain), "{}", d.file(Form::Citus))
+                }
                 Kind::Trigger => {}
             }
         }
@@ -347,7 +359,10 @@ mod tests {
                    CREATE OR REPLACE FUNCTION public.f(a int, b int) RETURNS int\nAS $function$\nBEGIN RETURN $1; END\n$function$;\n";
         assert_eq!(
             functions_of(sql),
-            vec![("f".to_owned(), " SELECT a ".to_owned()), ("f".to_owned(), "\nBEGIN RETURN $1; END\n".to_owned())]
+            vec![
+                ("f".to_owned(), " SELECT a ".to_owned()),
+                ("f".to_owned(), "\nBEGIN RETURN $1; END\n".to_owned())
+            ]
         );
     }
 

@@ -14,8 +14,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use doorman_domain::{KeyName, KeyScope, TenantId};
 use doorman_adapters::postgres::definitions::{DEFINITIONS, Form};
+use doorman_domain::{KeyName, KeyScope, TenantId};
 use doorman_testkit::citus::{CitusCluster, WORKERS};
 use doorman_testkit::database::{ADMIN_ROLE, SERVER_ROLE, TEST_KEYS, tenant_with_agent};
 use doorman_testkit::operator::TestOperator;
@@ -391,7 +391,11 @@ async fn on_citus_every_function_trigger_and_policy_comes_from_its_one_file_in_i
     cluster.migrate().await;
     let url = cluster.url("postgres");
     let differences = doorman_testkit::definitions::differences(&url, Form::Citus).await;
-    assert!(differences.is_empty(), "the coordinator and postgres/sql/ disagree:\n{}", differences.join("\n"));
+    assert!(
+        differences.is_empty(),
+        "the coordinator and postgres/sql/ disagree:\n{}",
+        differences.join("\n")
+    );
 
     // Against the plain forms, exactly what has a Citus form differs.
     let mut differ: Vec<String> = doorman_testkit::definitions::differences(&url, Form::Plain)
@@ -409,7 +413,10 @@ async fn on_citus_every_function_trigger_and_policy_comes_from_its_one_file_in_i
     let mut with_citus_form: Vec<String> =
         DEFINITIONS.iter().filter(|d| d.citus.is_some()).map(|d| d.name.to_owned()).collect();
     with_citus_form.sort();
-    assert_eq!(differ, with_citus_form, "the Citus forms differ from the plain ones where, and only where, a file says why");
+    assert_eq!(
+        differ, with_citus_form,
+        "the Citus forms differ from the plain ones where, and only where, a file says why"
+    );
 
     // A cluster the previous release distributed: policies in the Citus form, not stamped.
     for table in doorman_adapters::postgres::citus::DISTRIBUTED {
@@ -423,9 +430,13 @@ async fn on_citus_every_function_trigger_and_policy_comes_from_its_one_file_in_i
     assert!(differences.is_empty(), "after migrating the earlier cluster:\n{}", differences.join("\n"));
     let distributed = cluster.coordinator_sql("SELECT count(*) FROM pg_dist_partition");
     assert_eq!(distributed.as_deref(), Some("3"));
-    let before = cluster.coordinator_sql("SELECT string_agg(oid::text || obj_description(oid, 'pg_policy'), ',' ORDER BY oid) FROM pg_policy");
+    let before = cluster.coordinator_sql(
+        "SELECT string_agg(oid::text || obj_description(oid, 'pg_policy'), ',' ORDER BY oid) FROM pg_policy",
+    );
     ok(&doorman(&url, &["migrate"]));
-    let after = cluster.coordinator_sql("SELECT string_agg(oid::text || obj_description(oid, 'pg_policy'), ',' ORDER BY oid) FROM pg_policy");
+    let after = cluster.coordinator_sql(
+        "SELECT string_agg(oid::text || obj_description(oid, 'pg_policy'), ',' ORDER BY oid) FROM pg_policy",
+    );
     assert_eq!(before, after, "a stamped policy is not created again");
 }
 
