@@ -2,7 +2,7 @@
 //!
 //! `TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`) names the
 //! server and a maintenance database to connect to. The template's name carries a hash of
-//! the migration files, so it is built once per change of the migrations, whichever test
+//! the migration files and the SQL definitions, so it is built once per change of them, whichever test
 //! process gets there first (an advisory lock serialises the build across processes), and a
 //! stale template is never reused. Each [`TestDatabase`] is dropped with the test.
 
@@ -380,11 +380,13 @@ async fn drop_superseded_templates(admin: &mut AsyncPgConnection, current: &str)
     }
 }
 
-/// A hash of every migration file's path and content.
+/// A hash of every migration file's and SQL definition file's path and content (`doorman
+/// migrate` applies both).
 fn migrations_hash() -> u64 {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = Vec::new();
-    collect_files(&root, &mut files);
+    collect_files(&root.join("migrations"), &mut files);
+    collect_files(&root.join("crates/doorman-adapters/src/postgres/sql"), &mut files);
     files.sort();
     let mut hasher = DefaultHasher::new();
     for file in files {
