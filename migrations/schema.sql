@@ -895,17 +895,27 @@ ALTER TABLE public.admin_audit ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY admin_lists_every_tenant ON public.admin_audit FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
 
+COMMENT ON POLICY admin_lists_every_tenant ON public.admin_audit IS 'defined by postgres/sql/policies/admin_audit.sql (sha256 e777bba0f5bada0554f081f3)';
+
 CREATE POLICY admin_lists_every_tenant ON public.admin_replay_jobs FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
+
+COMMENT ON POLICY admin_lists_every_tenant ON public.admin_replay_jobs IS 'defined by postgres/sql/policies/admin_replay_jobs.sql (sha256 3c14e95b4c721f4330db4fec)';
 
 CREATE POLICY admin_lists_every_tenant ON public.messaging_workspaces FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
 
+COMMENT ON POLICY admin_lists_every_tenant ON public.messaging_workspaces IS 'defined by postgres/sql/policies/messaging_workspaces.sql (sha256 239fe53b50fa2c4838c5a729)';
+
 CREATE POLICY admin_lists_every_tenant ON public.tenants FOR SELECT TO doorman_admin USING ((current_setting('app.all_tenants'::text, true) = 'on'::text));
+
+COMMENT ON POLICY admin_lists_every_tenant ON public.tenants IS 'defined by postgres/sql/policies/tenants.sql (sha256 c5af9c12f2f677ce2588016d)';
 
 ALTER TABLE public.admin_replay_job_events ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.admin_replay_jobs ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY admin_writes_entries_without_tenant ON public.admin_audit FOR INSERT TO doorman_admin WITH CHECK ((tenant_id IS NULL));
+
+COMMENT ON POLICY admin_writes_entries_without_tenant ON public.admin_audit IS 'defined by postgres/sql/policies/admin_audit.sql (sha256 e777bba0f5bada0554f081f3)';
 
 ALTER TABLE public.agent_bridges ENABLE ROW LEVEL SECURITY;
 
@@ -927,29 +937,55 @@ ALTER TABLE public.messaging_workspaces ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY tenant_isolation ON public.admin_audit USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
+COMMENT ON POLICY tenant_isolation ON public.admin_audit IS 'defined by postgres/sql/policies/admin_audit.sql (sha256 e777bba0f5bada0554f081f3)';
+
 CREATE POLICY tenant_isolation ON public.admin_replay_job_events USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
+
+COMMENT ON POLICY tenant_isolation ON public.admin_replay_job_events IS 'defined by postgres/sql/policies/admin_replay_job_events.sql (sha256 3d04928a37650d47907b44d2)';
 
 CREATE POLICY tenant_isolation ON public.admin_replay_jobs USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
+COMMENT ON POLICY tenant_isolation ON public.admin_replay_jobs IS 'defined by postgres/sql/policies/admin_replay_jobs.sql (sha256 3c14e95b4c721f4330db4fec)';
+
 CREATE POLICY tenant_isolation ON public.agent_bridges USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
+
+COMMENT ON POLICY tenant_isolation ON public.agent_bridges IS 'defined by postgres/sql/policies/agent_bridges.sql (sha256 26b6a5cae17d1216800c34fb)';
 
 CREATE POLICY tenant_isolation ON public.deleted_tenants USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
+COMMENT ON POLICY tenant_isolation ON public.deleted_tenants IS 'defined by postgres/sql/policies/deleted_tenants.sql (sha256 7ca51e0161533fc7ffc00dac)';
+
 CREATE POLICY tenant_isolation ON public.messaging_event_payloads USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
+
+COMMENT ON POLICY tenant_isolation ON public.messaging_event_payloads IS 'defined by postgres/sql/policies/messaging_event_payloads.sql (sha256 122eb7dfeb558b3e1ea85fe3)';
 
 CREATE POLICY tenant_isolation ON public.messaging_event_receipts USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
 
+COMMENT ON POLICY tenant_isolation ON public.messaging_event_receipts IS 'defined by postgres/sql/policies/messaging_event_receipts.sql (sha256 68ef97ddaae107ce3d9cf253)';
+
 CREATE POLICY tenant_isolation ON public.messaging_install_links USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
+
+COMMENT ON POLICY tenant_isolation ON public.messaging_install_links IS 'defined by postgres/sql/policies/messaging_install_links.sql (sha256 da4479ee103342065a18ed92)';
 
 CREATE POLICY tenant_isolation ON public.messaging_install_states USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
+COMMENT ON POLICY tenant_isolation ON public.messaging_install_states IS 'defined by postgres/sql/policies/messaging_install_states.sql (sha256 70733360a66a9d284380a772)';
+
 CREATE POLICY tenant_isolation ON public.messaging_installations USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
+
+COMMENT ON POLICY tenant_isolation ON public.messaging_installations IS 'defined by postgres/sql/policies/messaging_installations.sql (sha256 37122b6592a8c51912b56ca7)';
 
 CREATE POLICY tenant_isolation ON public.messaging_request_replays USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
 
+COMMENT ON POLICY tenant_isolation ON public.messaging_request_replays IS 'defined by postgres/sql/policies/messaging_request_replays.sql (sha256 6be634281479d9e5db507b65)';
+
 CREATE POLICY tenant_isolation ON public.messaging_workspaces USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
+COMMENT ON POLICY tenant_isolation ON public.messaging_workspaces IS 'defined by postgres/sql/policies/messaging_workspaces.sql (sha256 239fe53b50fa2c4838c5a729)';
+
 CREATE POLICY tenant_isolation ON public.tenants USING ((id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
+
+COMMENT ON POLICY tenant_isolation ON public.tenants IS 'defined by postgres/sql/policies/tenants.sql (sha256 c5af9c12f2f677ce2588016d)';
 
 ALTER TABLE public.tenants ENABLE ROW LEVEL SECURITY;
 

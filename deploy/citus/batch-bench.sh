@@ -10,9 +10,9 @@
 #   one-worker: one call, 16 events of the worker-1 tenant (one shard, one phase);
 #   sixteen:    one call, one event for each of 16 tenants (the mixed load's batches);
 #   outcomes:   sixteen, then doorman_write_outcomes completing the same 16 events.
-# Each shape runs with the functions Citus gets (`routed`: postgres/citus_routed.sql, one routed
-# statement per event) and with the migrations' set-based ones (`set-based`, taken from
-# migrations/schema.sql), alternately, ROUNDS times; the routed ones are left in place.
+# Each shape runs with the functions Citus gets (`routed`: postgres/sql/functions/*.citus.sql, one
+# routed statement per event) and with one PostgreSQL's set-based ones (`set-based`: the plain
+# files beside them), alternately, ROUNDS times; the routed ones are left in place.
 # Prints events/s. Usage: batch-bench.sh COORDINATOR_URL [SECONDS] [CLIENTS] [ROUNDS]
 set -euo pipefail
 url=${1:?usage: batch-bench.sh COORDINATOR_URL [SECONDS] [CLIENTS] [ROUNDS]}
@@ -22,7 +22,8 @@ rounds=${4:-2}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 q() { psql -qXAt "$url" -c "$1"; }
-routed() { psql -qX -v ON_ERROR_STOP=1 "$url" -f "$here/crates/doorman-adapters/src/postgres/citus_routed.sql"; }
+sql_functions="$here/crates/doorman-adapters/src/postgres/sql/functions"
+routed() { cat "$sql_functions"/*.citus.sql | psql -qX -v ON_ERROR_STOP=1 "$url"; }
 set_based() { psql -qX -v ON_ERROR_STOP=1 "$url" -f "$work/set-based.sql"; }
 trap 'routed; rm -rf "$work"' EXIT
 
@@ -78,11 +79,9 @@ SELECT doorman_write_outcomes($sixteen, array_fill('slack'::text, ARRAY[16]), $(
 EOF
 } >"$work/outcomes.sql"
 
-# The migrations' definitions of the functions citus_routed.sql replaces.
-for f in doorman_claim_receipts doorman_claim_requests doorman_write_outcomes; do
-    awk -v f="CREATE FUNCTION public.$f(" 'index($0, f) == 1 { on = 1 } on { print } on && /^\$\$;/ { on = 0 }' \
-        "$here/migrations/schema.sql"
-done | sed 's/^CREATE FUNCTION/CREATE OR REPLACE FUNCTION/' >"$work/set-based.sql"
+# One PostgreSQL's definitions of the batch functions Citus has its own forms of.
+cat "$sql_functions"/doorman_claim_receipts.sql "$sql_functions"/doorman_claim_requests.sql \
+    "$sql_functions"/doorman_write_outcomes.sql >"$work/set-based.sql"
 
 for round in $(seq 1 "$rounds"); do
     for functions in routed set-based; do

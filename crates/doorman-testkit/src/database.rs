@@ -2,7 +2,7 @@
 //!
 //! `TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`) names the
 //! server and a maintenance database to connect to. The template's name carries a hash of
-//! the migration files, so it is built once per change of the migrations, whichever test
+//! the migration files and the SQL definitions, so it is built once per change of them, whichever test
 //! process gets there first (an advisory lock serialises the build across processes), and a
 //! stale template is never reused. Each [`TestDatabase`] is dropped with the test.
 
@@ -351,8 +351,15 @@ async fn create_logins(admin: &mut AsyncPgConnection, inherit: &str, logins: &[(
     }
 }
 
-/// Templates built from earlier versions of the migrations are of no further use. One still
-/// in use by another run is left (DROP without FORCE refuses), to be dropped next time.
+/// How many templates of other migrations' versions are kept (the newest), for checkouts
+/// testing side by side.
+const KEPT_SUPERSEDED_TEMPLATES: i64 = 3;
+
+/// Templates built from earlier versions of the migrations are of no further use, except to
+/// another checkout of the repository testing at the same time on this server (a worktree on
+/// another branch): dropping its template under it fails its next test. So the newest
+/// [`KEPT_SUPERSEDED_TEMPLATES`] are kept and only older ones dropped. One still in use by
+/// another run is left (DROP without FORCE refuses), to be dropped next time.
 async fn drop_superseded_templates(admin: &mut AsyncPgConnection, current: &str) {
     #[derive(diesel::QueryableByName)]
     struct Name {
@@ -360,9 +367,11 @@ async fn drop_superseded_templates(admin: &mut AsyncPgConnection, current: &str)
         datname: String,
     }
     let stale: Vec<Name> = diesel::sql_query(
-        "SELECT datname::text FROM pg_database WHERE datname LIKE 'doorman\\_template\\_%' AND datname <> $1",
+        "SELECT datname::text FROM pg_database WHERE datname LIKE 'doorman\\_template\\_%' AND datname <> $1 \
+         ORDER BY oid DESC OFFSET $2",
     )
     .bind::<Text, _>(current)
+    .bind::<diesel::sql_types::BigInt, _>(KEPT_SUPERSEDED_TEMPLATES)
     .load(admin)
     .await
     .unwrap_or_default();
@@ -371,11 +380,13 @@ async fn drop_superseded_templates(admin: &mut AsyncPgConnection, current: &str)
     }
 }
 
-/// A hash of every migration file's path and content.
+/// A hash of every migration file's and SQL definition file's path and content (`doorman
+/// migrate` applies both).
 fn migrations_hash() -> u64 {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = Vec::new();
-    collect_files(&root, &mut files);
+    collect_files(&root.join("migrations"), &mut files);
+    collect_files(&root.join("crates/doorman-adapters/src/postgres/sql"), &mut files);
     files.sort();
     let mut hasher = DefaultHasher::new();
     for file in files {

@@ -7,6 +7,7 @@
 //! - [`citus`]: a Citus coordinator and two workers of a test's own, receipts distributed.
 //! - [`cluster`]: a primary and a streaming standby of a test's own, for failover tests.
 //! - [`database`]: a fresh PostgreSQL database per test, cloned from a migrated template.
+//! - [`definitions`]: whether a migrated database holds exactly what the SQL definitions' files say.
 //! - [`migrations`]: reverting and listing migrations, for tests of the down scripts.
 //! - [`operator`]: the operator use cases as the command line runs them, for setting up tests.
 //! - [`pgbouncer`]: PgBouncer in transaction pooling mode before the test server.
@@ -22,6 +23,7 @@ mod as_postgres;
 pub mod citus;
 pub mod cluster;
 pub mod database;
+pub mod definitions;
 pub mod fake_agent;
 pub mod fake_slack;
 pub mod fault_proxy;

@@ -1,5 +1,6 @@
--- Doorman on a Citus coordinator (ADR 22). Run by `doorman migrate` after the migrations, when
--- the database has the citus extension; every statement is safe to run again.
+-- Doorman on a Citus coordinator (ADR 22). Run by `doorman migrate` after the migrations and the
+-- SQL definitions (ADR 23), when the database has the citus extension; every statement is safe
+-- to run again.
 --
 -- The receipts, the payloads kept for replay and the request fingerprints are distributed by
 -- tenant_id and co-located: one tenant's rows of all three sit in shards on the same worker,
@@ -10,25 +11,8 @@
 -- audit, idempotency) and the sweep's watermark stay ordinary tables on the coordinator: small,
 -- written rarely, read through each process's cached directory, and their triggers' NOTIFY
 -- reaches every process LISTENing on the coordinator as before.
--- The receipts', payloads' and fingerprints' policies in the form Citus accepts in a distributed
--- table's policy (no subquery): the tenant list is cast where it is compared, once per row
--- checked. One PostgreSQL keeps the form that reads it once per statement (migration
--- 2026-12-04-000001: the per-row form cost it ~20% on a batch of one tenant's outcomes).
-ALTER POLICY tenant_isolation ON messaging_event_receipts
-    USING (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid
-            OR tenant_id = ANY (nullif(current_setting('app.tenant_ids', true), '')::uuid[]))
-    WITH CHECK (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid
-            OR tenant_id = ANY (nullif(current_setting('app.tenant_ids', true), '')::uuid[]));
-ALTER POLICY tenant_isolation ON messaging_event_payloads
-    USING (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid
-            OR tenant_id = ANY (nullif(current_setting('app.tenant_ids', true), '')::uuid[]))
-    WITH CHECK (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid
-            OR tenant_id = ANY (nullif(current_setting('app.tenant_ids', true), '')::uuid[]));
-ALTER POLICY tenant_isolation ON messaging_request_replays
-    USING (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid
-            OR tenant_id = ANY (nullif(current_setting('app.tenant_ids', true), '')::uuid[]))
-    WITH CHECK (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid
-            OR tenant_id = ANY (nullif(current_setting('app.tenant_ids', true), '')::uuid[]));
+-- The policies of the three tables are in the form Citus accepts in a distributed table's
+-- (postgres/sql/policies/*.citus.sql), applied by `doorman migrate` before this script.
 
 DO $citus$
 DECLARE

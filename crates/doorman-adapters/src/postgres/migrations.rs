@@ -9,6 +9,10 @@
 //! - a migration whose `metadata.toml` says `run_in_transaction = false` (index builds
 //!   `CONCURRENTLY`, which PostgreSQL refuses inside a transaction or a multi-statement string)
 //!   has its statements sent one by one ([`ONE_BY_ONE`]);
+//! - then every function, trigger and policy from its one file under `postgres/sql/`
+//!   ([`super::definitions`], ADR 23; in its Citus form on a Citus coordinator), then the Citus
+//!   step ([`super::citus`]), still under the lock; the migrations change tables, indexes and
+//!   grants only;
 //! - expand, then contract: a release adds what it needs and never removes what the previous
 //!   release calls; the removal comes a release later (docs/operations.md, "Upgrading").
 
@@ -17,14 +21,15 @@ use std::time::Duration;
 use diesel::connection::{BoxableConnection, SimpleConnection};
 use diesel::migration::{Migration, MigrationMetadata, MigrationName, MigrationSource};
 use diesel::pg::Pg;
-use diesel_async::AsyncPgConnection;
 use diesel_async::RunQueryDsl;
-use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use doorman_domain::StorageError;
 
+use super::definitions::{self, Form};
 use super::errors::from_diesel;
 use super::pool::PgPool;
+use super::sync_pg::statements;
+pub use super::sync_pg::{MigrationError, SyncPg, with_sync_connection};
 
 const EMBEDDED: EmbeddedMigrations = embed_migrations!("../../migrations");
 
@@ -106,39 +111,10 @@ impl Migration<Pg> for OneByOne {
     }
 }
 
-/// A script's statements: split where a line ends with `;` (these scripts hold no function
-/// bodies), comment-only pieces dropped.
-fn statements(sql: &str) -> impl Iterator<Item = &str> {
-    sql.split_inclusive(";\n").map(str::trim).filter(|piece| {
-        piece.lines().any(|line| !line.trim().is_empty() && !line.trim_start().starts_with("--"))
-    })
-}
-
-/// A synchronous connection, as the migration harness wants one.
-pub type SyncPg = AsyncConnectionWrapper<AsyncPgConnection>;
-
-/// Why migrating did not finish. The harness's own errors (boxed by diesel_migrations) are
-/// converted here, once, into words; none of them carries the database URL.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MigrationError {
-    #[error("cannot connect to the database: {0}")]
-    Connect(String),
-    #[error("{0}")]
-    Failed(String),
-    #[error("the migration task stopped: {0}")]
-    Stopped(String),
-}
-
-impl MigrationError {
-    /// A harness error (a migration's SQL failed, the history table is unreadable, …).
-    pub fn failed(error: impl std::fmt::Display) -> Self {
-        Self::Failed(error.to_string())
-    }
-}
-
 /// Applies every pending migration as the connecting (owner) user, one `doorman migrate` at a
 /// time, each statement waiting at most [`LOCK_TIMEOUT`] for its locks (a migration that times
-/// out is tried again), then, on a Citus coordinator, distributes the receipts
+/// out is tried again), then the SQL definitions ([`super::definitions`], in their Citus form on
+/// a Citus coordinator), then, on a Citus coordinator, distributes the receipts
 /// ([`super::citus`]); returns the versions applied. Runs the synchronous harness on a
 /// blocking thread.
 pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationError> {
@@ -147,7 +123,13 @@ pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationErr
         conn.batch_execute(&format!("SET lock_timeout = '{}ms'", LOCK_TIMEOUT.as_millis()))
             .map_err(MigrationError::failed)?;
         let applied = with_lock_retries(conn).and_then(|applied| {
-            super::citus::distribute_if_citus(conn)?;
+            let citus = super::citus::is_citus(conn)?;
+            let form = if citus { Form::Citus } else { Form::Plain };
+            let defined = retrying(conn, "a SQL definition", |conn| definitions::apply(conn, form))?;
+            tracing::debug!(defined, ?form, "SQL definitions applied");
+            if citus {
+                super::citus::distribute(conn)?;
+            }
             Ok(applied)
         });
         let unlocked =
@@ -157,6 +139,26 @@ pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationErr
         Ok(applied)
     })
     .await
+}
+
+/// `work` (`what` names it in the log), tried again (up to [`LOCK_ATTEMPTS`] times) when it could
+/// not take its locks in time.
+fn retrying<T>(
+    conn: &mut SyncPg,
+    what: &str,
+    mut work: impl FnMut(&mut SyncPg) -> Result<T, MigrationError>,
+) -> Result<T, MigrationError> {
+    let mut attempt = 1;
+    loop {
+        match work(conn) {
+            Err(error) if attempt < LOCK_ATTEMPTS && error.to_string().contains("lock timeout") => {
+                tracing::warn!(attempt, error = %error, "{what} could not take its locks in time; trying it again");
+                std::thread::sleep(Duration::from_millis(500) * attempt);
+                attempt += 1;
+            }
+            done => return done,
+        }
+    }
 }
 
 /// Takes the migrate lock, asking again every half second rather than waiting in a statement:
@@ -189,22 +191,10 @@ fn take_migrate_lock(conn: &mut SyncPg) -> Result<(), MigrationError> {
 /// The pending migrations, applied; one that could not take its locks in time is tried again,
 /// the ones before it staying applied.
 fn with_lock_retries(conn: &mut SyncPg) -> Result<Vec<String>, MigrationError> {
-    let mut applied = Vec::new();
-    let mut attempt = 1;
-    loop {
-        match conn.run_pending_migrations(MIGRATIONS) {
-            Ok(versions) => {
-                applied.extend(versions.iter().map(ToString::to_string));
-                return Ok(applied);
-            }
-            Err(error) if attempt < LOCK_ATTEMPTS && error.to_string().contains("lock timeout") => {
-                tracing::warn!(attempt, error = %error, "a migration could not take its locks in time; trying it again");
-                std::thread::sleep(Duration::from_millis(500) * attempt);
-                attempt += 1;
-            }
-            Err(error) => return Err(MigrationError::failed(error)),
-        }
-    }
+    retrying(conn, "a migration", |conn| {
+        let versions = conn.run_pending_migrations(MIGRATIONS).map_err(MigrationError::failed)?;
+        Ok(versions.iter().map(ToString::to_string).collect())
+    })
 }
 
 /// What `/readyz` reports about the database.
@@ -251,27 +241,6 @@ pub fn embedded_count() -> usize {
     MigrationSource::<Pg>::migrations(&MIGRATIONS).map(|m| m.len()).unwrap_or(0)
 }
 
-/// Runs `work` with a synchronous connection (the migration harness is synchronous) on a
-/// blocking thread, so the async runtime is never blocked.
-pub async fn with_sync_connection<T: Send + 'static>(
-    database_url: &str,
-    work: impl FnOnce(&mut SyncPg) -> Result<T, MigrationError> + Send + 'static,
-) -> Result<T, MigrationError> {
-    // Connected as the URL says, TLS included (`super::connect`), then driven synchronously.
-    let target =
-        super::connect::Target::parse(database_url).map_err(|e| MigrationError::Connect(e.to_string()))?;
-    let conn = target
-        .establish(&super::connect::SessionLimits::default())
-        .await
-        .map_err(|e| MigrationError::Connect(e.to_string()))?;
-    tokio::task::spawn_blocking(move || {
-        let mut conn = SyncPg::from(conn);
-        work(&mut conn)
-    })
-    .await
-    .map_err(|e| MigrationError::Stopped(e.to_string()))?
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,14 +255,5 @@ mod tests {
             .collect();
         let listed: Vec<String> = ONE_BY_ONE.iter().map(|(v, _, _)| (*v).to_owned()).collect();
         assert_eq!(outside, listed, "metadata.toml and ONE_BY_ONE must agree");
-    }
-
-    #[test]
-    fn a_script_splits_into_its_statements_without_its_comments() {
-        let script = "-- about it\nDROP INDEX CONCURRENTLY IF EXISTS a;\nCREATE INDEX CONCURRENTLY a ON t (x)\n    WHERE y IS NOT NULL;\n-- the end\n";
-        let found: Vec<&str> = statements(script).collect();
-        assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found[0].ends_with("IF EXISTS a;"));
-        assert!(found[1].starts_with("CREATE INDEX") && found[1].ends_with("NOT NULL;"));
     }
 }

@@ -20,6 +20,7 @@ pub mod citus;
 pub mod claims;
 pub mod connect;
 mod cycle;
+pub mod definitions;
 pub mod directory;
 pub mod errors;
 pub mod group_commit;
@@ -37,6 +38,7 @@ pub mod schema;
 pub mod security;
 mod statement;
 pub mod stored_events;
+pub mod sync_pg;
 
 pub use admin::{
     PgAdminKeys, PgAgents, PgAuditTrail, PgConsoleSessions, PgInstallRecords, PgLedger, PgOperatorPorts,

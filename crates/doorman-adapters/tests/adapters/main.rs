@@ -7,6 +7,7 @@ mod pg_admin;
 mod pg_claims;
 mod pg_completion;
 mod pg_console;
+mod pg_definitions;
 mod pg_directory;
 mod pg_errors;
 mod pg_installations;

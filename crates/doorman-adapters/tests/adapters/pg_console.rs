@@ -6,9 +6,10 @@ use chrono::{Duration, Utc};
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 use doorman_adapters::postgres::PgConsoleSessions;
+use doorman_adapters::postgres::admin::keys::Presented;
 use doorman_adapters::postgres::pool::{self, ADMIN_ROLE, PoolSettings};
 use doorman_domain::ports::{AdminKeys, OperatorPorts};
-use doorman_domain::{AuditAction, AuditEntry, KeyId, KeyName, KeyScope, TenantId};
+use doorman_domain::{AuditAction, AuditEntry, KeyId, KeyName, KeyRefusal, KeyScope, KeySecret, TenantId};
 use doorman_testkit::database::TestDatabase;
 
 struct Fixture {
@@ -26,14 +27,24 @@ impl Fixture {
 
     /// A key made as the command line makes one: its id.
     async fn key(&self, tenant: Option<TenantId>) -> KeyId {
+        self.key_and_secret(tenant).await.0
+    }
+
+    /// A key made as the command line makes one: its id and its secret.
+    async fn key_and_secret(&self, tenant: Option<TenantId>) -> (KeyId, KeySecret) {
         let op = self.db.operator();
         let scope = KeyScope { tenant, read_only: true };
-        op.use_cases()
+        let (made, secret) = op
+            .use_cases()
             .create_key(op.caller(), KeyName::new("portal").unwrap(), scope, None)
             .await
-            .unwrap()
-            .0
-            .id
+            .unwrap();
+        (made.id, secret)
+    }
+
+    /// Runs `sql` as the tables' owner.
+    async fn owner_runs(&self, sql: &str) {
+        diesel::sql_query(sql).execute(&mut self.db.owner().await).await.unwrap();
     }
 
     async fn revoke(&self, id: KeyId) {
@@ -147,6 +158,62 @@ async fn a_sign_in_link_signs_in_once_before_it_expires_and_only_while_its_key_i
     assert_eq!(f.sessions.spend_link(&unused).await.unwrap(), None, "its key revoked since");
     assert_eq!(f.link(key, tenant, Duration::minutes(15)).await, None, "no link for a revoked key");
     assert_eq!(f.link(KeyId::generate(), tenant, Duration::minutes(15)).await, None, "nor for no key");
+}
+
+/// Whichever way a key is presented (its secret as a bearer, a console session opened with it,
+/// a sign-in link made for it), one rule says whether it authenticates, at the database's
+/// clock: until it is revoked or its expiry comes. A check that drifted from the others (its
+/// own copy of the rule, or another clock) fails here.
+#[tokio::test]
+async fn a_key_is_refused_alike_as_a_bearer_a_session_and_a_link_once_expired_or_revoked() {
+    let f = Fixture::new().await;
+    let tenant = f.db.operator().create_tenant("Acme").await;
+    let keys = f.admin.ports().keys();
+    let states = [
+        ("without an expiry", None, None),
+        ("expiring in an hour", Some("now() + interval '1 hour'"), None),
+        ("expired a second ago", Some("now() - interval '1 second'"), Some(KeyRefusal::Expired)),
+        ("revoked", None, Some(KeyRefusal::Revoked)),
+    ];
+    for (state, expires_at, refusal) in states {
+        let (key, secret) = f.key_and_secret(Some(tenant)).await;
+        let cookie = f.sessions.open(key, Utc::now() + Duration::hours(8)).await.unwrap();
+        let link = f.link(key, tenant, Duration::minutes(15)).await.expect("a link for a valid key");
+        if let Some(at) = expires_at {
+            f.owner_runs(&format!("UPDATE admin_keys SET expires_at = {at} WHERE id = '{key}'")).await;
+        }
+        if refusal == Some(KeyRefusal::Revoked) {
+            f.revoke(key).await;
+        }
+
+        let as_bearer = match keys.authenticate(secret.expose()).await.unwrap() {
+            Presented::Valid(found) => {
+                assert_eq!(found.id, key);
+                None
+            }
+            Presented::Refused { reason, key: refused } => {
+                assert_eq!(refused, Some(key));
+                Some(reason)
+            }
+        };
+        assert_eq!(as_bearer, refusal, "{state}: as a bearer key");
+        let as_session = f.sessions.resolve(cookie.expose()).await.unwrap().map(|acting| acting.id);
+        assert_eq!(as_session, refusal.is_none().then_some(key), "{state}: as a session's key");
+        let by_link = f.sessions.spend_link(&link).await.unwrap();
+        assert_eq!(by_link, refusal.is_none().then_some(key), "{state}: as a sign-in link's key");
+    }
+
+    #[derive(diesel::QueryableByName)]
+    struct Unspent {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let unspent = diesel::sql_query("SELECT count(*) AS n FROM console_sign_in_links WHERE used_at IS NULL")
+        .get_result::<Unspent>(&mut f.db.owner().await)
+        .await
+        .unwrap()
+        .n;
+    assert_eq!(unspent, 2, "a link whose key was refused is left unspent");
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use doorman_adapters::postgres::definitions::{DEFINITIONS, Form};
 use doorman_domain::{KeyName, KeyScope, TenantId};
 use doorman_testkit::citus::{CitusCluster, WORKERS};
 use doorman_testkit::database::{ADMIN_ROLE, SERVER_ROLE, TEST_KEYS, tenant_with_agent};
@@ -263,7 +264,7 @@ async fn post(http: &reqwest::Client, base: &str, team: &str, id: &str, attempt:
 async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_on_every_worker() {
     let run = Run::start().await;
     // `doorman migrate` again, as after every release: it changes nothing, and the claims below
-    // run on Citus's own forms of the hot path's functions (postgres/citus_routed.sql).
+    // run on Citus's own forms of the hot path's functions (postgres/sql/functions/*.citus.sql).
     ok(&doorman(&run.cluster.url("postgres"), &["migrate"]));
     let routed = run.cluster.coordinator_sql(
         "SELECT bool_and(CASE proname WHEN 'doorman_set_local' THEN prosrc LIKE '%SET LOCAL%' \
@@ -379,6 +380,66 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
 /// doorman_app could name any tenant there): the processes log in as roles of their own that
 /// inherit them, which Citus uses to reach the workers, and a login that would take its role
 /// with SET ROLE (so Citus would log in as the group role) is refused at start, saying why.
+/// The SQL defined once on Citus (ADR 23): after `doorman migrate` the coordinator holds exactly
+/// the functions, triggers and policies of `postgres/sql/`, in their Citus form where a file has
+/// one and in the plain form elsewhere, so the two differ only where a `.citus.sql` says why. A
+/// cluster the previous release distributed (the receipts' policies in the Citus form, with no
+/// stamp) is brought to the files by one more `doorman migrate`, and one more changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_every_function_trigger_and_policy_comes_from_its_one_file_in_its_citus_form() {
+    let cluster = tokio::task::spawn_blocking(CitusCluster::start).await.unwrap();
+    cluster.migrate().await;
+    let url = cluster.url("postgres");
+    let differences = doorman_testkit::definitions::differences(&url, Form::Citus).await;
+    assert!(
+        differences.is_empty(),
+        "the coordinator and postgres/sql/ disagree:\n{}",
+        differences.join("\n")
+    );
+
+    // Against the plain forms, exactly what has a Citus form differs.
+    let mut differ: Vec<String> = doorman_testkit::definitions::differences(&url, Form::Plain)
+        .await
+        .iter()
+        .map(|line| {
+            assert!(line.contains("defined otherwise than its file says"), "{line}");
+            let words: Vec<&str> = line.split_whitespace().collect();
+            // "function <name> on public: …" / "policy <name> on <table>: …"
+            if words[0] == "policy" { words[3].trim_end_matches(':').to_owned() } else { words[1].to_owned() }
+        })
+        .collect();
+    differ.sort();
+    differ.dedup();
+    let mut with_citus_form: Vec<String> =
+        DEFINITIONS.iter().filter(|d| d.citus.is_some()).map(|d| d.name.to_owned()).collect();
+    with_citus_form.sort();
+    assert_eq!(
+        differ, with_citus_form,
+        "the Citus forms differ from the plain ones where, and only where, a file says why"
+    );
+
+    // A cluster the previous release distributed: policies in the Citus form, not stamped.
+    for table in doorman_adapters::postgres::citus::DISTRIBUTED {
+        cluster
+            .coordinator_sql(&format!("COMMENT ON POLICY tenant_isolation ON {table} IS NULL"))
+            .expect("the stamp removed");
+    }
+    assert_eq!(doorman_testkit::definitions::differences(&url, Form::Citus).await.len(), 3);
+    ok(&doorman(&url, &["migrate"]));
+    let differences = doorman_testkit::definitions::differences(&url, Form::Citus).await;
+    assert!(differences.is_empty(), "after migrating the earlier cluster:\n{}", differences.join("\n"));
+    let distributed = cluster.coordinator_sql("SELECT count(*) FROM pg_dist_partition");
+    assert_eq!(distributed.as_deref(), Some("3"));
+    let before = cluster.coordinator_sql(
+        "SELECT string_agg(oid::text || obj_description(oid, 'pg_policy'), ',' ORDER BY oid) FROM pg_policy",
+    );
+    ok(&doorman(&url, &["migrate"]));
+    let after = cluster.coordinator_sql(
+        "SELECT string_agg(oid::text || obj_description(oid, 'pg_policy'), ',' ORDER BY oid) FROM pg_policy",
+    );
+    assert_eq!(before, after, "a stamped policy is not created again");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_citus_the_group_roles_log_in_nowhere_and_a_login_that_would_need_them_to_is_refused() {
     let cluster = tokio::task::spawn_blocking(CitusCluster::start).await.unwrap();
@@ -607,8 +668,13 @@ async fn on_citus_a_read_only_listing_of_every_state_changes_no_row_and_needs_on
     let admin = run.admin_api("reader", KeyScope { tenant: Some(a.tenant), read_only: true }).await;
     let call = |method: reqwest::Method, path: String, body: Option<Value>| admin.call(method, path, body);
     let t = a.tenant;
-    // The key's use is recorded (at most once a minute): the one write a request makes.
+    // The key's use is recorded (at most once a minute): the one write a request makes. Its
+    // record is put a day ahead, so however long the listings below take, no use of this key
+    // is due to be recorded and every row must stay as it is.
     assert_eq!(call(reqwest::Method::GET, format!("/admin/v1/tenants/{t}"), None).await.0, 200);
+    run.cluster
+        .coordinator_sql("UPDATE admin_keys SET last_used_at = now() + interval '1 day'")
+        .expect("the key's use recorded ahead");
     let every_row = || run.cluster.coordinator_sql(doorman_testkit::database::EVERY_ROW).expect("every row");
     let before = every_row();
     assert!(before.contains("EvStrandedB"), "the dump reads the workers' shards: {before}");

@@ -104,13 +104,7 @@ impl KeySummary {
     /// Why the key authenticates nothing at `now` (revoked, or expired), or `None` when it
     /// still does: what work done later on its behalf (a replay job's events) is held to.
     pub fn refusal_at(&self, now: chrono::DateTime<chrono::Utc>) -> Option<KeyRefusal> {
-        if self.revoked_at.is_some() {
-            Some(KeyRefusal::Revoked)
-        } else if self.expires_at.is_some_and(|at| at <= now) {
-            Some(KeyRefusal::Expired)
-        } else {
-            None
-        }
+        KeyRefusal::of_key(self.revoked_at, self.expires_at, now)
     }
 }
 
@@ -131,6 +125,25 @@ pub enum KeyRefusal {
 }
 
 impl KeyRefusal {
+    /// A key's life, the one statement of it: a key revoked (at any time) or whose expiry is
+    /// `now` or past authenticates nothing. Every check of a key goes through here: a bearer
+    /// key, a console session's key and a sign-in link's key (the adapter passes the
+    /// database's `now()`, read in the statement that read the key), and a replay job's
+    /// requester ([`KeySummary::refusal_at`], at the use case's clock).
+    pub fn of_key(
+        revoked_at: Option<chrono::DateTime<chrono::Utc>>,
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Option<Self> {
+        if revoked_at.is_some() {
+            Some(Self::Revoked)
+        } else if expires_at.is_some_and(|at| at <= now) {
+            Some(Self::Expired)
+        } else {
+            None
+        }
+    }
+
     pub const ALL: [Self; 6] =
         [Self::Missing, Self::Malformed, Self::Unknown, Self::WrongSecret, Self::Revoked, Self::Expired];
 

@@ -3,12 +3,16 @@
 //! that key on every request (nothing cached), so revoking or expiring the key ends it at
 //! once, in every admin process. One-time sign-in links (made by the `sign_in_link` port) are
 //! spent here.
+//!
+//! Whether the key still authenticates is not written here in SQL: each statement reads the
+//! key's `revoked_at` and `expires_at` with the database's `now()`, and the domain's one rule
+//! ([`KeyRefusal::of_key`]) decides, as it does for a bearer key ([`super::keys`]).
 
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel::{OptionalExtension, QueryableByName};
-use diesel_async::RunQueryDsl;
-use doorman_domain::{ApiKey, KeyId, KeyScope, StorageError, TenantId};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use doorman_domain::{ApiKey, KeyId, KeyRefusal, KeyScope, StorageError, TenantId};
 use uuid::Uuid;
 
 use super::keys::record_use;
@@ -45,11 +49,20 @@ struct SessionKey {
     read_only: bool,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     last_used_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    revoked_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    expires_at: Option<DateTime<Utc>>,
     #[diesel(sql_type = Timestamptz)]
     now: DateTime<Utc>,
 }
 
 impl SessionKey {
+    /// Whether the session's key still authenticates, at the database's clock.
+    fn authenticates(&self) -> bool {
+        KeyRefusal::of_key(self.revoked_at, self.expires_at, self.now).is_none()
+    }
+
     fn key(self) -> ApiKey {
         ApiKey {
             id: KeyId::from_uuid(self.id),
@@ -59,14 +72,25 @@ impl SessionKey {
     }
 }
 
+/// A link just spent, and its key as it stands.
 #[derive(QueryableByName)]
 struct SpentLink {
     #[diesel(sql_type = SqlUuid)]
     key_id: Uuid,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    revoked_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    expires_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Timestamptz)]
+    now: DateTime<Utc>,
 }
 
-/// A key that authenticates: neither revoked nor expired (the same rule as a bearer key's).
-const KEY_IS_VALID: &str = "k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())";
+impl SpentLink {
+    /// Whether the link's key still authenticates, at the database's clock.
+    fn authenticates(&self) -> bool {
+        KeyRefusal::of_key(self.revoked_at, self.expires_at, self.now).is_none()
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct PgConsoleSessions {
@@ -102,23 +126,25 @@ impl PgConsoleSessions {
     /// when its customer last opened the console.
     pub async fn resolve(&self, cookie: &str) -> Result<Option<ApiKey>, StorageError> {
         let mut unit = self.pool.unit().await?;
-        let found = diesel::sql_query(format!(
-            "SELECT k.id, k.name, k.tenant_id, k.read_only, k.last_used_at, now() AS now \
+        let found = diesel::sql_query(
+            "SELECT k.id, k.name, k.tenant_id, k.read_only, k.last_used_at, k.revoked_at, k.expires_at, \
+                    now() AS now \
                FROM console_sessions s JOIN admin_keys k ON k.id = s.key_id \
-              WHERE s.id_hash = $1 AND s.ended_at IS NULL AND s.expires_at > now() AND {KEY_IS_VALID}"
-        ))
+              WHERE s.id_hash = $1 AND s.ended_at IS NULL AND s.expires_at > now()",
+        )
         .bind::<Text, _>(token_hash(cookie))
         .get_result::<SessionKey>(&mut unit)
         .await
         .optional()
         .map_err(from_diesel);
         match found {
-            Ok(Some(session)) => {
+            Ok(Some(session)) if session.authenticates() => {
                 let (last_used_at, now) = (session.last_used_at, session.now);
                 let key = session.key();
                 record_use(unit, key.id, last_used_at, now).await;
                 Ok(Some(key))
             }
+            // No open session, or its key no longer authenticates: a sign-in is due.
             other => unit.finish(other.map(|_| None)).await,
         }
     }
@@ -141,17 +167,30 @@ impl PgConsoleSessions {
     /// key still authenticates. A link is spent once, even by two browsers at the same moment.
     pub async fn spend_link(&self, token: &str) -> Result<Option<KeyId>, StorageError> {
         let mut unit = self.pool.unit().await?;
-        let spent = diesel::sql_query(format!(
-            "UPDATE console_sign_in_links l SET used_at = now() FROM admin_keys k \
-              WHERE l.token_hash = $1 AND l.used_at IS NULL AND l.expires_at > now() \
-                AND k.id = l.key_id AND {KEY_IS_VALID} \
-             RETURNING l.key_id"
-        ))
-        .bind::<Text, _>(token_hash(token))
-        .get_result::<SpentLink>(&mut unit)
-        .await
-        .optional()
-        .map_err(from_diesel);
-        Ok(unit.finish(spent).await?.map(|link| KeyId::from_uuid(link.key_id)))
+        let spent = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let link = diesel::sql_query(
+                    "UPDATE console_sign_in_links l SET used_at = now() FROM admin_keys k \
+                      WHERE l.token_hash = $1 AND l.used_at IS NULL AND l.expires_at > now() \
+                        AND k.id = l.key_id \
+                     RETURNING l.key_id, k.revoked_at, k.expires_at, now() AS now",
+                )
+                .bind::<Text, _>(token_hash(token))
+                .get_result::<SpentLink>(conn)
+                .await
+                .optional()?;
+                match link {
+                    // A link whose key no longer authenticates signs nobody in, and is left
+                    // unspent (the key's rule is decided here, not in the statement).
+                    Some(link) if !link.authenticates() => Err(diesel::result::Error::RollbackTransaction),
+                    link => Ok(link.map(|link| KeyId::from_uuid(link.key_id))),
+                }
+            })
+            .await;
+        let spent = match spent {
+            Err(diesel::result::Error::RollbackTransaction) => Ok(None),
+            other => other.map_err(from_diesel),
+        };
+        unit.finish(spent).await
     }
 }

@@ -102,14 +102,12 @@ impl PgAdminKeys {
         };
         let Some((row, now)) = found else { return unit.finish(refused(KeyRefusal::Unknown)).await };
         let matches: bool = token_hash(secret).as_bytes().ct_eq(row.secret_hash.as_bytes()).into();
-        let reason = if !matches {
-            Some(KeyRefusal::WrongSecret)
-        } else if row.revoked_at.is_some() {
-            Some(KeyRefusal::Revoked)
-        } else if row.expires_at.is_some_and(|at| at <= now) {
-            Some(KeyRefusal::Expired)
+        // The key's life is the domain's one rule, at the database's clock (as a console
+        // session's and a sign-in link's key are checked).
+        let reason = if matches {
+            KeyRefusal::of_key(row.revoked_at, row.expires_at, now)
         } else {
-            None
+            Some(KeyRefusal::WrongSecret)
         };
         if let Some(reason) = reason {
             return unit.finish(refused(reason)).await;

@@ -339,6 +339,30 @@ async fn a_tenant_whose_receipts_stop_going_is_still_answered_deleted_with_recei
 }
 
 #[tokio::test]
+async fn a_purge_that_finished_is_answered_with_nothing_left_although_its_audit_entry_failed() {
+    let mut ports = Ports::new().with_own_tenant();
+    let mut seq = Sequence::new();
+    ports.tenants.expect_delete().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(true)));
+    purge_recorded(&mut ports, &mut seq, "started");
+    let batches = std::sync::Arc::new(std::sync::Mutex::new(vec![Ok(3)]));
+    purges(&mut ports, &mut seq, batches);
+    ports
+        .audit
+        .expect_record()
+        .withf(|e| e.target.as_deref() == Some("3 receipts deleted"))
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_| ready(Err(StorageError::Unavailable("no primary".into()))));
+    ports.audit.expect_record().returning(|_| ready(Ok(())));
+    let offboarded = ports.build().delete_tenant(&key(None, false), own()).await;
+    assert_eq!(
+        offboarded,
+        Ok(super::tenants::Offboarded { receipts: 3, receipts_left: false }),
+        "the receipts are gone: the answer says what the purge did, not whether its record was written"
+    );
+}
+
+#[tokio::test]
 async fn a_tenant_deleted_meanwhile_is_unknown_and_nothing_is_purged() {
     let mut ports = Ports::new().with_own_tenant();
     ports.tenants.expect_delete().times(1).returning(|_, _| ready(Ok(false)));
