@@ -178,21 +178,6 @@ check-modules:
     USE = re.compile(r'\buse\s+((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)*)(?:::\{([^;]*)\})?', re.S)
     PATH = re.compile(r'\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+)')
 
-    def targets(mod, text, is_dir_mod):
-        base = list(mod) if is_dir_mod else list(mod[:-1])
-        found = set()
-        for m in PATH.finditer(text):
-            head, rest = m.group(1), [p for p in m.group(2).split("::") if p]
-            if head == "crate":
-                target = rest
-            else:
-                target = base[:-1] + rest
-                # super::super::
-                while target and target[0] == "super":
-                    target = target[1:]
-            found.add(tuple(target))
-        return found
-
     def load(crate_src):
         mods = {}
         for root, _, files in os.walk(crate_src):
@@ -201,6 +186,7 @@ check-modules:
                     p = os.path.join(root, f)
                     text = open(p).read()
                     text = re.sub(r'#\[cfg\(test\)\]\s*mod tests\s*\{.*', '', text, flags=re.S)  # tests may import freely
+                    text = re.sub(r'(?m)^\s*//.*$', '', text)  # a comment's link is not a use
                     mods[module_path(crate_src, p)] = (text, os.path.basename(p) in ("mod.rs", "lib.rs", "main.rs"))
         return mods
 
@@ -262,13 +248,16 @@ check-modules:
     def face_of(mod, faces):
         return next((f for f in faces if mod[: len(f)] == f), None)
 
+    def used(mod, text, known):
+        """Every module of the crate that `mod` names: in a `use` (braces expanded) or in a path."""
+        paths = use_trees(text) + [m.group(0) for m in re.finditer(r'\b(?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+', text)]
+        return {t for t in (resolve(mod, path, known) for path in paths) if t is not None}
+
     def trespasses(mods, faces):
         """Uses of a module inside a face (not its front door) from outside that face."""
         known, found = set(mods), set()
         for mod, (text, _) in mods.items():
-            paths = use_trees(text) + [m.group(0) for m in re.finditer(r'\b(?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+', text)]
-            for path in paths:
-                t = resolve(mod, path, known)
+            for t in used(mod, text, known):
                 face = face_of(t, faces) if t else None
                 if face and t != face and face_of(mod, faces) != face:
                     found.add((mod, t))
@@ -277,11 +266,8 @@ check-modules:
     def check(crate_src, mods):
         known = set(mods)
         edges = {}
-        for mod, (text, is_dir) in mods.items():
-            for t in targets(mod, text, is_dir):
-                # the longest known module prefix of the target path
-                while t and t not in known:
-                    t = t[:-1]
+        for mod, (text, _) in mods.items():
+            for t in used(mod, text, known):
                 if not t or t == mod:
                     continue
                 # lowest common ancestor
