@@ -26,6 +26,18 @@ pub struct KeyDoc {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
+impl KeyDoc {
+    /// Its state in words at `now`, by the one rule of a key's life
+    /// ([`doorman_domain::KeyRefusal::of_key`]): `revoked`, `expired` or `active`.
+    pub fn state_at(&self, now: DateTime<Utc>) -> &'static str {
+        match doorman_domain::KeyRefusal::of_key(self.revoked_at, self.expires_at, now) {
+            Some(doorman_domain::KeyRefusal::Revoked) => "revoked",
+            Some(_) => "expired",
+            None => "active",
+        }
+    }
+}
+
 impl From<KeySummary> for KeyDoc {
     fn from(k: KeySummary) -> Self {
         Self {
@@ -120,5 +132,27 @@ mod tests {
         let words = sign_in_link_lifetime();
         let minutes: i64 = words.split(' ').next().unwrap().parse().unwrap();
         assert_eq!(chrono::TimeDelta::minutes(minutes), SIGN_IN_LINK_LIFETIME, "{words}");
+    }
+
+    /// The console's keys page and `keys list` say what the API would do with the key: the
+    /// domain's rule, so a key expiring at this very instant already reads expired.
+    #[test]
+    fn a_keys_state_in_words_is_the_domains_rule() {
+        let now = Utc::now();
+        let key = |revoked_at, expires_at| KeyDoc {
+            id: Uuid::nil(),
+            name: "k".into(),
+            tenant_id: None,
+            read_only: false,
+            created_at: now,
+            expires_at,
+            last_used_at: None,
+            revoked_at,
+        };
+        let second = chrono::Duration::seconds(1);
+        assert_eq!(key(None, None).state_at(now), "active");
+        assert_eq!(key(None, Some(now + second)).state_at(now), "active");
+        assert_eq!(key(None, Some(now)).state_at(now), "expired");
+        assert_eq!(key(Some(now), Some(now - second)).state_at(now), "revoked");
     }
 }

@@ -129,11 +129,7 @@ async fn keys(command: ApiKeysCommand) -> anyhow::Result<()> {
                 for k in &keys {
                     let scope = k.tenant_id.map(|t| t.to_string()).unwrap_or_else(|| "every tenant".into());
                     let access = if k.read_only { "read-only" } else { "read-write" };
-                    let state = match (k.revoked_at, k.expires_at) {
-                        (Some(_), _) => "revoked",
-                        (None, Some(at)) if at <= now => "expired",
-                        _ => "active",
-                    };
+                    let state = k.state_at(now);
                     let used = k
                         .last_used_at
                         .map(|at| at.format("%Y-%m-%d %H:%M").to_string())

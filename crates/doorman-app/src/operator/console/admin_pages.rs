@@ -43,13 +43,9 @@ struct KeysPage {
 }
 
 impl KeysPage {
-    /// A key's state in words.
+    /// A key's state in words, now.
     fn state_of(&self, key: &KeyDoc) -> &'static str {
-        match (key.revoked_at, key.expires_at) {
-            (Some(_), _) => "revoked",
-            (None, Some(at)) if at <= Utc::now() => "expired",
-            _ => "active",
-        }
+        key.state_at(Utc::now())
     }
 }
 
