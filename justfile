@@ -414,7 +414,14 @@ bench-against REV *ARGS: postgres
     cp "$base/target/release/doorman-loadgen" "$base/doorman-loadgen"
     just bench --compare "$base/doorman" {{ARGS}}
     echo "== {{REV}}'s floor, measured by {{REV}}'s load generator (after one more run of its binary)"
-    "$base/doorman-loadgen" --server "$base/doorman" --rounds 1 --edge-seconds 0 {{ARGS}}
+    # One round of it, so ARGS' own --rounds is left out (the load generator takes it once).
+    args=() skip=0
+    for arg in {{ARGS}}; do
+        if [ "$skip" = 1 ]; then skip=0; continue; fi
+        case "$arg" in --rounds) skip=1; continue ;; --rounds=*) continue ;; esac
+        args+=("$arg")
+    done
+    "$base/doorman-loadgen" --server "$base/doorman" --rounds 1 --edge-seconds 0 "${args[@]}"
 
 # The sweep docs/benchmarks.md reports: concurrency 8/64/256 × payload 1 KiB/16 KiB.
 bench-sweep: (bench "--concurrency" "8,64,256" "--payload-bytes" "1024,16384")
