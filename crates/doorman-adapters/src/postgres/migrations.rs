@@ -114,7 +114,8 @@ impl Migration<Pg> for OneByOne {
 /// Applies every pending migration as the connecting (owner) user, one `doorman migrate` at a
 /// time, each statement waiting at most [`LOCK_TIMEOUT`] for its locks (a migration that times
 /// out is tried again), then the SQL definitions ([`super::definitions`], in their Citus form on
-/// a Citus coordinator), then, on a Citus coordinator, distributes the receipts
+/// a Citus coordinator; not when a newer release has migrated the database: its definitions
+/// stay), then, on a Citus coordinator, distributes the receipts
 /// ([`super::citus`]); returns the versions applied. Runs the synchronous harness on a
 /// blocking thread.
 pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationError> {
@@ -123,6 +124,17 @@ pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationErr
         conn.batch_execute(&format!("SET lock_timeout = '{}ms'", LOCK_TIMEOUT.as_millis()))
             .map_err(MigrationError::failed)?;
         let applied = with_lock_retries(conn).and_then(|applied| {
+            let newer = unknown_versions(conn)?;
+            if !newer.is_empty() {
+                // A newer release migrated this database (a rollback, or an old process's
+                // migrate step restarting): its functions and policies are its own, and putting
+                // back this release's would undo them under it.
+                tracing::warn!(
+                    versions = ?newer,
+                    "the database holds migrations this release does not know (a newer release migrated it);                      its SQL definitions are that release's and are left as they are"
+                );
+                return Ok(applied);
+            }
             let citus = super::citus::is_citus(conn)?;
             let form = if citus { Form::Citus } else { Form::Plain };
             let defined = retrying(conn, "a SQL definition", |conn| definitions::apply(conn, form))?;
@@ -139,6 +151,24 @@ pub async fn run_pending(database_url: &str) -> Result<Vec<String>, MigrationErr
         Ok(applied)
     })
     .await
+}
+
+/// The versions the database has applied that this binary does not embed: a newer release's.
+fn unknown_versions(conn: &mut SyncPg) -> Result<Vec<String>, MigrationError> {
+    #[derive(diesel::QueryableByName)]
+    struct Applied {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        version: String,
+    }
+    let applied: Vec<Applied> =
+        diesel::RunQueryDsl::load(diesel::sql_query("SELECT version FROM __diesel_schema_migrations"), conn)
+            .map_err(MigrationError::failed)?;
+    let embedded: Vec<String> = MigrationSource::<Pg>::migrations(&MIGRATIONS)
+        .map_err(MigrationError::failed)?
+        .iter()
+        .map(|m| m.name().version().to_string())
+        .collect();
+    Ok(applied.into_iter().map(|a| a.version).filter(|v| !embedded.contains(v)).collect())
 }
 
 /// `work` (`what` names it in the log), tried again (up to [`LOCK_ATTEMPTS`] times) when it could

@@ -57,3 +57,47 @@ async fn migrate_again_changes_nothing_and_brings_an_earlier_database_to_the_sam
     let differences = definitions::differences(earlier.url(), Form::Plain).await;
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
+
+/// An older release's `doorman migrate` on a database a newer release migrated (a rollback, an
+/// old process's migrate step restarting) leaves the newer release's definitions as they are;
+/// without the newer migration the same change is put back to the file's form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_leaves_a_newer_releases_definitions_alone() {
+    const NEWER_BODY: &str = "CREATE OR REPLACE FUNCTION public.doorman_sealed_key_id(p_value text) RETURNS text \
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 'newer' $$";
+    let body = |db: &TestDatabase| {
+        let url = db.url().to_owned();
+        async move {
+            #[derive(diesel::QueryableByName)]
+            struct Body {
+                #[diesel(sql_type = diesel::sql_types::Text)]
+                prosrc: String,
+            }
+            let mut conn =
+                <diesel_async::AsyncPgConnection as diesel_async::AsyncConnection>::establish(&url)
+                    .await
+                    .unwrap();
+            let found: Body = diesel_async::RunQueryDsl::get_result(
+                diesel::sql_query("SELECT prosrc FROM pg_proc WHERE proname = 'doorman_sealed_key_id'"),
+                &mut conn,
+            )
+            .await
+            .unwrap();
+            found.prosrc
+        }
+    };
+    let db = TestDatabase::create().await;
+    let mut owner = db.owner().await;
+    diesel_async::SimpleAsyncConnection::batch_execute(&mut owner, NEWER_BODY).await.unwrap();
+    migrations::run_pending(db.url()).await.unwrap();
+    assert!(!body(&db).await.contains("newer"), "no newer release: the file's form is put back");
+
+    diesel_async::SimpleAsyncConnection::batch_execute(
+        &mut owner,
+        &format!("{NEWER_BODY}; INSERT INTO __diesel_schema_migrations (version) VALUES ('29991231000001')"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(migrations::run_pending(db.url()).await.unwrap(), Vec::<String>::new());
+    assert!(body(&db).await.contains("'newer'"), "a newer release's definition stays");
+}
