@@ -57,7 +57,9 @@ proptest! {
     fn an_envelope_built_from_valid_ids_parses_to_those_ids(
         team in "[A-Z0-9]{1,20}",
         enterprise in proptest::option::of("[A-Z0-9]{1,20}"),
-        event_id in "[ -~]{1,255}",
+        // Any printable id but `.` and `..`, which are refused on arrival (an event opens at a
+        // URL with its id as one path segment).
+        event_id in "[ -~]{1,255}".prop_filter("not . or ..", |id| id != "." && id != ".."),
         event_type in "[a-z_.]{1,40}",
         attempt in 0u32..4,
     ) {
