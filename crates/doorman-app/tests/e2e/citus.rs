@@ -919,12 +919,19 @@ async fn losing_a_citus_worker_mid_load_costs_only_its_tenants_and_loses_or_doub
         .cluster
         .coordinator_sql("SELECT count(*) FROM messaging_event_receipts WHERE handled_at IS NULL")
         .unwrap_or_default();
+    // The path where one event has two deliveries that could each dispatch it: a claim whose
+    // commit was not confirmed (answered 503, settled after the answer) and Slack's re-send.
+    let logs = run.logs();
+    let count = |line: &str| logs.matches(line).count();
     eprintln!(
-        "the agent read {} signed POSTs with {} distinct webhook-ids for {} acknowledged events ({} badly signed)",
+        "the agent read {} signed POSTs with {} distinct webhook-ids for {} acknowledged events ({} badly signed); \
+         {} claims answered unconfirmed, {} of them dispatched by the job that settled them",
         arrivals.len(),
         posts_by_id.len(),
         acknowledged.len(),
         run.agent.bad_signatures(),
+        count("claim not confirmed; answered 503"),
+        count("an unconfirmed claim holds the event; dispatching it"),
     );
     eprintln!(
         "citus worker lost for {} ms: the other worker's tenant answered {kept_ok} deliveries 200 and {} otherwise \
