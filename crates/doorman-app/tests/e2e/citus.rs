@@ -9,7 +9,6 @@
 //! replay, prune and the admin API's event queries work; and a worker lost mid-load costs only
 //! its own tenants, 503 with nothing written, nothing lost or doubled once it is back.
 
-use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -19,14 +18,13 @@ use doorman_adapters::postgres::definitions::{DEFINITIONS, Form};
 use doorman_domain::{KeyName, KeyScope, TenantId};
 use doorman_testkit::citus::{CitusCluster, WORKERS};
 use doorman_testkit::database::{ADMIN_ROLE, SERVER_ROLE, TEST_KEYS, tenant_with_agent};
-use doorman_testkit::fake_agent::Arrival;
 use doorman_testkit::operator::TestOperator;
 use doorman_testkit::slack::sign;
 use doorman_testkit::{FakeAgent, ServeProcess};
 use serde_json::Value;
 
 use crate::helpers::{
-    AGENT_SECRET, SIGNING_SECRET, WAIT, directory_notices, doorman, event_body, http_client, ok,
+    AGENT_SECRET, PostsById, SIGNING_SECRET, WAIT, directory_notices, doorman, event_body, http_client, ok,
     post_command, quiesce, quiesce_within, serve_config, spawn_serve_on, wait_for_directory_notice_since,
 };
 
@@ -888,33 +886,8 @@ async fn losing_a_citus_worker_mid_load_costs_only_its_tenants_and_loses_or_doub
         delivered.iter().map(|(_, id)| id).filter(|id| run.agent.count_for(id) > 1).collect();
     let undelivered: Vec<&String> =
         delivered.iter().map(|(_, id)| id).filter(|id| run.agent.count_for(id) == 0).collect();
-    // Every POST the agent read whole, whatever it answered, by `webhook-id` (`evt_` and the
-    // event's id): one per event answered 200. A second POST of one event is a double
-    // dispatch even though the agent could drop it by its id; an id no sender saw answered 200
-    // is an event dispatched that Slack would still be re-sending.
-    let arrivals = run.agent.arrivals();
-    let mut posts_by_id: BTreeMap<&str, Vec<&Arrival>> = BTreeMap::new();
-    for arrival in &arrivals {
-        posts_by_id.entry(arrival.webhook_id.as_str()).or_default().push(arrival);
-    }
-    let acknowledged: HashSet<String> = delivered.iter().map(|(_, id)| format!("evt_{id}")).collect();
-    // Each id posted more than once: every POST of it (its signed timestamp, the connection it
-    // came on, its place among all POSTs) and what each of the sender's attempts was answered.
-    let posted_twice: Vec<String> = posts_by_id
-        .iter()
-        .filter(|(_, posts)| posts.len() > 1)
-        .map(|(id, posts)| {
-            let posts: Vec<_> = posts.iter().map(|p| (&p.webhook_timestamp, p.peer, p.seq)).collect();
-            let attempts: Vec<_> = sent
-                .iter()
-                .filter(|s| id.strip_prefix("evt_") == Some(s.id.as_str()))
-                .map(|s| (s.status, s.at, s.waited))
-                .collect();
-            format!("{id}: posts (webhook-timestamp, peer, seq) {posts:?}; the sender's attempts (status, at, waited) {attempts:?}")
-        })
-        .collect();
-    let posted_unacknowledged: Vec<&str> =
-        posts_by_id.keys().copied().filter(|id| !acknowledged.contains(*id)).collect();
+    // Every POST the agent read whole, whatever it answered, by `webhook-id`.
+    let posts = PostsById::of(&run.agent, delivered.iter().map(|(_, id)| id.as_str()));
     let unhandled = run
         .cluster
         .coordinator_sql("SELECT count(*) FROM messaging_event_receipts WHERE handled_at IS NULL")
@@ -924,11 +897,7 @@ async fn losing_a_citus_worker_mid_load_costs_only_its_tenants_and_loses_or_doub
     let logs = run.logs();
     let count = |line: &str| logs.matches(line).count();
     eprintln!(
-        "the agent read {} signed POSTs with {} distinct webhook-ids for {} acknowledged events ({} badly signed); \
-         {} claims answered unconfirmed, {} of them dispatched by the job that settled them",
-        arrivals.len(),
-        posts_by_id.len(),
-        acknowledged.len(),
+        "{posts} ({} badly signed); {} claims answered unconfirmed, {} of them dispatched by the job that settled them",
         run.agent.bad_signatures(),
         count("claim not confirmed; answered 503"),
         count("an unconfirmed claim holds the event; dispatching it"),
@@ -968,16 +937,11 @@ async fn losing_a_citus_worker_mid_load_costs_only_its_tenants_and_loses_or_doub
     assert!(doubled.is_empty(), "no event dispatched twice: {doubled:?}");
     assert!(undelivered.is_empty(), "every event answered 200 was dispatched: {undelivered:?}");
     assert_eq!(run.agent.bad_signatures(), 0, "every POST the agent read was correctly signed");
-    assert!(posted_twice.is_empty(), "no webhook-id was POSTed twice:\n{}", posted_twice.join("\n"));
-    assert!(
-        posted_unacknowledged.is_empty(),
-        "nothing was POSTed for an event no sender saw answered 200: {posted_unacknowledged:?}"
-    );
-    assert_eq!(
-        (arrivals.len(), posts_by_id.len()),
-        (acknowledged.len(), acknowledged.len()),
-        "POSTs = distinct webhook-ids = events acknowledged"
-    );
+    posts.assert_one_per_event(|event| {
+        let attempts: Vec<_> =
+            sent.iter().filter(|s| s.id == event).map(|s| (s.status, s.at, s.waited)).collect();
+        format!("(status, at, waited) {attempts:?}")
+    });
     assert_eq!(unhandled, "0", "every receipt was marked handled (none reads as stranded)");
     assert_eq!(prepared, vec![0; WORKERS], "no batch committed in two phases (each is written per node)");
 }
