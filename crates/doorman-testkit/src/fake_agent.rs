@@ -5,7 +5,7 @@
 //! The signature check is written here independently of the bridge's signer, from the
 //! specification, so a bug in the signer cannot be mirrored by the check.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +26,20 @@ pub struct Received {
     pub document: serde_json::Value,
 }
 
+/// One correctly signed request as it arrived, before it was held or answered: every POST the
+/// agent read whole, whatever it then answered (an error, or nothing if the sender gave up).
+/// A test counts these by `webhook_id` to tell a second POST of one message from a second
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrival {
+    pub webhook_id: String,
+    pub webhook_timestamp: String,
+    /// The connection it came on (a re-send on a fresh connection has another port).
+    pub peer: Option<SocketAddr>,
+    /// Its place among every signed request the agent received, from 0.
+    pub seq: usize,
+}
+
 /// The fields a counting agent reads from each document.
 #[derive(serde::Deserialize)]
 struct Summary {
@@ -37,8 +51,8 @@ struct Summary {
 struct Recorded {
     accepted: Vec<Received>,
     bad_signatures: usize,
-    /// Correctly signed requests, whatever was answered.
-    requests: usize,
+    /// Correctly signed requests, whatever was answered, in the order they came.
+    arrivals: Vec<Arrival>,
 }
 
 #[derive(Debug)]
@@ -146,7 +160,12 @@ impl FakeAgent {
 
     /// Correctly signed requests received, whatever they were answered.
     pub fn requests(&self) -> usize {
-        self.shared.recorded.lock().unwrap().requests
+        self.shared.recorded.lock().unwrap().arrivals.len()
+    }
+
+    /// Every correctly signed request received, whatever it was answered, in arrival order.
+    pub fn arrivals(&self) -> Vec<Arrival> {
+        self.shared.recorded.lock().unwrap().arrivals.clone()
     }
 
     /// Requests currently being held or answered.
@@ -193,7 +212,16 @@ async fn receive(request: HttpRequest, body: web::Bytes, shared: web::Data<Share
         return HttpResponse::Unauthorized().body("bad signature");
     }
 
-    shared.recorded.lock().unwrap().requests += 1;
+    {
+        let mut recorded = shared.recorded.lock().unwrap();
+        let seq = recorded.arrivals.len();
+        recorded.arrivals.push(Arrival {
+            webhook_id: id.clone(),
+            webhook_timestamp: timestamp,
+            peer: request.peer_addr(),
+            seq,
+        });
+    }
     {
         let mut in_flight = shared.in_flight.lock().unwrap();
         *in_flight += 1;

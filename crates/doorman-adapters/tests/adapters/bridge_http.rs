@@ -9,7 +9,7 @@ use doorman_adapters::bridge::{
 use doorman_domain::Job;
 use doorman_domain::ports::{AgentBridge, Unready};
 use doorman_domain::*;
-use doorman_testkit::FakeAgent;
+use doorman_testkit::{FakeAgent, FaultProxy};
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -111,6 +111,30 @@ async fn an_error_answer_is_never_sent_again() {
         .unwrap_err();
     assert_eq!(error, DispatchError::Rejected(503));
     assert_eq!(agent.requests(), 1);
+}
+
+/// The agent read the whole request and answered; the answer never came back (the connection
+/// died with it). The agent may have the event, so Doorman must not POST it again, even with
+/// connection retries configured: the proxy refuses connections from then on, so a second
+/// attempt would end as `Unreachable`, not `Interrupted`.
+#[tokio::test]
+async fn a_request_the_agent_read_whose_answer_was_lost_is_not_sent_again() {
+    let agent = FakeAgent::start(SECRET);
+    let upstream = url::Url::parse(agent.url()).unwrap().socket_addrs(|| None).unwrap()[0];
+    let proxy = FaultProxy::start(upstream).await;
+    proxy.lose_answer_to(b"webhook-id: evt_Ev1");
+    let url = format!("http://{}/dispatch", proxy.addr());
+    let settings = BridgeSettings {
+        connect_attempts: 3,
+        connect_retry_budget: Duration::from_secs(2),
+        ..Default::default()
+    };
+    let error = bridge(settings).dispatch(&job(&url, SECRET, Some("Ev1")), None).await.unwrap_err();
+    assert!(matches!(error, DispatchError::Interrupted(_)), "not sent again: {error:?}");
+    agent.wait_until("the agent read the request", Duration::from_secs(5), |a| a.requests() == 1).await;
+    let ids: Vec<String> = agent.arrivals().into_iter().map(|a| a.webhook_id).collect();
+    assert_eq!(ids, ["evt_Ev1"], "one POST");
+    assert_eq!(proxy.accepted(), 1, "one connection");
 }
 
 #[tokio::test]

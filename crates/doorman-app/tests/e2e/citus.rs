@@ -24,7 +24,7 @@ use doorman_testkit::{FakeAgent, ServeProcess};
 use serde_json::Value;
 
 use crate::helpers::{
-    AGENT_SECRET, SIGNING_SECRET, WAIT, directory_notices, doorman, event_body, http_client, ok,
+    AGENT_SECRET, PostsById, SIGNING_SECRET, WAIT, directory_notices, doorman, event_body, http_client, ok,
     post_command, quiesce, quiesce_within, serve_config, spawn_serve_on, wait_for_directory_notice_since,
 };
 
@@ -886,10 +886,22 @@ async fn losing_a_citus_worker_mid_load_costs_only_its_tenants_and_loses_or_doub
         delivered.iter().map(|(_, id)| id).filter(|id| run.agent.count_for(id) > 1).collect();
     let undelivered: Vec<&String> =
         delivered.iter().map(|(_, id)| id).filter(|id| run.agent.count_for(id) == 0).collect();
+    // Every POST the agent read whole, whatever it answered, by `webhook-id`.
+    let posts = PostsById::of(&run.agent, delivered.iter().map(|(_, id)| id.as_str()));
     let unhandled = run
         .cluster
         .coordinator_sql("SELECT count(*) FROM messaging_event_receipts WHERE handled_at IS NULL")
         .unwrap_or_default();
+    // The path where one event has two deliveries that could each dispatch it: a claim whose
+    // commit was not confirmed (answered 503, settled after the answer) and Slack's re-send.
+    let logs = run.logs();
+    let count = |line: &str| logs.matches(line).count();
+    eprintln!(
+        "{posts} ({} badly signed); {} claims answered unconfirmed, {} of them dispatched by the job that settled them",
+        run.agent.bad_signatures(),
+        count("claim not confirmed; answered 503"),
+        count("an unconfirmed claim holds the event; dispatching it"),
+    );
     eprintln!(
         "citus worker lost for {} ms: the other worker's tenant answered {kept_ok} deliveries 200 and {} otherwise \
          ({pace_during:.0}/s, {pace_before:.0}/s before the stop); \
@@ -924,6 +936,12 @@ async fn losing_a_citus_worker_mid_load_costs_only_its_tenants_and_loses_or_doub
     assert!(lost_events.is_empty(), "every event answered 200 has one receipt: {lost_events:?}");
     assert!(doubled.is_empty(), "no event dispatched twice: {doubled:?}");
     assert!(undelivered.is_empty(), "every event answered 200 was dispatched: {undelivered:?}");
+    assert_eq!(run.agent.bad_signatures(), 0, "every POST the agent read was correctly signed");
+    posts.assert_one_per_event(|event| {
+        let attempts: Vec<_> =
+            sent.iter().filter(|s| s.id == event).map(|s| (s.status, s.at, s.waited)).collect();
+        format!("(status, at, waited) {attempts:?}")
+    });
     assert_eq!(unhandled, "0", "every receipt was marked handled (none reads as stranded)");
     assert_eq!(prepared, vec![0; WORKERS], "no batch committed in two phases (each is written per node)");
 }

@@ -20,7 +20,9 @@ use doorman_testkit::operator::TestOperator;
 use doorman_testkit::slack::sign;
 use doorman_testkit::{FakeAgent, ServeProcess};
 
-use crate::helpers::{AGENT_SECRET, SIGNING_SECRET, WAIT, event_body, http_client, quiesce, spawn_serve_on};
+use crate::helpers::{
+    AGENT_SECRET, PostsById, SIGNING_SECRET, WAIT, event_body, http_client, quiesce, spawn_serve_on,
+};
 
 /// Concurrent senders, as many connections as Slack might hold open.
 const SENDERS: usize = 16;
@@ -197,6 +199,21 @@ impl Run {
         let lost = those(&|id| receipts.get(id).copied().unwrap_or(0) != 1);
         let doubled = those(&|id| self.agent.count_for(id) > 1);
         let undelivered = those(&|id| self.agent.count_for(id) == 0);
+        let posts = PostsById::of(&self.agent, answered.iter().map(String::as_str));
+        // What the load sent for each event POSTed twice, for the assertion's message.
+        let attempts = posts
+            .twice
+            .iter()
+            .map(|(id, _)| {
+                let event = id.strip_prefix("evt_").unwrap_or(id);
+                let of_it: Vec<_> = sent
+                    .iter()
+                    .filter(|s| s.id == event)
+                    .map(|s| (s.attempt, s.redelivery, s.status, s.at, s.waited))
+                    .collect();
+                (event.to_owned(), format!("(attempt, redelivery, status, at, waited) {of_it:?}"))
+            })
+            .collect();
         let refused: Vec<&Sent> = sent.iter().filter(|s| s.status != Some(200)).collect();
         let outage = match (refused.first(), refused.last()) {
             (Some(first), Some(last)) => last.at.saturating_sub(first.at),
@@ -212,6 +229,8 @@ impl Run {
             lost,
             doubled,
             undelivered,
+            posts,
+            attempts,
         }
     }
 
@@ -290,6 +309,7 @@ impl Watch {
 
 /// One request as the load sent it.
 struct Sent {
+    id: String,
     /// Since the load started.
     at: Duration,
     waited: Duration,
@@ -370,7 +390,7 @@ impl Load {
         let at = self.started.elapsed();
         let started = Instant::now();
         let status = post(&self.http, base, id, attempt).await;
-        let sent = Sent { at, waited: started.elapsed(), status, attempt, redelivery };
+        let sent = Sent { id: id.to_owned(), at, waited: started.elapsed(), status, attempt, redelivery };
         self.sent.lock().unwrap().push(sent);
         status
     }
@@ -426,6 +446,10 @@ struct Report {
     doubled: Vec<String>,
     /// Answered 200 and never dispatched.
     undelivered: Vec<String>,
+    /// Every POST the agent read, by `webhook-id`.
+    posts: PostsById,
+    /// What the load sent for each event POSTed twice.
+    attempts: HashMap<String, String>,
 }
 
 impl Report {
@@ -434,13 +458,14 @@ impl Report {
         assert_eq!(self.lost, Vec::<String>::new(), "every event answered 200 has its receipt");
         assert_eq!(self.doubled, Vec::<String>::new(), "no event dispatched twice");
         assert_eq!(self.undelivered, Vec::<String>::new(), "every event answered 200 was dispatched");
+        self.posts.assert_one_per_event(|event| self.attempts.get(event).cloned().unwrap_or_default());
     }
 
     fn print(&self, what: &str) {
         eprintln!(
             "failover with a {what}: {} events answered 200; {} requests refused, {} re-sent; outage {:.2} s of 503s; \
              longest wait for an answer {} ms; a commit was waiting for the standby: {}; \
-             lost {} {:?}, doubled {} {:?}, undelivered {} {:?}",
+             lost {} {:?}, doubled {} {:?}, undelivered {} {:?}; {}",
             self.answered,
             self.refused,
             self.re_sent,
@@ -453,6 +478,7 @@ impl Report {
             self.doubled.iter().take(10).collect::<Vec<_>>(),
             self.undelivered.len(),
             self.undelivered.iter().take(10).collect::<Vec<_>>(),
+            self.posts,
         );
     }
 }

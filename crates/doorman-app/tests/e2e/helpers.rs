@@ -1,5 +1,6 @@
 //! `TestApp`: the server, its database and its agent, plus signed Slack requests.
 
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Once;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use doorman_app::config::ServeConfig;
 use doorman_app::slack::{self, RunningServer};
 use doorman_domain::TenantId;
 use doorman_testkit::database::{TEST_KEYS, TestDatabase, tenant_with_agent, with_address};
+use doorman_testkit::fake_agent::Arrival;
 use doorman_testkit::slack::sign;
 use doorman_testkit::{FakeAgent, FaultProxy, ServeProcess};
 
@@ -594,4 +596,76 @@ pub fn doorman_bare(database_url: &str, env: &[(&str, &str)], args: &[&str]) -> 
 pub fn ok(output: &std::process::Output) -> String {
     assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+/// Every signed POST an agent read, whatever it answered, counted by `webhook-id` against the
+/// events a load saw answered 200 (a numbered event's id is `evt_` and the event's).
+pub struct PostsById {
+    pub posts: usize,
+    pub ids: usize,
+    pub acknowledged: usize,
+    /// Each id POSTed more than once, with every POST of it.
+    pub twice: Vec<(String, Vec<Arrival>)>,
+    /// Ids POSTed for events no sender saw answered 200.
+    pub unacknowledged: Vec<String>,
+}
+
+impl PostsById {
+    pub fn of<'a>(agent: &FakeAgent, acknowledged: impl IntoIterator<Item = &'a str>) -> Self {
+        let arrivals = agent.arrivals();
+        let acknowledged: HashSet<String> = acknowledged.into_iter().map(|id| format!("evt_{id}")).collect();
+        let mut by_id: BTreeMap<String, Vec<Arrival>> = BTreeMap::new();
+        for arrival in &arrivals {
+            by_id.entry(arrival.webhook_id.clone()).or_default().push(arrival.clone());
+        }
+        let unacknowledged = by_id.keys().filter(|id| !acknowledged.contains(*id)).cloned().collect();
+        Self {
+            posts: arrivals.len(),
+            ids: by_id.len(),
+            acknowledged: acknowledged.len(),
+            twice: by_id.into_iter().filter(|(_, posts)| posts.len() > 1).collect(),
+            unacknowledged,
+        }
+    }
+
+    /// POSTs = distinct ids = events acknowledged: no event POSTed twice (even one an agent
+    /// could drop by its id), none POSTed that Slack would still be re-sending. `attempts`
+    /// says what the load sent for an event id (its deliveries and their answers).
+    pub fn assert_one_per_event(&self, attempts: impl Fn(&str) -> String) {
+        let twice: Vec<String> = self
+            .twice
+            .iter()
+            .map(|(id, posts)| {
+                let posts: Vec<_> = posts.iter().map(|p| (&p.webhook_timestamp, p.peer, p.seq)).collect();
+                let event = id.strip_prefix("evt_").unwrap_or(id);
+                format!("{id}: POSTs (webhook-timestamp, peer, seq) {posts:?}; sent {}", attempts(event))
+            })
+            .collect();
+        assert!(twice.is_empty(), "no webhook-id was POSTed twice:\n{}", twice.join("\n"));
+        assert!(
+            self.unacknowledged.is_empty(),
+            "nothing was POSTed for an event no sender saw answered 200: {:?}",
+            self.unacknowledged
+        );
+        assert_eq!(
+            (self.posts, self.ids),
+            (self.acknowledged, self.acknowledged),
+            "POSTs = distinct webhook-ids = events acknowledged"
+        );
+    }
+}
+
+impl std::fmt::Display for PostsById {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the agent read {} signed POSTs with {} distinct webhook-ids for {} acknowledged events \
+             ({} ids POSTed twice, {} not acknowledged)",
+            self.posts,
+            self.ids,
+            self.acknowledged,
+            self.twice.len(),
+            self.unacknowledged.len()
+        )
+    }
 }
