@@ -163,11 +163,7 @@ fn unknown_versions(conn: &mut SyncPg) -> Result<Vec<String>, MigrationError> {
     let applied: Vec<Applied> =
         diesel::RunQueryDsl::load(diesel::sql_query("SELECT version FROM __diesel_schema_migrations"), conn)
             .map_err(MigrationError::failed)?;
-    let embedded: Vec<String> = MigrationSource::<Pg>::migrations(&MIGRATIONS)
-        .map_err(MigrationError::failed)?
-        .iter()
-        .map(|m| m.name().version().to_string())
-        .collect();
+    let embedded = embedded_versions().map_err(MigrationError::failed)?;
     Ok(applied.into_iter().map(|a| a.version).filter(|v| !embedded.contains(v)).collect())
 }
 
@@ -256,19 +252,26 @@ pub async fn readiness(pool: &PgPool) -> Result<Readiness, StorageError> {
     .await
     .map_err(from_diesel);
     let applied = unit.finish(applied).await?;
-    let embedded = MigrationSource::<Pg>::migrations(&MIGRATIONS)
-        .map_err(|e| StorageError::Unexpected(format!("embedded migrations: {e}")))?;
+    let embedded =
+        embedded_versions().map_err(|e| StorageError::Unexpected(format!("embedded migrations: {e}")))?;
     if applied.iter().any(|a| a.read_only) {
         return Ok(Readiness::ReadOnly);
     }
-    let current =
-        embedded.iter().all(|m| applied.iter().any(|a| a.version == m.name().version().to_string()));
+    let current = embedded.iter().all(|version| applied.iter().any(|a| &a.version == version));
     Ok(if current { Readiness::Ready } else { Readiness::MigrationsPending })
 }
 
 /// How many migrations this binary embeds.
 pub fn embedded_count() -> usize {
-    MigrationSource::<Pg>::migrations(&MIGRATIONS).map(|m| m.len()).unwrap_or(0)
+    embedded_versions().map(|versions| versions.len()).unwrap_or(0)
+}
+
+/// The versions of the migrations this binary embeds, as `__diesel_schema_migrations` holds them.
+fn embedded_versions() -> diesel::migration::Result<Vec<String>> {
+    Ok(MigrationSource::<Pg>::migrations(&MIGRATIONS)?
+        .iter()
+        .map(|m| m.name().version().to_string())
+        .collect())
 }
 
 #[cfg(test)]
