@@ -39,10 +39,12 @@ impl CitusCluster {
                 // transactions; each coordinator backend opens connections to every worker; a
                 // worker that does not answer is given up inside Doorman's 1.5 s statement
                 // timeout (docs/operations.md, "Running on Citus").
-                conf: "shared_preload_libraries = 'citus'\nmax_prepared_transactions = 100\n\
+                // pg_stat_statements: tests count which statements ran on which node.
+                conf:
+                    "shared_preload_libraries = 'citus,pg_stat_statements'\nmax_prepared_transactions = 100\n\
                        max_connections = 200\ncitus.shard_count = 8\n\
                        citus.node_connection_timeout = 1000\n"
-                    .to_owned(),
+                        .to_owned(),
                 ..ServerOptions::default()
             })
         };
@@ -51,6 +53,7 @@ impl CitusCluster {
         for server in std::iter::once(&coordinator).chain(&workers) {
             sql(server, "postgres", &format!("CREATE DATABASE {DATABASE}"));
             sql(server, DATABASE, "CREATE EXTENSION citus");
+            sql(server, DATABASE, "CREATE EXTENSION pg_stat_statements");
         }
         sql(
             &coordinator,
@@ -104,6 +107,26 @@ impl CitusCluster {
     /// a worker directly).
     pub fn worker_url(&self, i: usize, user: &str) -> String {
         self.workers[i].url(user, "127.0.0.1", DATABASE)
+    }
+
+    /// Worker `i`'s port (the address the cluster's metadata gives it is `127.0.0.1:port`).
+    pub fn worker_port(&self, i: usize) -> u16 {
+        self.workers[i].port()
+    }
+
+    /// How many times statements whose text starts with `start` ran on the coordinator
+    /// (`None`) or on worker `Some(i)`, as the top-level statements a client sent
+    /// (pg_stat_statements).
+    pub fn calls_of(&self, node: Option<usize>, start: &str) -> u64 {
+        let query = format!(
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE '{}%'",
+            start.replace('\'', "''")
+        );
+        let answer = match node {
+            None => self.coordinator_sql(&query),
+            Some(i) => self.worker_sql(i, &query),
+        };
+        answer.and_then(|n| n.parse().ok()).expect("pg_stat_statements answers")
     }
 
     /// Which worker holds `tenant`'s shard of the receipts (and so of its payloads and request

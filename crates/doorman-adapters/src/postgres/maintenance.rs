@@ -28,6 +28,35 @@ diesel::define_sql_function! {
     fn doorman_sealed_key_id(value: diesel::sql_types::Text) -> diesel::sql_types::Text;
 }
 
+/// Where one tenant's receipts are kept, and how many events it had lately: what spreading
+/// tenants over a Citus cluster by their load starts from (docs/operations.md, "Placing
+/// tenants").
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct TenantPlacement {
+    #[diesel(sql_type = SqlUuid)]
+    pub tenant: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub name: String,
+    /// The Citus node holding its shard (`host:port`); `None` on one PostgreSQL.
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub node: Option<String>,
+    /// Its shard of the receipts (its payloads' and fingerprints' are co-located with it).
+    #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
+    pub shard: Option<i64>,
+    /// Events claimed in the last hour, and in the last day.
+    #[diesel(sql_type = BigInt)]
+    pub last_hour: i64,
+    #[diesel(sql_type = BigInt)]
+    pub last_day: i64,
+}
+
+/// The events each tenant claimed in the last day (by the receipts' `(tenant_id, claimed_at)`
+/// index), and in the last hour.
+const RECENT_VOLUME: &str = "SELECT r.tenant_id, \
+        count(*) FILTER (WHERE r.claimed_at > now() - interval '1 hour') AS last_hour, count(*) AS last_day \
+   FROM public.messaging_event_receipts AS r \
+  WHERE r.claimed_at > now() - interval '1 day' AND r.claimed_at IS NOT NULL GROUP BY r.tenant_id";
+
 /// Maintenance on one owner connection.
 pub struct PgMaintenance {
     conn: AsyncPgConnection,
@@ -279,6 +308,39 @@ impl PgMaintenance {
     /// bounded prune a completed dispatch runs; then whatever deleted tenants left (an
     /// offboarding stopped half way, or a claim written in the moment before its deletion
     /// reached the serving processes), whatever its age. Returns how many were deleted.
+    /// Every tenant's placement and recent volume, the busiest first. On Citus the node comes
+    /// from the coordinator's metadata and the volume from every worker's shards (one
+    /// aggregate per shard); on one PostgreSQL there is no node.
+    pub async fn placements(&mut self) -> Result<Vec<TenantPlacement>, StorageError> {
+        let citus: bool = diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(
+            "EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')",
+        ))
+        .get_result(&mut self.conn)
+        .await
+        .map_err(from_diesel)?;
+        let node = if citus {
+            "(SELECT n.nodename || ':' || n.nodeport FROM pg_dist_placement AS p \
+               JOIN pg_dist_node AS n ON n.groupid = p.groupid AND n.noderole = 'primary' \
+              WHERE p.shardid = s.shard LIMIT 1) AS node, s.shard AS shard"
+        } else {
+            "NULL::text AS node, NULL::bigint AS shard"
+        };
+        let shard = if citus {
+            "get_shard_id_for_distribution_column('public.messaging_event_receipts', t.id)"
+        } else {
+            "NULL::bigint"
+        };
+        let query = format!(
+            "SELECT t.id AS tenant, t.name, {node}, \
+                    coalesce(v.last_hour, 0) AS last_hour, coalesce(v.last_day, 0) AS last_day \
+               FROM public.tenants AS t \
+               CROSS JOIN LATERAL (SELECT {shard} AS shard) AS s \
+               LEFT JOIN ({RECENT_VOLUME}) AS v ON v.tenant_id = t.id \
+              ORDER BY last_hour DESC, last_day DESC, t.name, t.id"
+        );
+        diesel::sql_query(query).load(&mut self.conn).await.map_err(from_diesel)
+    }
+
     pub async fn prune_expired(
         &mut self,
         expired_before: DateTime<Utc>,

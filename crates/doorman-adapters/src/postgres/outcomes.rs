@@ -146,6 +146,12 @@ impl<'a> OutcomeRows<'a> {
 }
 
 impl OutcomeRows<'_> {
+    /// The tenants that prune with this batch, the cutoff and the most each prunes (both
+    /// `None` when the batch holds only failures: nothing is pruned then).
+    pub(super) fn prunes(&self) -> (&[Uuid], Option<DateTime<Utc>>, Option<i64>) {
+        (&self.prune_tenants, self.expired_before, self.prune_batch)
+    }
+
     /// The outcomes alone, under the tenants the caller's transaction names
     /// (`doorman_write_outcomes`): replays', one tenant at a time.
     pub(super) fn write_call(&self) -> Kept<'_> {

@@ -1,7 +1,9 @@
 //! On Citus, a writer per node: each tenant's claims and outcomes go to the writer of the node
-//! that holds its receipts (ADR 22). On one PostgreSQL there is one writer, as before.
+//! that holds its receipts (ADR 22), and that writer sends them to the node itself, over a pool
+//! of its own (ADR 24): the node runs the statements on its shards locally, and the coordinator
+//! is not on the hot path. On one PostgreSQL there is one writer, as before.
 //!
-//! Two things follow from writing per node. A batch never writes on two workers, so it never
+//! Three things follow from writing per node. A batch never writes on two workers, so it never
 //! commits in two phases: Citus answers a two-phase `COMMIT` once the coordinator has recorded
 //! its decision, and a worker lost between its `PREPARE` and its `COMMIT PREPARED` keeps that
 //! transaction's rows there, invisible and their keys locked, until Citus's recovery finishes
@@ -9,20 +11,24 @@
 //! event whose receipt nobody can read, complete or find, and which later reads as stranded.
 //! Committed in one phase, a worker lost under the `COMMIT` is reported ("could not commit
 //! transaction for shard …") and the batch is settled by its claim ids like any commit whose
-//! answer was lost ([`super::claims`]). And a node that is down holds up only its own writer:
+//! answer was lost ([`super::claims`]). A node that is down holds up only its own writer:
 //! the other nodes' tenants' claims and completions never wait behind a batch that is waiting
-//! for it.
+//! for it. And a statement sent to the node that holds its shard is planned and run there
+//! alone, with the plan the node keeps for it (`cycle::on_node`).
 //!
 //! Where a tenant's rows are is Citus's metadata, read on the coordinator (no worker is asked)
 //! and trusted for [`TRUSTED_FOR`]. A tenant whose node cannot be looked up in time goes to the
-//! shared writer, as on one PostgreSQL.
+//! shared writer, which writes through the coordinator, as on one PostgreSQL. A statement sent
+//! to a node that no longer holds the tenant's shard (moved by a rebalance in the meantime) is
+//! still right: it names the distributed tables, and the node forwards it to the shard's new
+//! node, as the coordinator would.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use diesel::sql_types::{Bool, Integer, Uuid as SqlUuid};
+use diesel::sql_types::{Bool, Integer, Text, Uuid as SqlUuid};
 use doorman_domain::{StorageError, TenantId};
 use tokio::time::Instant;
 
@@ -43,15 +49,19 @@ const UNKNOWN: u8 = 0;
 const ONE_SERVER: u8 = 1;
 const CITUS: u8 = 2;
 
+/// A kind's writer, given the pool of the node it writes on directly (`None`: through the
+/// coordinator, or on one PostgreSQL).
+pub(super) type WriterOn<R, A> = Arc<dyn Fn(Option<PgPool>) -> Writer<R, A> + Send + Sync>;
+
 /// A kind of write (claims, or outcomes) with one writer per node on Citus.
 pub(super) struct PlacedWriters<R, A> {
     name: &'static str,
     pool: PgPool,
     settings: GroupSettings,
-    write: Writer<R, A>,
+    write_on: WriterOn<R, A>,
     /// The writer for one PostgreSQL, and on Citus for tenants whose node is not known.
     shared: GroupCommit<R, A>,
-    nodes: RwLock<HashMap<i32, GroupCommit<R, A>>>,
+    nodes: RwLock<HashMap<Node, GroupCommit<R, A>>>,
     placements: Arc<Placements>,
 }
 
@@ -61,15 +71,15 @@ impl<R: Send + 'static, A: Send + 'static> PlacedWriters<R, A> {
         name: &'static str,
         pool: PgPool,
         settings: GroupSettings,
-        write: Writer<R, A>,
+        write_on: WriterOn<R, A>,
         placements: Arc<Placements>,
     ) -> Self {
         Self {
             name,
-            shared: GroupCommit::start(name, settings, write.clone()),
+            shared: GroupCommit::start(name, settings, write_on(None)),
             pool,
             settings,
-            write,
+            write_on,
             nodes: RwLock::default(),
             placements,
         }
@@ -85,13 +95,32 @@ impl<R: Send + 'static, A: Send + 'static> PlacedWriters<R, A> {
         }
         let mut nodes = self.nodes.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         nodes
-            .entry(node)
+            .entry(node.clone())
             .or_insert_with(|| {
-                tracing::info!(writer = self.name, node.group = node, "a writer of its own for a Citus node");
-                GroupCommit::start(self.name, self.settings, self.write.clone())
+                let direct =
+                    u16::try_from(node.port).ok().and_then(|port| self.pool.on_node(&node.host, port));
+                tracing::info!(
+                    writer = self.name,
+                    node.group = node.group,
+                    node.address = %format_args!("{}:{}", node.host, node.port),
+                    direct = direct.is_some(),
+                    "a writer of its own for a Citus node"
+                );
+                GroupCommit::start(self.name, self.settings, (self.write_on)(direct))
             })
             .clone()
     }
+}
+
+/// A Citus node: its group (what placements name) and where it is reached.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, diesel::QueryableByName)]
+pub(super) struct Node {
+    #[diesel(sql_type = Integer, column_name = node_group)]
+    group: i32,
+    #[diesel(sql_type = Text)]
+    host: String,
+    #[diesel(sql_type = Integer)]
+    port: i32,
 }
 
 /// Which node holds each tenant's receipts, learnt from the database; shared by a store's
@@ -99,13 +128,13 @@ impl<R: Send + 'static, A: Send + 'static> PlacedWriters<R, A> {
 #[derive(Debug, Default)]
 pub(super) struct Placements {
     layout: AtomicU8,
-    nodes: RwLock<HashMap<TenantId, (i32, Instant)>>,
+    nodes: RwLock<HashMap<TenantId, (Node, Instant)>>,
 }
 
 impl Placements {
-    /// The node group holding `tenant`'s shards on Citus; `None` on one PostgreSQL, or when it
-    /// could not be looked up in time.
-    async fn node_of(&self, pool: &PgPool, tenant: TenantId) -> Option<i32> {
+    /// The node holding `tenant`'s shards on Citus; `None` on one PostgreSQL, or when it could
+    /// not be looked up in time.
+    async fn node_of(&self, pool: &PgPool, tenant: TenantId) -> Option<Node> {
         let layout = match self.layout.load(Ordering::Acquire) {
             UNKNOWN => match tokio::time::timeout(LOOK_UP_WITHIN, is_citus(pool)).await {
                 Ok(Ok(citus)) => {
@@ -125,18 +154,18 @@ impl Placements {
             return None;
         }
         let now = Instant::now();
-        if let Some(&(node, looked_up)) =
+        if let Some((node, looked_up)) =
             self.nodes.read().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&tenant)
-            && now.duration_since(looked_up) < TRUSTED_FOR
+            && now.duration_since(*looked_up) < TRUSTED_FOR
         {
-            return Some(node);
+            return Some(node.clone());
         }
         match tokio::time::timeout(LOOK_UP_WITHIN, look_up(pool, tenant)).await {
             Ok(Ok(node)) => {
                 self.nodes
                     .write()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .insert(tenant, (node, now));
+                    .insert(tenant, (node.clone(), now));
                 Some(node)
             }
             Ok(Err(error)) => {
@@ -164,20 +193,17 @@ async fn is_citus(pool: &PgPool) -> Result<bool, StorageError> {
     unit.finish(found).await.map(|found| found.citus)
 }
 
-/// The node group holding `tenant`'s shard of the receipts (its payloads and request
-/// fingerprints are co-located with it).
-async fn look_up(pool: &PgPool, tenant: TenantId) -> Result<i32, StorageError> {
-    #[derive(diesel::QueryableByName)]
-    struct Placed {
-        #[diesel(sql_type = Integer)]
-        node: i32,
-    }
+/// The node holding `tenant`'s shard of the receipts (its payloads and request fingerprints
+/// are co-located with it): its group and its primary's address.
+async fn look_up(pool: &PgPool, tenant: TenantId) -> Result<Node, StorageError> {
     let mut unit = pool.unit().await?;
     let query = diesel::sql_query(
-        "SELECT p.groupid AS node FROM pg_dist_placement AS p \
+        "SELECT p.groupid AS node_group, n.nodename AS host, n.nodeport AS port \
+           FROM pg_dist_placement AS p \
+           JOIN pg_dist_node AS n ON n.groupid = p.groupid AND n.noderole = 'primary' \
           WHERE p.shardid = get_shard_id_for_distribution_column('public.messaging_event_receipts', $1::uuid)",
     )
     .bind::<SqlUuid, _>(*tenant.as_uuid());
-    let found = diesel_async::RunQueryDsl::get_result::<Placed>(query, &mut unit).await.map_err(from_diesel);
-    unit.finish(found).await.map(|placed| placed.node)
+    let found = diesel_async::RunQueryDsl::get_result::<Node>(query, &mut unit).await.map_err(from_diesel);
+    unit.finish(found).await
 }

@@ -95,6 +95,9 @@ pub struct PgPool {
     c_messages: bool,
     /// Why the last connection attempt failed, for the error a caller gets after waiting.
     last_failure: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    /// What it was opened with, for a pool of the same login to another node ([`PgPool::on_node`]).
+    url: std::sync::Arc<str>,
+    settings: PoolSettings,
 }
 
 impl std::fmt::Debug for PgPool {
@@ -117,6 +120,22 @@ pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
 /// A pool whose connections act as `role` (`None`: as the login user, as operator commands
 /// do with the tables' owner).
 pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'static str>) -> PgPool {
+    open(database_url, settings, role, Retry::UntilTimeout)
+}
+
+/// What a pool does when a connection cannot be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// Tries again until the pool's connection timeout: the server may be restarting, or a
+    /// standby being promoted, and the caller has nowhere else to go.
+    UntilTimeout,
+    /// Answers at once: a Citus worker that refuses connections is down, and its tenants'
+    /// deliveries are answered 503 now (Slack re-sends them), as the coordinator would have
+    /// answered them, rather than after a wait that outlasts short outages.
+    Never,
+}
+
+fn open(database_url: &str, settings: &PoolSettings, role: Option<&'static str>, retry: Retry) -> PgPool {
     let (mode, c_messages) = (settings.mode, settings.c_messages);
     let mut config = ManagerConfig::default();
     // On check-out, refuse a connection whose socket has closed (a database restart or a
@@ -177,10 +196,20 @@ pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'st
         .max_size(settings.max_size)
         .min_idle(None)
         .connection_timeout(settings.connection_timeout)
+        .retry_connection(retry == Retry::UntilTimeout)
         .idle_timeout(Some(settings.idle_timeout))
         .error_sink(Box::new(LastFailure(std::sync::Arc::clone(&last_failure))))
         .build_unchecked(manager);
-    PgPool { connections, role, mode, limits: settings.limits, c_messages, last_failure }
+    PgPool {
+        connections,
+        role,
+        mode,
+        limits: settings.limits,
+        c_messages,
+        last_failure,
+        url: database_url.into(),
+        settings: settings.clone(),
+    }
 }
 
 /// The SQL expression (a scalar subquery) that makes a session (or, `local`, a transaction) act as `role`: `SET
@@ -235,6 +264,15 @@ impl PgPool {
             AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await.map_err(from_diesel)?;
         }
         Ok(Unit { conn, in_transaction })
+    }
+
+    /// A pool like this one (the same login, role, sizes and limits) to the server at
+    /// `host:port` instead: a Citus worker, as the cluster's metadata names it. `None` through
+    /// a transaction pooler, which stands for the coordinator alone.
+    pub(crate) fn on_node(&self, host: &str, port: u16) -> Option<PgPool> {
+        (self.mode == PoolMode::Session).then(|| {
+            open(&super::connect::on_host(&self.url, host, port), &self.settings, self.role, Retry::Never)
+        })
     }
 
     /// Connections open now, idle or in use (for tests of how a pool recovers).

@@ -32,7 +32,7 @@ use super::directory::PAYLOAD_COLUMN;
 use super::errors::from_diesel;
 use super::group_commit::{GroupSettings, Writer};
 use super::outcomes::{OutcomeRows, PRUNE_EVERY, PendingKind, PendingOutcome, PruneSchedule};
-use super::placements::{PlacedWriters, Placements};
+use super::placements::{PlacedWriters, Placements, WriterOn};
 use super::pool::PgPool;
 
 /// The longest failure reason stored; the rest is cut (the reason is for an operator's eye).
@@ -135,12 +135,17 @@ impl PgReceiptStore {
         // Both kinds of writer learn where tenants' rows are (on Citus) from the same map.
         let placements = Arc::new(Placements::default());
         let writers_on = |name, pool: PgPool, prune: Option<Arc<PruneSchedule>>| {
-            let cycle = CycleSettings { confirm_within: timeouts.confirm_within, prune };
             let on = pool.clone();
-            let write: Writer<Write, Written> = Arc::new(move |batch, answer_by| {
-                Box::pin(cycle::write(on.clone(), batch, cycle.clone(), answer_by))
+            let write_on: WriterOn<Write, Written> = Arc::new(move |node: Option<PgPool>| {
+                let cycle =
+                    CycleSettings { confirm_within: timeouts.confirm_within, prune: prune.clone(), node };
+                let on = on.clone();
+                let write: Writer<Write, Written> = Arc::new(move |batch, answer_by| {
+                    Box::pin(cycle::write(on.clone(), batch, cycle.clone(), answer_by))
+                });
+                write
             });
-            Arc::new(PlacedWriters::start(name, pool, settings, write, placements.clone()))
+            Arc::new(PlacedWriters::start(name, pool, settings, write_on, placements.clone()))
         };
         let outcomes = match outcomes {
             OutcomesOn::Batched(pool, prune) => Outcomes::Batched(writers_on("outcome", pool, prune)),

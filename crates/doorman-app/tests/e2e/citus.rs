@@ -303,6 +303,43 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
         );
     }
 
+    // The claims and outcomes were written on the tenants' workers, by the statements each
+    // sends there (ADR 24), and none through the coordinator's batch functions.
+    let cluster = &run.cluster;
+    for w in 0..WORKERS {
+        let claims = cluster.calls_of(Some(w), "INSERT INTO public.messaging_event_receipts AS r");
+        let outcomes =
+            cluster.calls_of(Some(w), "WITH done AS ( UPDATE public.messaging_event_receipts AS r");
+        assert!(
+            claims > 0 && outcomes > 0,
+            "worker {w} ran {claims} claim and {outcomes} outcome statements"
+        );
+    }
+    for function in ["doorman_claim_receipts", "doorman_settle_receipts", "doorman_record_outcomes"] {
+        let through = cluster.calls_of(None, &format!("SELECT 'claim'::text AS kind, held_by AS id, 0::bigint AS n, NULL::text AS signature FROM {function}"))
+            + cluster.calls_of(None, &format!("SELECT 'outcome'::text AS kind, outcome_tenant AS id, pruned AS n, NULL::text AS signature FROM {function}"));
+        assert_eq!(through, 0, "{function} was called through the coordinator");
+    }
+
+    // `doorman receipts placement` names each tenant's worker and its events of the last hour.
+    let placement = doorman(&run.cluster.url("postgres"), &["receipts", "placement", "--json"]);
+    ok(&placement);
+    let placement: Value = serde_json::from_slice(&placement.stdout).unwrap();
+    for placed in &run.placed {
+        let row = placement["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["tenant"] == placed.tenant.to_string())
+            .expect("every tenant is listed");
+        assert_eq!(row["node"], format!("127.0.0.1:{}", cluster.worker_port(placed.worker)), "{row}");
+        assert_eq!(
+            (row["events_last_hour"].as_i64(), row["events_last_day"].as_i64()),
+            (Some(10), Some(10)),
+            "{row}"
+        );
+    }
+
     // On every worker, in every shard of the three tables: acting for one tenant, the server's
     // role reads only that tenant's rows, and cannot write another's.
     let [a, b] = [&run.placed[0], &run.placed[1]];

@@ -29,6 +29,7 @@ use tokio_postgres::config::SslMode;
 pub use session_limits::SessionLimits;
 pub use tls::{RustlsConnect, RustlsHandshake, RustlsStream};
 use trust::load_roots;
+pub(crate) use url::on_host;
 use url::take_tls_parameters;
 
 /// What is wrong with a URL's TLS parameters. Names the parameter, never the URL.

@@ -21,6 +21,22 @@ pub(super) fn take_tls_parameters(
     Ok((rest, mode, roots))
 }
 
+/// `url` with its host (or hosts: a URL may name several) replaced by `host:port`, everything
+/// else kept: the login, the database, the parameters. A Citus worker is reached as the
+/// coordinator is, at the address the cluster's metadata gives it (`pg_dist_node`).
+pub(crate) fn on_host(url: &str, host: &str, port: u16) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let login = authority.rsplit_once('@').map(|(login, _)| format!("{login}@")).unwrap_or_default();
+    // An IPv6 address is written in brackets in a URL.
+    let host =
+        if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_owned() };
+    format!("{scheme}://{login}{host}:{port}{path}")
+}
+
 fn percent_decode(value: &str) -> String {
     let bytes = value.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -54,5 +70,20 @@ mod tests {
         assert_eq!(rest, "postgres://u@h1:5432,h2/db?target_session_attrs=read-write");
         assert_eq!((mode.as_deref(), roots.as_deref()), (Some("verify-full"), Some("/tmp/ca.pem")));
         assert_eq!(take_tls_parameters("postgres://u@h/db").unwrap().0, "postgres://u@h/db");
+    }
+
+    #[test]
+    fn a_worker_is_reached_with_the_coordinators_login_database_and_parameters() {
+        assert_eq!(
+            on_host(
+                "postgres://app:s%40cret@h1:5432,h2:5433/doorman?sslmode=verify-full&target_session_attrs=read-write",
+                "w1.internal",
+                6432
+            ),
+            "postgres://app:s%40cret@w1.internal:6432/doorman?sslmode=verify-full&target_session_attrs=read-write"
+        );
+        assert_eq!(on_host("postgresql://h/db", "10.0.0.7", 5432), "postgresql://10.0.0.7:5432/db");
+        assert_eq!(on_host("postgres://u@h", "::1", 5461), "postgres://u@[::1]:5461");
+        assert_eq!(on_host("postgres://u@h?sslmode=require", "w", 1), "postgres://u@w:1?sslmode=require");
     }
 }

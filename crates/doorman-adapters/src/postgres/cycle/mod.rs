@@ -25,6 +25,7 @@
 
 mod deadline;
 mod fallbacks;
+mod on_node;
 mod one_statement;
 mod parts;
 mod rows;
@@ -85,6 +86,26 @@ pub(super) struct CycleSettings {
     pub confirm_within: Duration,
     /// When completions prune their tenants' expired receipts (`None`: never).
     pub prune: Option<std::sync::Arc<PruneSchedule>>,
+    /// On Citus, the node this writer's tenants' shards are on, written on directly
+    /// ([`on_node`]); `None`: through the pool the batch is given (the coordinator, or one
+    /// PostgreSQL), by the batch functions.
+    pub node: Option<PgPool>,
+}
+
+/// How long ago a claim may have been made and still be written on its node: well inside the
+/// 30 seconds after which a claim may be behind the sweep's watermark, which only the
+/// coordinator holds (a claim that old is marked as the sweep would have marked it, by
+/// `doorman_claim_receipts`).
+const FRESH_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
+
+/// Whether `batch` goes through the coordinator even from a node's writer: it settles claims
+/// answered earlier (they may be minutes old), or holds a claim made long enough ago to be
+/// behind the sweep's watermark.
+fn needs_the_coordinator(batch: &[Write]) -> bool {
+    let now = chrono::Utc::now();
+    batch.iter().any(|write| {
+        matches!(write, Write::Claim(claim) if claim.settle || now - claim.receipt.claimed_at > FRESH_FOR)
+    })
 }
 
 /// Writes one batch; one answer per request, in the requests' order, by `answer_by` if given
@@ -96,6 +117,11 @@ pub(super) async fn write(
     answer_by: Option<Instant>,
 ) -> Result<Vec<Written>, StorageError> {
     let deadline = Deadline::for_batch(settings.confirm_within, answer_by);
+    let settings = if settings.node.is_some() && needs_the_coordinator(&batch) {
+        CycleSettings { node: None, ..settings }
+    } else {
+        settings
+    };
     let batch: Vec<&Write> = batch.iter().collect();
     if mixes_settles_and_fresh(&batch) {
         return Ok(settles_apart(&pool, &batch, &settings, deadline).await);

@@ -20,6 +20,7 @@ use super::super::errors::{from_diesel, is_refused_for_a_row};
 use super::super::pool::PgPool;
 use super::super::statement::Kept;
 use super::deadline::Deadline;
+use super::on_node::{self, NodeBatch};
 use super::rows::{BatchRows, Row};
 use super::{CycleSettings, Write, Written};
 
@@ -52,14 +53,22 @@ pub(super) async fn write_in_one_statement(
     deadline: Deadline,
 ) -> Result<Vec<Written>, NotWritten> {
     let rows = BatchRows::of(batch, settings.prune.as_deref());
+    let on_node = settings.node.as_ref().map(|node| (node, NodeBatch::of(&rows)));
     let mut attempts = Attempts { may_have_committed: rows.settles(), requests_lost: None };
     loop {
-        let statement = rows.statement(attempts.may_have_committed, attempts.requests_lost.is_none());
+        let (settle, with_requests) = (attempts.may_have_committed, attempts.requests_lost.is_none());
+        let statement = rows.statement(settle, with_requests);
         // Nothing left to send: fingerprints alone, lost with the connection.
         let Some(statement) = statement else {
             return Ok(rows.answers(batch, Vec::new(), attempts.requests_lost));
         };
-        let error = match send(pool, statement, deadline).await {
+        let sent = match &on_node {
+            Some((node, node_batch)) => {
+                send(node, Statement::OnNode { batch: node_batch, settle, with_requests }, deadline).await
+            }
+            None => send(pool, Statement::Functions(statement), deadline).await,
+        };
+        let error = match sent {
             Sent::Answered(answered) => return Ok(rows.answers(batch, answered, attempts.requests_lost)),
             Sent::NotWritten(not_written) if !attempts.may_have_committed => return Err(not_written),
             Sent::NotWritten(not_written) => not_written.error,
@@ -135,10 +144,18 @@ enum Sent {
     Unanswered,
 }
 
+/// What a batch is sent as.
+enum Statement<'s> {
+    /// The batch functions' calls in one statement (through the coordinator on Citus).
+    Functions(Kept<'s>),
+    /// The statements of its node's transaction ([`super::on_node`]).
+    OnNode { batch: &'s NodeBatch<'s>, settle: bool, with_requests: bool },
+}
+
 /// Sends `statement` on a connection of `pool` if one comes by the deadline's `send_by` (if
 /// not, nothing was written); a statement sent and not answered by its `answer_by` may yet
 /// commit.
-async fn send(pool: &PgPool, statement: Kept<'_>, deadline: Deadline) -> Sent {
+async fn send(pool: &PgPool, statement: Statement<'_>, deadline: Deadline) -> Sent {
     let mut unit = match tokio::time::timeout_at(deadline.send_by, pool.unit()).await {
         Ok(Ok(unit)) => unit,
         Ok(Err(error)) => return Sent::NotWritten(NotWritten::statement(error)),
@@ -151,7 +168,12 @@ async fn send(pool: &PgPool, statement: Kept<'_>, deadline: Deadline) -> Sent {
     };
     let sent = Instant::now();
     tokio::time::timeout_at(deadline.answer_by, async move {
-        let answered = statement.load::<Row>(&mut unit).await;
+        let answered = match statement {
+            Statement::Functions(statement) => statement.load::<Row>(&mut unit).await,
+            Statement::OnNode { batch, settle, with_requests } => {
+                on_node::write(&mut unit, batch, settle, with_requests).await
+            }
+        };
         match answered {
             Ok(rows) => match unit.finish(Ok(rows)).await {
                 Ok(rows) => Sent::Answered(rows),

@@ -26,14 +26,21 @@ pub(super) struct Row {
     signature: Option<String>,
 }
 
+impl Row {
+    /// The claim id (of a claim's row), the tenant (of a fingerprint's or a prune's).
+    pub(super) fn id(&self) -> Uuid {
+        self.id
+    }
+}
+
 /// A batch's requests by kind, each kind as its call's arguments.
 pub(super) struct BatchRows<'a> {
-    claims: Vec<&'a SealedClaim>,
-    requests: Vec<(TenantId, &'a Fingerprint)>,
-    outcomes: Vec<&'a PendingOutcome>,
+    pub(super) claims: Vec<&'a SealedClaim>,
+    pub(super) requests: Vec<(TenantId, &'a Fingerprint)>,
+    pub(super) outcomes: Vec<&'a PendingOutcome>,
     claim_rows: ClaimRows<'a>,
     request_rows: RequestRows<'a>,
-    outcome_rows: OutcomeRows<'a>,
+    pub(super) outcome_rows: OutcomeRows<'a>,
 }
 
 impl<'a> BatchRows<'a> {

@@ -45,6 +45,15 @@ pub enum ReceiptsCommand {
     /// one at a time through the same bridge as `serve`. Refuses handled events and events
     /// whose payload was not kept. Exit 1 unless every selected event was handled.
     Replay(Box<ReplayArgs>),
+    /// Where each tenant's receipts are (on Citus, the node and shard) and how many events it
+    /// had in the last hour and day, the busiest first: what spreading tenants by their load
+    /// starts from (docs/operations.md, "Placing tenants").
+    Placement {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
     /// Delete every tenant's receipts older than the retention, in bounded batches.
     Prune {
         #[arg(long, env = "DOORMAN_RECEIPT_RETENTION", default_value_t = Retention::DEFAULT_KEEP_FOR.into())]

@@ -36,6 +36,7 @@ pub async fn run(command: ReceiptsCommand) -> anyhow::Result<()> {
             let found = every(&cli, tenant, EventState::Failed).await?;
             print_events(&found, json, "failed");
         }
+        ReceiptsCommand::Placement { json, db } => placement(json, &db).await?,
         ReceiptsCommand::Prune { retention, batch, json, db } => {
             let batch = NonZeroU32::new(batch).context("--batch must be at least 1")?;
             let retention = doorman_domain::Retention::new(*retention, batch.get()).context("--retention")?;
@@ -55,6 +56,35 @@ pub async fn run(command: ReceiptsCommand) -> anyhow::Result<()> {
                 output::line(&format!("deleted {deleted} receipts older than {kept}"));
             }
         }
+    }
+    Ok(())
+}
+
+/// `doorman receipts placement`: read only, so not audited.
+async fn placement(as_json: bool, db: &DatabaseArgs) -> anyhow::Result<()> {
+    let placed = maintenance(db).await?.placements().await.context("reading the tenants' placements")?;
+    if as_json {
+        let rows: Vec<_> = placed
+            .iter()
+            .map(|p| {
+                json!({ "tenant": p.tenant, "name": p.name, "node": p.node, "shard": p.shard,
+                        "events_last_hour": p.last_hour, "events_last_day": p.last_day })
+            })
+            .collect();
+        output::json(&json!({ "tenants": rows }));
+        return Ok(());
+    }
+    output::line(&format!(
+        "{:<36}  {:<24}  {:>8}  {:>10}  {:>10}  name",
+        "tenant", "node", "shard", "last hour", "last day"
+    ));
+    for p in &placed {
+        let node = p.node.as_deref().unwrap_or("(one server)");
+        let shard = p.shard.map_or_else(|| "-".to_owned(), |s| s.to_string());
+        output::line(&format!(
+            "{:<36}  {node:<24}  {shard:>8}  {:>10}  {:>10}  {}",
+            p.tenant, p.last_hour, p.last_day, p.name
+        ));
     }
     Ok(())
 }
