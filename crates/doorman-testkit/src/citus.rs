@@ -114,13 +114,13 @@ impl CitusCluster {
         self.workers[i].port()
     }
 
-    /// How many times statements whose text starts with `start` ran on the coordinator
-    /// (`None`) or on worker `Some(i)`, as the top-level statements a client sent
-    /// (pg_stat_statements).
-    pub fn calls_of(&self, node: Option<usize>, start: &str) -> u64 {
+    /// How many times statements whose text is `LIKE pattern` ran on the coordinator (`None`)
+    /// or on worker `Some(i)`, as the top-level statements a client sent (pg_stat_statements,
+    /// which writes constants as `$n`).
+    pub fn calls_of(&self, node: Option<usize>, pattern: &str) -> u64 {
         let query = format!(
-            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE '{}%'",
-            start.replace('\'', "''")
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE '{}'",
+            pattern.replace('\'', "''")
         );
         let answer = match node {
             None => self.coordinator_sql(&query),

@@ -50,8 +50,9 @@ pub struct TenantPlacement {
     pub last_day: i64,
 }
 
-/// The events each tenant claimed in the last day (by the receipts' `(tenant_id, claimed_at)`
-/// index), and in the last hour.
+/// The events each tenant claimed in the last day, and in the last hour: one aggregate over
+/// each shard's last day of receipts (by their `claimed_at`), read by an operator's command,
+/// never on the hot path.
 const RECENT_VOLUME: &str = "SELECT r.tenant_id, \
         count(*) FILTER (WHERE r.claimed_at > now() - interval '1 hour') AS last_hour, count(*) AS last_day \
    FROM public.messaging_event_receipts AS r \
@@ -303,11 +304,6 @@ impl PgMaintenance {
         Ok(total)
     }
 
-    /// Deletes every tenant's receipts claimed before `expired_before`, tenant by tenant and
-    /// at most `batch` rows per statement (each its own short transaction), with the same
-    /// bounded prune a completed dispatch runs; then whatever deleted tenants left (an
-    /// offboarding stopped half way, or a claim written in the moment before its deletion
-    /// reached the serving processes), whatever its age. Returns how many were deleted.
     /// Every tenant's placement and recent volume, the busiest first. On Citus the node comes
     /// from the coordinator's metadata and the volume from every worker's shards (one
     /// aggregate per shard); on one PostgreSQL there is no node.
@@ -341,6 +337,11 @@ impl PgMaintenance {
         diesel::sql_query(query).load(&mut self.conn).await.map_err(from_diesel)
     }
 
+    /// Deletes every tenant's receipts claimed before `expired_before`, tenant by tenant and
+    /// at most `batch` rows per statement (each its own short transaction), with the same
+    /// bounded prune a completed dispatch runs; then whatever deleted tenants left (an
+    /// offboarding stopped half way, or a claim written in the moment before its deletion
+    /// reached the serving processes), whatever its age. Returns how many were deleted.
     pub async fn prune_expired(
         &mut self,
         expired_before: DateTime<Utc>,

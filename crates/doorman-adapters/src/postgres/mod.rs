@@ -49,6 +49,6 @@ pub use directory::PgTenantDirectory;
 pub use group_commit::GroupSettings;
 pub use installations::{PgInstallStore, PgInstallations};
 pub use maintenance::PgMaintenance;
-pub use pool::{PgPool, PoolSettings};
+pub use pool::{CitusWrites, PgPool, PoolSettings};
 pub use receipts::PgReceiptStore;
 pub use stored_events::PgStoredEvents;

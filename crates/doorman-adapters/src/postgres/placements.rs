@@ -85,6 +85,11 @@ impl<R: Send + 'static, A: Send + 'static> PlacedWriters<R, A> {
         }
     }
 
+    /// The writer through the coordinator (on one PostgreSQL, the only one).
+    pub(super) fn through_the_coordinator(&self) -> GroupCommit<R, A> {
+        self.shared.clone()
+    }
+
     /// The writer `tenant`'s rows go to.
     pub(super) async fn writer_for(&self, tenant: TenantId) -> GroupCommit<R, A> {
         let Some(node) = self.placements.node_of(&self.pool, tenant).await else {
@@ -200,7 +205,7 @@ async fn look_up(pool: &PgPool, tenant: TenantId) -> Result<Node, StorageError> 
     let query = diesel::sql_query(
         "SELECT p.groupid AS node_group, n.nodename AS host, n.nodeport AS port \
            FROM pg_dist_placement AS p \
-           JOIN pg_dist_node AS n ON n.groupid = p.groupid AND n.noderole = 'primary' \
+           JOIN pg_dist_node AS n ON n.groupid = p.groupid AND n.noderole = 'primary' AND n.isactive \
           WHERE p.shardid = get_shard_id_for_distribution_column('public.messaging_event_receipts', $1::uuid)",
     )
     .bind::<SqlUuid, _>(*tenant.as_uuid());

@@ -52,6 +52,18 @@ pub enum PoolMode {
     Transaction,
 }
 
+/// Where a tenant's claims and outcomes are written on Citus (`DOORMAN_CITUS_WRITES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CitusWrites {
+    /// On the node that holds the tenant's shards, connecting to it at the address the
+    /// cluster's metadata gives it: the coordinator is off the hot path (ADR 24).
+    #[default]
+    OnTheirNode,
+    /// Through the coordinator, by the batch functions' Citus forms: for a cluster whose
+    /// workers Doorman's hosts may not reach.
+    ThroughTheCoordinator,
+}
+
 /// Pool sizing, timeouts and mode.
 #[derive(Debug, Clone)]
 pub struct PoolSettings {
@@ -66,6 +78,9 @@ pub struct PoolSettings {
     pub mode: PoolMode,
     /// What each connection's statements may take.
     pub limits: SessionLimits,
+    /// On Citus, whether a tenant's claims and outcomes are written on the node that holds its
+    /// shards, connecting to it directly (ADR 24), or through the coordinator.
+    pub citus_writes: CitusWrites,
     /// Each session sets `lc_messages = 'C'` first (before its role, as the login): the
     /// server's messages for the login are not in English and it may set them
     /// ([`super::login::Login::Ready`]), and errors are told apart partly by their words.
@@ -79,6 +94,7 @@ impl Default for PoolSettings {
             connection_timeout: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(300),
             mode: PoolMode::Session,
+            citus_writes: CitusWrites::default(),
             limits: SessionLimits::default(),
             c_messages: false,
         }
@@ -98,6 +114,7 @@ pub struct PgPool {
     /// What it was opened with, for a pool of the same login to another node ([`PgPool::on_node`]).
     url: std::sync::Arc<str>,
     settings: PoolSettings,
+    purpose: Purpose,
 }
 
 impl std::fmt::Debug for PgPool {
@@ -120,22 +137,30 @@ pub fn connect(database_url: &str, settings: &PoolSettings) -> PgPool {
 /// A pool whose connections act as `role` (`None`: as the login user, as operator commands
 /// do with the tables' owner).
 pub fn connect_as(database_url: &str, settings: &PoolSettings, role: Option<&'static str>) -> PgPool {
-    open(database_url, settings, role, Retry::UntilTimeout)
+    open(database_url, settings, role, Purpose::Any)
 }
 
-/// What a pool does when a connection cannot be made.
+/// What a pool's connections are for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Retry {
-    /// Tries again until the pool's connection timeout: the server may be restarting, or a
-    /// standby being promoted, and the caller has nowhere else to go.
-    UntilTimeout,
-    /// Answers at once: a Citus worker that refuses connections is down, and its tenants'
-    /// deliveries are answered 503 now (Slack re-sends them), as the coordinator would have
-    /// answered them, rather than after a wait that outlasts short outages.
-    Never,
+enum Purpose {
+    /// Anything. A connection that cannot be made is tried again until the pool's connection
+    /// timeout: the server may be restarting, or a standby being promoted, and the caller has
+    /// nowhere else to go.
+    Any,
+    /// A Citus node's batch writes ([`PgPool::on_node`]), and nothing else. A node that refuses
+    /// connections is down: its tenants' deliveries are answered 503 at once (Slack re-sends
+    /// them), as the coordinator would have answered them, rather than after a wait that
+    /// outlasts short outages. And each session keeps the planner to the keys' indexes, as the
+    /// batch functions do for their statements (`SET enable_… = off` on each): a batch's rows
+    /// joined with the arrays it was given are otherwise sometimes planned as a scan of the
+    /// tenant's shard.
+    NodeWrites,
 }
 
-fn open(database_url: &str, settings: &PoolSettings, role: Option<&'static str>, retry: Retry) -> PgPool {
+/// What a [`Purpose::NodeWrites`] session sets once.
+const NODE_WRITES_SETUP: &str = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off; ";
+
+fn open(database_url: &str, settings: &PoolSettings, role: Option<&'static str>, purpose: Purpose) -> PgPool {
     let (mode, c_messages) = (settings.mode, settings.c_messages);
     let mut config = ManagerConfig::default();
     // On check-out, refuse a connection whose socket has closed (a database restart or a
@@ -171,6 +196,9 @@ fn open(database_url: &str, settings: &PoolSettings, role: Option<&'static str>,
                 // The messages' language, then the role, which lasts the session: a pooled
                 // connection is never `RESET ROLE`.
                 (PoolMode::Session, role) => {
+                    if purpose == Purpose::NodeWrites {
+                        setup.push_str(NODE_WRITES_SETUP);
+                    }
                     if c_messages {
                         setup.push_str("SET lc_messages = 'C'; ");
                     }
@@ -196,7 +224,7 @@ fn open(database_url: &str, settings: &PoolSettings, role: Option<&'static str>,
         .max_size(settings.max_size)
         .min_idle(None)
         .connection_timeout(settings.connection_timeout)
-        .retry_connection(retry == Retry::UntilTimeout)
+        .retry_connection(purpose == Purpose::Any)
         .idle_timeout(Some(settings.idle_timeout))
         .error_sink(Box::new(LastFailure(std::sync::Arc::clone(&last_failure))))
         .build_unchecked(manager);
@@ -209,6 +237,7 @@ fn open(database_url: &str, settings: &PoolSettings, role: Option<&'static str>,
         last_failure,
         url: database_url.into(),
         settings: settings.clone(),
+        purpose,
     }
 }
 
@@ -249,10 +278,12 @@ impl PgPool {
     /// A connection for one unit of work; end it with [`Unit::finish`]. Through a
     /// transaction pooler the unit is a transaction, begun here.
     pub async fn unit(&self) -> Result<Unit<'_>, StorageError> {
-        let mut conn = self.connections.get().await.map_err(|error| {
-            let last = self.last_failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-            from_pool(error, last, self.connections.state().connections)
-        })?;
+        let got = match self.purpose {
+            Purpose::Any => self.connections.get().await,
+            Purpose::NodeWrites => self.get_unless_down().await?,
+        };
+        let mut conn =
+            got.map_err(|error| from_pool(error, self.last_failure(), self.connections.state().connections))?;
         let in_transaction = self.mode == PoolMode::Transaction;
         if in_transaction {
             // The messages' language first: as the login, before the role.
@@ -267,12 +298,59 @@ impl PgPool {
     }
 
     /// A pool like this one (the same login, role, sizes and limits) to the server at
-    /// `host:port` instead: a Citus worker, as the cluster's metadata names it. `None` through
-    /// a transaction pooler, which stands for the coordinator alone.
+    /// `host:port` instead, for a Citus node's batch writes only ([`Purpose::NodeWrites`]):
+    /// a worker, as the cluster's metadata names it. `None` through a transaction pooler,
+    /// which stands for the coordinator alone, or when the settings say to write through the
+    /// coordinator.
     pub(crate) fn on_node(&self, host: &str, port: u16) -> Option<PgPool> {
-        (self.mode == PoolMode::Session).then(|| {
-            open(&super::connect::on_host(&self.url, host, port), &self.settings, self.role, Retry::Never)
+        let direct = self.mode == PoolMode::Session && self.settings.citus_writes == CitusWrites::OnTheirNode;
+        direct.then(|| {
+            open(
+                &super::connect::on_host(&self.url, host, port),
+                &self.settings,
+                self.role,
+                Purpose::NodeWrites,
+            )
         })
+    }
+
+    /// A connection, waiting for one to come free as [`Purpose::Any`] does, but answering at
+    /// once when the server refuses new connections: the pool makes them in the background and
+    /// would otherwise let the caller wait its whole connection timeout on a node that is down.
+    async fn get_unless_down(
+        &self,
+    ) -> Result<
+        Result<bb8::PooledConnection<'_, Manager>, bb8::RunError<diesel_async::pooled_connection::PoolError>>,
+        StorageError,
+    > {
+        /// How often a caller waiting for a connection looks whether the last attempt failed.
+        const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(25);
+        let give_up_at = tokio::time::Instant::now() + self.settings.connection_timeout;
+        loop {
+            let until = (tokio::time::Instant::now() + LOOK_EVERY).min(give_up_at);
+            match tokio::time::timeout_at(until, self.connections.get()).await {
+                Ok(got) => return Ok(got),
+                Err(_) if tokio::time::Instant::now() >= give_up_at => {
+                    return Ok(Err(bb8::RunError::TimedOut));
+                }
+                Err(_) => {
+                    if let Some(failure) = self.last_failure() {
+                        return Err(StorageError::Unavailable(format!("no database connection: {failure}")));
+                    }
+                }
+            }
+        }
+    }
+
+    fn last_failure(&self) -> Option<String> {
+        self.last_failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Whether a connection this pool could not make means its server is down, so that a
+    /// caller gains nothing by trying again within its time (a Citus node's pool), rather than
+    /// being restarted or promoted.
+    pub(crate) fn refused_means_down(&self) -> bool {
+        self.purpose == Purpose::NodeWrites
     }
 
     /// Connections open now, idle or in use (for tests of how a pool recovers).

@@ -167,7 +167,14 @@ impl PgReceiptStore {
     /// A claim or a fingerprint, within the claims' time.
     async fn claim_within(&self, write: Write) -> Result<Claim, StorageError> {
         let started = Instant::now();
-        let writer = self.claims.writer_for(write.tenant()).await;
+        // Claims settled after their answer, or made long ago, need what only the coordinator
+        // holds (the sweep's watermark): its writer, not the node's, which they would also hold
+        // up while the node is down.
+        let writer = if write.needs_the_coordinator() {
+            self.claims.through_the_coordinator()
+        } else {
+            self.claims.writer_for(write.tenant()).await
+        };
         let within = self.timeouts.confirm_within.saturating_sub(started.elapsed());
         match writer.submit_within(write, within).await? {
             Written::Claim(claim) => Ok(claim),

@@ -8,15 +8,16 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, DestinationPolicy, LimitSettings};
-use doorman_adapters::postgres::PoolSettings;
 use doorman_adapters::postgres::pool::PoolMode;
+use doorman_adapters::postgres::{CitusWrites, PoolSettings};
 use doorman_adapters::secrets::Keyring;
 use doorman_adapters::slack::oauth::SlackApp;
 use doorman_adapters::slack::{SigningSecret, Verifier};
 use doorman_domain::Retention;
 
 use super::args::{
-    AdminServeArgs, DbPoolMode, DestinationArgs, DispatchArgs, KeysArgs, Secret, ServeArgs, SlackAppArgs,
+    AdminServeArgs, CitusWritesArg, DbPoolMode, DestinationArgs, DispatchArgs, KeysArgs, Secret, ServeArgs,
+    SlackAppArgs,
 };
 use crate::config::{
     ACKNOWLEDGEMENT_LIMITS, AdminConfig, BACKGROUND_LIMITS, ConsoleAddress, DispatchConfig,
@@ -154,6 +155,10 @@ impl ServeConfig {
                 "DOORMAN_DB_POOL_MODE=transaction needs DOORMAN_LISTEN_DATABASE_URL: the directory's LISTEN needs a session of its own (PostgreSQL directly, or a pooler in session mode)"
             );
         }
+        let citus_writes = match args.citus_writes {
+            CitusWritesArg::Node => CitusWrites::OnTheirNode,
+            CitusWritesArg::Coordinator => CitusWrites::ThroughTheCoordinator,
+        };
         let DispatchConfig { retention, bridge, keys, slack_app } =
             DispatchConfig::from_args(&args.dispatch)?;
         let workers = workers(args.workers);
@@ -173,6 +178,7 @@ impl ServeConfig {
                 max_size: args.db_pool_size,
                 connection_timeout: acquire,
                 mode,
+                citus_writes,
                 limits: ACKNOWLEDGEMENT_LIMITS,
                 ..PoolSettings::default()
             },
@@ -181,6 +187,7 @@ impl ServeConfig {
             background_pool: PoolSettings {
                 max_size: args.db_background_pool_size,
                 mode,
+                citus_writes,
                 connection_timeout: Duration::from_secs(30),
                 limits: BACKGROUND_LIMITS,
                 ..PoolSettings::default()

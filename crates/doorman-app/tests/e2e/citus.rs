@@ -55,6 +55,11 @@ impl Run {
     /// The cluster and its tenants, with `servers` `doorman serve` processes (none: nothing
     /// sweeps receipts meanwhile, as their gauges do once a minute).
     async fn start_with_servers(servers: usize) -> Self {
+        Self::start_with(servers, &[]).await
+    }
+
+    /// The same, each `doorman serve` given `args` too.
+    async fn start_with(servers: usize, args: &[&str]) -> Self {
         let cluster = Arc::new(tokio::task::spawn_blocking(CitusCluster::start).await.unwrap());
         cluster.migrate().await;
         let agent = FakeAgent::start(AGENT_SECRET);
@@ -76,7 +81,8 @@ impl Run {
         let placed = placed.into_iter().map(Option::unwrap).collect();
         let url = cluster.url(SERVER_ROLE);
         let logs = "warn,doorman_domain::usecases::handle=info";
-        let servers = (0..servers).map(|_| spawn_serve_on(&url, logs, &["--workers", "1"])).collect();
+        let args: Vec<&str> = ["--workers", "1"].iter().chain(args).copied().collect();
+        let servers = (0..servers).map(|_| spawn_serve_on(&url, logs, &args)).collect();
         Self { cluster, agent, operator, placed, servers, http: http_client() }
     }
 
@@ -307,17 +313,16 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
     // sends there (ADR 24), and none through the coordinator's batch functions.
     let cluster = &run.cluster;
     for w in 0..WORKERS {
-        let claims = cluster.calls_of(Some(w), "INSERT INTO public.messaging_event_receipts AS r");
+        let claims = cluster.calls_of(Some(w), "INSERT INTO public.messaging_event_receipts AS r%");
         let outcomes =
-            cluster.calls_of(Some(w), "WITH done AS ( UPDATE public.messaging_event_receipts AS r");
+            cluster.calls_of(Some(w), "UPDATE public.messaging_event_receipts AS r SET handled_at%");
         assert!(
             claims > 0 && outcomes > 0,
             "worker {w} ran {claims} claim and {outcomes} outcome statements"
         );
     }
     for function in ["doorman_claim_receipts", "doorman_settle_receipts", "doorman_record_outcomes"] {
-        let through = cluster.calls_of(None, &format!("SELECT 'claim'::text AS kind, held_by AS id, 0::bigint AS n, NULL::text AS signature FROM {function}"))
-            + cluster.calls_of(None, &format!("SELECT 'outcome'::text AS kind, outcome_tenant AS id, pruned AS n, NULL::text AS signature FROM {function}"));
+        let through = cluster.calls_of(None, &format!("SELECT %FROM {function}(%"));
         assert_eq!(through, 0, "{function} was called through the coordinator");
     }
 
@@ -560,6 +565,92 @@ async fn on_citus_pause_and_agent_changes_reach_both_servers_by_their_notices() 
             (1, 0),
             "{base} sent {id} to the old agent"
         );
+    }
+}
+
+/// Two tenants whose shards share a worker, and one on the other worker, all keeping payloads:
+/// written on their workers, several tenants in a node's batch (ADR 24).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_tenants_sharing_a_worker_are_written_there_once_each_and_their_payloads_released() {
+    tenants_sharing_a_worker("node").await;
+}
+
+/// The same with `DOORMAN_CITUS_WRITES=coordinator`: through the coordinator's batch functions
+/// (their Citus forms), none of it sent to a worker directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_writes_through_the_coordinator_when_told_to_and_nothing_goes_to_a_worker_directly() {
+    tenants_sharing_a_worker("coordinator").await;
+}
+
+async fn tenants_sharing_a_worker(writes: &str) {
+    let run = Run::start_with(2, &["--citus-writes", writes]).await;
+    let shared = run.placed[0].worker;
+    let mut tenants: Vec<Placed> = run.placed.clone();
+    for n in 0.. {
+        assert!(n < 40, "no second tenant landed on worker {shared} after {n} tries");
+        let team = format!("TS{n}");
+        let tenant = tenant_with_agent(&run.operator, &team, run.agent.url(), AGENT_SECRET).await;
+        if run.cluster.worker_of(tenant) == shared {
+            tenants.push(Placed { team, tenant, worker: shared });
+            break;
+        }
+    }
+    let owner = run.cluster.url("postgres");
+    for placed in &tenants {
+        ok(&doorman(&owner, &["tenant", "retain-payloads", "--tenant", &placed.tenant.to_string(), "on"]));
+    }
+    // Every tenant's events at once, each twice, to both servers: the node's batches mix the
+    // two tenants that share it.
+    let bases = run.bases();
+    let mut sends = Vec::new();
+    for (t, placed) in tenants.iter().enumerate() {
+        for e in 0..20 {
+            let id = format!("EvShare{t}x{e}");
+            for copy in 0..2u32 {
+                let (http, base, team, id) = (
+                    run.http.clone(),
+                    bases[(e + copy as usize) % 2].clone(),
+                    placed.team.clone(),
+                    id.clone(),
+                );
+                sends.push(tokio::spawn(async move { post(&http, &base, &team, &id, copy).await }));
+            }
+        }
+    }
+    for send in sends {
+        assert_eq!(send.await.unwrap(), Some(200), "every copy is acknowledged: {}", run.logs());
+    }
+    run.quiesce().await;
+    for (t, placed) in tenants.iter().enumerate() {
+        for e in 0..20 {
+            let id = format!("EvShare{t}x{e}");
+            assert_eq!(run.agent.count_for(&id), 1, "{id} dispatched once: {}", run.logs());
+        }
+        assert_eq!(run.rows_on_worker(placed.worker, "messaging_event_receipts", placed.tenant), 20);
+        assert_eq!(
+            run.rows_on_worker(placed.worker, "messaging_event_payloads", placed.tenant),
+            0,
+            "a handled event's kept payload is released ({writes})"
+        );
+    }
+    let unhandled =
+        run.cluster.coordinator_sql("SELECT count(*) FROM messaging_event_receipts WHERE handled_at IS NULL");
+    assert_eq!(unhandled.as_deref(), Some("0"), "every receipt is marked handled ({writes})");
+
+    let cluster = &run.cluster;
+    let direct: u64 = (0..WORKERS)
+        .map(|w| cluster.calls_of(Some(w), "INSERT INTO public.messaging_event_receipts AS r%"))
+        .sum();
+    let through = cluster.calls_of(None, "SELECT %FROM doorman_claim_receipts(%");
+    match writes {
+        "node" => assert!(
+            direct > 0 && through == 0,
+            "{direct} claim statements on workers, {through} through the coordinator"
+        ),
+        _ => assert!(
+            direct == 0 && through > 0,
+            "{direct} claim statements on workers, {through} through the coordinator"
+        ),
     }
 }
 

@@ -22,7 +22,7 @@ pub(super) fn take_tls_parameters(
 }
 
 /// `url` with its host (or hosts: a URL may name several) replaced by `host:port`, everything
-/// else kept: the login, the database, the parameters. A Citus worker is reached as the
+/// else kept: the login, the database, the parameters (but `host`, `hostaddr` and `port`). A Citus worker is reached as the
 /// coordinator is, at the address the cluster's metadata gives it (`pg_dist_node`).
 pub(crate) fn on_host(url: &str, host: &str, port: u16) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
@@ -34,7 +34,17 @@ pub(crate) fn on_host(url: &str, host: &str, port: u16) -> String {
     // An IPv6 address is written in brackets in a URL.
     let host =
         if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_owned() };
-    format!("{scheme}://{login}{host}:{port}{path}")
+    // Parameters that name a server would send the connection elsewhere.
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            !matches!(pair.split_once('=').map_or(*pair, |(name, _)| name), "host" | "hostaddr" | "port")
+        })
+        .collect();
+    let query = if kept.is_empty() { String::new() } else { format!("?{}", kept.join("&")) };
+    format!("{scheme}://{login}{host}:{port}{path}{query}")
 }
 
 fn percent_decode(value: &str) -> String {
@@ -85,5 +95,14 @@ mod tests {
         assert_eq!(on_host("postgresql://h/db", "10.0.0.7", 5432), "postgresql://10.0.0.7:5432/db");
         assert_eq!(on_host("postgres://u@h", "::1", 5461), "postgres://u@[::1]:5461");
         assert_eq!(on_host("postgres://u@h?sslmode=require", "w", 1), "postgres://u@w:1?sslmode=require");
+        assert_eq!(
+            on_host(
+                "postgres://u@/db?host=/run/postgresql&port=5433&hostaddr=10.0.0.1&sslmode=disable",
+                "w",
+                1
+            ),
+            "postgres://u@w:1/db?sslmode=disable",
+            "parameters naming a server are the coordinator's, not the node's"
+        );
     }
 }

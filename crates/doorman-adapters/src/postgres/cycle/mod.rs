@@ -59,6 +59,14 @@ impl Write {
         }
     }
 
+    /// Whether it goes through the coordinator even on Citus, where a tenant's writes go to its
+    /// node ([`on_node`]): a claim settled after its answer (it may be minutes old), or made
+    /// long enough ago to be behind the sweep's watermark, which only the coordinator holds
+    /// (clocks of Doorman's hosts and the database's within [`FRESH_FOR`] of each other).
+    pub(super) fn needs_the_coordinator(&self) -> bool {
+        matches!(self, Self::Claim(claim) if claim.settle || chrono::Utc::now() - claim.receipt.claimed_at > FRESH_FOR)
+    }
+
     /// A claim being settled: unconfirmed earlier, it may already hold its event.
     fn settles(&self) -> bool {
         matches!(self, Self::Claim(claim) if claim.settle)
@@ -98,16 +106,6 @@ pub(super) struct CycleSettings {
 /// `doorman_claim_receipts`).
 const FRESH_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
 
-/// Whether `batch` goes through the coordinator even from a node's writer: it settles claims
-/// answered earlier (they may be minutes old), or holds a claim made long enough ago to be
-/// behind the sweep's watermark.
-fn needs_the_coordinator(batch: &[Write]) -> bool {
-    let now = chrono::Utc::now();
-    batch.iter().any(|write| {
-        matches!(write, Write::Claim(claim) if claim.settle || now - claim.receipt.claimed_at > FRESH_FOR)
-    })
-}
-
 /// Writes one batch; one answer per request, in the requests' order, by `answer_by` if given
 /// (the steps: the module's documentation).
 pub(super) async fn write(
@@ -117,11 +115,6 @@ pub(super) async fn write(
     answer_by: Option<Instant>,
 ) -> Result<Vec<Written>, StorageError> {
     let deadline = Deadline::for_batch(settings.confirm_within, answer_by);
-    let settings = if settings.node.is_some() && needs_the_coordinator(&batch) {
-        CycleSettings { node: None, ..settings }
-    } else {
-        settings
-    };
     let batch: Vec<&Write> = batch.iter().collect();
     if mixes_settles_and_fresh(&batch) {
         return Ok(settles_apart(&pool, &batch, &settings, deadline).await);

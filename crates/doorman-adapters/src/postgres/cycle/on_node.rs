@@ -17,14 +17,14 @@
 //! - its outcomes: one `UPDATE … FROM unnest(…)` with the payloads' release in the same
 //!   statement, and its prune (at most once a second per tenant) as a call.
 //!
-//! The transaction names its tenants first (`app.tenant_ids`, by `doorman_set_local`: a
-//! `SET LOCAL`, which also reaches another node should Citus forward a statement there), so
+//! The transaction names its tenants first (`app.tenant_ids`, by a `SET LOCAL`, which also
+//! reaches another node should Citus forward a statement there), so
 //! the shards' row-level security holds the statements to the batch's tenants as the
 //! functions' forms do. The answers come back in the same rows as the functions' calls
 //! ([`super::rows::Row`]), so reading them back is the same code.
 //!
-//! What this path does not take (the cycle sends it through the coordinator instead,
-//! [`super::needs_the_coordinator`]): a batch with claims being settled after their answer, or
+//! What never comes here (the receipt store sends it to the coordinator's writer instead,
+//! [`super::Write::needs_the_coordinator`]): claims being settled after their answer, or
 //! claimed long enough ago to be behind the sweep's watermark, which only the coordinator has.
 
 use std::collections::BTreeMap;
@@ -61,19 +61,21 @@ struct TenantRows<'a> {
     requests: Vec<&'a Fingerprint>,
     signatures: Vec<&'a str>,
     expires_at: Vec<DateTime<Utc>>,
-    outcomes: Outcomes<'a>,
+    /// By platform.
+    outcomes: Vec<Outcomes<'a>>,
     /// This tenant prunes its expired receipts with this batch: (expired before, at most).
     prune: Option<(DateTime<Utc>, i64)>,
 }
 
-/// A tenant's outcomes as the `UPDATE`'s arrays.
-#[derive(Default)]
+/// A tenant's outcomes on one platform, as the statements' arrays: the completed events and
+/// the failed ones, each with its values.
 struct Outcomes<'a> {
-    platforms: Vec<&'static str>,
-    event_ids: Vec<&'a str>,
-    handled_at: Vec<Option<DateTime<Utc>>>,
-    reasons: Vec<Option<&'a str>>,
-    failed_at: Vec<Option<DateTime<Utc>>>,
+    platform: &'static str,
+    handled: Vec<&'a str>,
+    handled_at: Vec<DateTime<Utc>>,
+    failed: Vec<&'a str>,
+    reasons: Vec<&'a str>,
+    failed_at: Vec<DateTime<Utc>>,
 }
 
 impl<'a> NodeBatch<'a> {
@@ -101,16 +103,16 @@ impl<'a> NodeBatch<'a> {
         let mut outcomes: Vec<&PendingOutcome> = rows.outcomes.clone();
         outcomes.sort_by_key(|outcome| lock_order(&outcome.key));
         for outcome in outcomes {
-            let of = &mut rows_of(&mut by_tenant, *outcome.key.tenant.as_uuid()).outcomes;
-            of.platforms.push(outcome.key.platform.as_str());
-            of.event_ids.push(outcome.key.external_id.as_str());
-            let (handled_at, reason, failed_at) = match &outcome.kind {
-                PendingKind::Handled { at, .. } => (Some(*at), None, None),
-                PendingKind::Failed { reason, at } => (None, Some(reason.as_str()), Some(*at)),
+            let tenant = rows_of(&mut by_tenant, *outcome.key.tenant.as_uuid());
+            let platform = outcome.key.platform.as_str();
+            let at = match tenant.outcomes.iter().position(|of| of.platform == platform) {
+                Some(at) => at,
+                None => {
+                    tenant.outcomes.push(Outcomes::on(platform));
+                    tenant.outcomes.len() - 1
+                }
             };
-            of.handled_at.push(handled_at);
-            of.reasons.push(reason);
-            of.failed_at.push(failed_at);
+            tenant.outcomes[at].push(outcome);
         }
         if let (prunes, Some(expired_before), Some(at_most)) = rows.outcome_rows.prunes() {
             for id in prunes {
@@ -119,6 +121,45 @@ impl<'a> NodeBatch<'a> {
         }
         let tenants = by_tenant.keys().map(Uuid::to_string).collect::<Vec<_>>().join(",");
         Self { tenants: format!("{{{tenants}}}"), by_tenant: by_tenant.into_values().collect() }
+    }
+}
+
+impl<'a> Outcomes<'a> {
+    fn on(platform: &'static str) -> Self {
+        Self {
+            platform,
+            handled: Vec::new(),
+            handled_at: Vec::new(),
+            failed: Vec::new(),
+            reasons: Vec::new(),
+            failed_at: Vec::new(),
+        }
+    }
+
+    /// Adds `outcome`. An event met twice in a batch is written once: completed if either
+    /// says so (as the outcomes, written in order, leave it), else with its first failure.
+    fn push(&mut self, outcome: &'a PendingOutcome) {
+        let event_id = outcome.key.external_id.as_str();
+        if self.handled.contains(&event_id) {
+            return;
+        }
+        match &outcome.kind {
+            PendingKind::Handled { at, .. } => {
+                if let Some(at) = self.failed.iter().position(|id| *id == event_id) {
+                    self.failed.remove(at);
+                    self.reasons.remove(at);
+                    self.failed_at.remove(at);
+                }
+                self.handled.push(event_id);
+                self.handled_at.push(*at);
+            }
+            PendingKind::Failed { .. } if self.failed.contains(&event_id) => {}
+            PendingKind::Failed { reason, at } => {
+                self.failed.push(event_id);
+                self.reasons.push(reason.as_str());
+                self.failed_at.push(*at);
+            }
+        }
     }
 }
 
@@ -132,7 +173,7 @@ fn rows_of<'m, 'a>(by_tenant: &'m mut BTreeMap<Uuid, TenantRows<'a>>, id: Uuid) 
         requests: Vec::new(),
         signatures: Vec::new(),
         expires_at: Vec::new(),
-        outcomes: Outcomes::default(),
+        outcomes: Vec::new(),
         prune: None,
     })
 }
@@ -153,9 +194,18 @@ pub(super) async fn write(
     settle: bool,
     with_requests: bool,
 ) -> QueryResult<Vec<Row>> {
-    // One round trip: the transaction, and the tenants it acts for.
-    let begin = format!("BEGIN; SELECT public.doorman_set_local('app.tenant_ids', '{}')", batch.tenants);
-    AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await?;
+    // One round trip: the transaction, and the tenants it acts for. A `SET LOCAL`, as
+    // `doorman_set_local` makes on Citus (the value is UUIDs written here), which Citus also
+    // sends to any other node the transaction reaches. (The planner settings are the session's:
+    // `pool::Purpose::NodeWrites`.)
+    let begin = format!("BEGIN; SET LOCAL app.tenant_ids = '{}'", batch.tenants);
+    if let Err(error) = AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await {
+        // The `BEGIN` may have run and the rest failed: the session is then in an aborted
+        // transaction that Diesel does not know is open, and the next unit on this connection
+        // would fail. Ended here (or, if even that fails, the connection is broken and dropped).
+        let _ = diesel_async::SimpleAsyncConnection::batch_execute(&mut *conn, "ROLLBACK").await;
+        return Err(error);
+    }
     match write_rows(conn, batch, settle, with_requests).await {
         Ok(rows) => {
             AnsiTransactionManager::commit_transaction(&mut *conn).await?;
@@ -178,19 +228,27 @@ async fn write_rows(
     let mut answer = Vec::new();
     for tenant in &batch.by_tenant {
         if !tenant.claims.is_empty() {
-            let claimed = tenant.claims_insert().load::<Row>(conn).await?;
-            let claimed = if settle { tenant.claims_held().load::<Row>(conn).await? } else { claimed };
-            if let Some(payloads) = tenant.payloads_insert(&claimed) {
+            let inserted = tenant.claims_insert().load::<Row>(conn).await?;
+            // Payloads only for the receipts this statement made: a settle's claims that were
+            // already held keep theirs (and its lease) as they are.
+            for payloads in tenant.payloads_inserts(&inserted) {
                 payloads.execute(conn).await?;
             }
-            answer.extend(claimed);
+            answer.extend(if settle { tenant.claims_held().load::<Row>(conn).await? } else { inserted });
         }
         if with_requests && !tenant.requests.is_empty() {
             tenant.expired_requests_delete().execute(conn).await?;
             answer.extend(tenant.requests_insert().load::<Row>(conn).await?);
         }
-        if !tenant.outcomes.event_ids.is_empty() {
-            tenant.outcomes_update().execute(conn).await?;
+        for outcomes in &tenant.outcomes {
+            if !outcomes.failed.is_empty() {
+                tenant.failures_update(outcomes).execute(conn).await?;
+                tenant.payloads_unlease(outcomes).execute(conn).await?;
+            }
+            if !outcomes.handled.is_empty() {
+                tenant.completions_update(outcomes).execute(conn).await?;
+                tenant.payloads_release(outcomes).execute(conn).await?;
+            }
         }
         if tenant.prune.is_some() {
             answer.extend(tenant.prune_call().load::<Row>(conn).await?);
@@ -215,49 +273,97 @@ const REQUESTS_INSERT: &str =
 const REQUESTS_RETURNING: &str = " ON CONFLICT ON CONSTRAINT messaging_request_replays_pkey DO NOTHING \
     RETURNING 'request'::text AS kind, r.tenant_id AS id, 0::bigint AS n, r.signature AS signature";
 
-/// The outcomes, and with them the kept payloads: a completed event's released, a failed
-/// one's lease dropped (so a replay may take it again), as `doorman_write_outcomes` does. The
-/// tenant is bound once per table, which is what routes each part to the tenant's shard.
-const OUTCOMES_UPDATE: [&str; 4] = [
-    "WITH done AS ( \
-        UPDATE public.messaging_event_receipts AS r \
-           SET handled_at = coalesce(r.handled_at, u.handled_at), \
-               failure_reason = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.reason ELSE r.failure_reason END, \
-               failed_at = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.failed_at ELSE r.failed_at END \
-          FROM unnest(",
-    ") AS u(platform, event_id, handled_at, reason, failed_at) \
-         WHERE r.tenant_id = ",
-    " AND r.platform = u.platform AND r.external_event_id = u.event_id \
-        RETURNING r.platform, r.external_event_id, u.handled_at IS NOT NULL AS handled \
-    ), released AS ( \
-        DELETE FROM public.messaging_event_payloads AS p USING done \
-         WHERE done.handled AND p.tenant_id = ",
-    " AND p.platform = done.platform AND p.external_event_id = done.external_event_id \
-    ) \
-    UPDATE public.messaging_event_payloads AS p SET leased_until = NULL FROM done \
-     WHERE NOT done.handled AND p.tenant_id = ",
-];
-const OUTCOMES_UPDATE_END: &str = " AND p.platform = done.platform AND p.external_event_id = done.external_event_id AND p.leased_until IS NOT NULL";
-
+/// The outcomes, as `doorman_write_outcomes` writes them: a completion sets `handled_at`, a
+/// failure its reason and time, each only on a receipt not handled yet. Single-table statements
+/// naming the tenant (Citus's fast path: the plan is kept, the shard chosen at each run), which
+/// find their rows by the primary key (`external_event_id = ANY`) and each row's value by its
+/// position in the arrays.
 impl<'a> TenantRows<'a> {
     fn tenant(&self) -> Box<dyn Bind + '_> {
         bind::<SqlUuid, _>(&self.tenant)
     }
 
+    fn completions_update(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
+        Kept(vec![
+            Part::Sql(
+                "UPDATE public.messaging_event_receipts AS r SET handled_at = u.handled_at FROM unnest(",
+            ),
+            Part::Bind(bind::<Array<Text>, _>(&of.handled)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Timestamptz>, _>(&of.handled_at)),
+            Part::Sql(") AS u(event_id, handled_at) WHERE r.tenant_id = "),
+            Part::Bind(self.tenant()),
+            Part::Sql(" AND r.platform = "),
+            Part::Bind(bind::<Text, _>(of.platform)),
+            Part::Sql(" AND r.external_event_id = ANY("),
+            Part::Bind(bind::<Array<Text>, _>(&of.handled)),
+            Part::Sql(") AND r.external_event_id = u.event_id AND r.handled_at IS NULL"),
+        ])
+    }
+
+    fn failures_update(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
+        Kept(vec![
+            Part::Sql(
+                "UPDATE public.messaging_event_receipts AS r SET failure_reason = u.reason, failed_at = u.failed_at FROM unnest(",
+            ),
+            Part::Bind(bind::<Array<Text>, _>(&of.failed)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Text>, _>(&of.reasons)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Timestamptz>, _>(&of.failed_at)),
+            Part::Sql(") AS u(event_id, reason, failed_at) WHERE r.tenant_id = "),
+            Part::Bind(self.tenant()),
+            Part::Sql(" AND r.platform = "),
+            Part::Bind(bind::<Text, _>(of.platform)),
+            Part::Sql(" AND r.external_event_id = ANY("),
+            Part::Bind(bind::<Array<Text>, _>(&of.failed)),
+            Part::Sql(") AND r.external_event_id = u.event_id AND r.handled_at IS NULL"),
+        ])
+    }
+
+    /// The completed events' kept payloads, released.
+    fn payloads_release(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
+        Kept(vec![
+            Part::Sql("DELETE FROM public.messaging_event_payloads AS p WHERE p.tenant_id = "),
+            Part::Bind(self.tenant()),
+            Part::Sql(" AND p.platform = "),
+            Part::Bind(bind::<Text, _>(of.platform)),
+            Part::Sql(" AND p.external_event_id = ANY("),
+            Part::Bind(bind::<Array<Text>, _>(&of.handled)),
+            Part::Sql(")"),
+        ])
+    }
+
+    /// The failed events' payloads' leases, dropped.
+    fn payloads_unlease(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
+        Kept(vec![
+            Part::Sql(
+                "UPDATE public.messaging_event_payloads AS p SET leased_until = NULL WHERE p.tenant_id = ",
+            ),
+            Part::Bind(self.tenant()),
+            Part::Sql(" AND p.platform = "),
+            Part::Bind(bind::<Text, _>(of.platform)),
+            Part::Sql(" AND p.external_event_id = ANY("),
+            Part::Bind(bind::<Array<Text>, _>(&of.failed)),
+            Part::Sql(") AND p.leased_until IS NOT NULL"),
+        ])
+    }
+
     /// The claims, one row each.
     fn claims_insert(&self) -> Kept<'_> {
-        let rows = self.claims.iter().zip(&self.attempts).map(|(claim, attempt)| {
-            let receipt = &claim.receipt;
-            vec![
-                self.tenant(),
-                bind::<Text, _>(receipt.key.platform.as_str()),
-                bind::<Text, _>(receipt.key.external_id.as_str()),
-                bind::<SqlUuid, _>(receipt.claim.as_uuid()),
-                bind::<Text, _>(receipt.event_type.as_str()),
-                bind::<Integer, _>(attempt),
-                bind::<Timestamptz, _>(&receipt.claimed_at),
-            ]
-        });
+        let rows =
+            padded(self.claims.iter().zip(&self.attempts).collect()).into_iter().map(|(claim, attempt)| {
+                let receipt = &claim.receipt;
+                vec![
+                    self.tenant(),
+                    bind::<Text, _>(receipt.key.platform.as_str()),
+                    bind::<Text, _>(receipt.key.external_id.as_str()),
+                    bind::<SqlUuid, _>(receipt.claim.as_uuid()),
+                    bind::<Text, _>(receipt.event_type.as_str()),
+                    bind::<Integer, _>(attempt),
+                    bind::<Timestamptz, _>(&receipt.claimed_at),
+                ]
+            });
         values(CLAIMS_INSERT, rows, CLAIMS_RETURNING)
     }
 
@@ -278,14 +384,22 @@ impl<'a> TenantRows<'a> {
         ])
     }
 
-    /// The payloads of the claims in `claimed` that keep one; `None` when none does.
-    fn payloads_insert(&self, claimed: &[Row]) -> Option<Kept<'_>> {
-        let held: std::collections::HashSet<Uuid> = claimed.iter().map(Row::id).collect();
-        let mut rows = self
+    /// The payloads of the claims in `inserted` that keep one, in statements of a power of two
+    /// rows each (their `ON CONFLICT DO UPDATE` may not meet a row twice, so they are not
+    /// padded as the claims are): none when no claim keeps one.
+    fn payloads_inserts(&self, inserted: &[Row]) -> Vec<Kept<'_>> {
+        let held: std::collections::HashSet<Uuid> = inserted.iter().map(Row::id).collect();
+        let kept: Vec<&&SealedClaim> = self
             .claims
             .iter()
             .filter(|claim| claim.payload.is_some() && held.contains(claim.receipt.claim.as_uuid()))
-            .map(|claim| {
+            .collect();
+        let mut statements = Vec::new();
+        let mut rest = kept.as_slice();
+        while !rest.is_empty() {
+            let (chunk, after) = rest.split_at(1 << rest.len().ilog2());
+            rest = after;
+            let rows = chunk.iter().map(|claim| {
                 let receipt = &claim.receipt;
                 vec![
                     self.tenant(),
@@ -294,10 +408,10 @@ impl<'a> TenantRows<'a> {
                     bind::<Timestamptz, _>(&receipt.claimed_at),
                     bind::<Nullable<Text>, _>(&claim.payload),
                 ]
-            })
-            .peekable();
-        rows.peek()?;
-        Some(values(PAYLOADS_INSERT, rows, PAYLOADS_REPLACE))
+            });
+            statements.push(values(PAYLOADS_INSERT, rows, PAYLOADS_REPLACE));
+        }
+        statements
     }
 
     /// An expired fingerprint no longer refuses its request, as in the functions' forms.
@@ -312,34 +426,12 @@ impl<'a> TenantRows<'a> {
     }
 
     fn requests_insert(&self) -> Kept<'_> {
-        let rows = self.signatures.iter().zip(&self.expires_at).map(|(signature, expires_at)| {
-            vec![self.tenant(), bind::<Text, _>(*signature), bind::<Timestamptz, _>(expires_at)]
-        });
+        let rows = padded(self.signatures.iter().zip(&self.expires_at).collect()).into_iter().map(
+            |(signature, expires_at)| {
+                vec![self.tenant(), bind::<Text, _>(*signature), bind::<Timestamptz, _>(expires_at)]
+            },
+        );
         values(REQUESTS_INSERT, rows, REQUESTS_RETURNING)
-    }
-
-    fn outcomes_update(&self) -> Kept<'_> {
-        let of = &self.outcomes;
-        let arrays: Vec<Box<dyn Bind + '_>> = vec![
-            bind::<Array<Text>, _>(&of.platforms),
-            bind::<Array<Text>, _>(&of.event_ids),
-            bind::<Array<Nullable<Timestamptz>>, _>(&of.handled_at),
-            bind::<Array<Nullable<Text>>, _>(&of.reasons),
-            bind::<Array<Nullable<Timestamptz>>, _>(&of.failed_at),
-        ];
-        let mut parts = vec![Part::Sql(OUTCOMES_UPDATE[0])];
-        for (i, array) in arrays.into_iter().enumerate() {
-            if i > 0 {
-                parts.push(Part::Sql(", "));
-            }
-            parts.push(Part::Bind(array));
-        }
-        for sql in &OUTCOMES_UPDATE[1..] {
-            parts.push(Part::Sql(sql));
-            parts.push(Part::Bind(self.tenant()));
-        }
-        parts.push(Part::Sql(OUTCOMES_UPDATE_END));
-        Kept(parts)
     }
 
     /// The tenant's prune, its row `('outcome', tenant, pruned, NULL)` as the function's.
@@ -379,4 +471,16 @@ fn values<'b>(
     }
     parts.push(Part::Sql(tail));
     Kept(parts)
+}
+
+/// `rows`, the last one repeated up to the next power of two: a multi-row statement's text
+/// depends on its number of rows, and each text is a statement prepared on every connection
+/// (with its plan kept by Citus), so a batch of up to 256 rows has 9 texts, not 256. Only for
+/// `ON CONFLICT DO NOTHING`, where a repeated row is skipped (it conflicts with its first) and
+/// returns nothing.
+fn padded<T: Clone>(mut rows: Vec<T>) -> Vec<T> {
+    if let Some(last) = rows.last().cloned() {
+        rows.resize(rows.len().next_power_of_two(), last);
+    }
+    rows
 }

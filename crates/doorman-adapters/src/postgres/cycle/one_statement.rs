@@ -62,16 +62,27 @@ pub(super) async fn write_in_one_statement(
         let Some(statement) = statement else {
             return Ok(rows.answers(batch, Vec::new(), attempts.requests_lost));
         };
-        let sent = match &on_node {
-            Some((node, node_batch)) => {
-                send(node, Statement::OnNode { batch: node_batch, settle, with_requests }, deadline).await
-            }
-            None => send(pool, Statement::Functions(statement), deadline).await,
+        let (on, sent) = match &on_node {
+            Some((node, node_batch)) => (
+                *node,
+                send(node, Statement::OnNode { batch: node_batch, settle, with_requests }, deadline).await,
+            ),
+            None => (pool, send(pool, Statement::Functions(statement), deadline).await),
         };
         let error = match sent {
             Sent::Answered(answered) => return Ok(rows.answers(batch, answered, attempts.requests_lost)),
             Sent::NotWritten(not_written) if !attempts.may_have_committed => return Err(not_written),
-            Sent::NotWritten(not_written) => not_written.error,
+            // A Citus node that refuses connections is down: the batch cannot be settled on
+            // it now, and waiting out the deadline would hold the node's writer (and every
+            // claim queued behind it) for nothing. Unconfirmed now; the domain settles it after
+            // the answer, as it would at the deadline.
+            Sent::NoConnection(error) if attempts.may_have_committed && on.refused_means_down() => {
+                return Err(NotWritten::statement(unconfirmed(&error)));
+            }
+            Sent::NoConnection(error) if !attempts.may_have_committed => {
+                return Err(NotWritten::statement(error));
+            }
+            Sent::NotWritten(NotWritten { error, .. }) | Sent::NoConnection(error) => error,
             Sent::Lost(error) => {
                 attempts.connection_lost(&error, &rows);
                 error
@@ -134,8 +145,9 @@ async fn pause_to_send_again(deadline: Deadline, error: &StorageError) -> Result
 /// How one attempt at sending the batch ended.
 enum Sent {
     Answered(Vec<Row>),
-    /// Nothing reached the database (no connection in time), or it refused the statement,
-    /// which rolled it back: nothing was written.
+    /// No connection came (in time, or at all): nothing was written.
+    NoConnection(StorageError),
+    /// The database refused the statement, which rolled it back: nothing was written.
     NotWritten(NotWritten),
     /// The statement was sent and the connection died before the answer: it may have
     /// committed.
@@ -158,12 +170,12 @@ enum Statement<'s> {
 async fn send(pool: &PgPool, statement: Statement<'_>, deadline: Deadline) -> Sent {
     let mut unit = match tokio::time::timeout_at(deadline.send_by, pool.unit()).await {
         Ok(Ok(unit)) => unit,
-        Ok(Err(error)) => return Sent::NotWritten(NotWritten::statement(error)),
+        Ok(Err(error)) => return Sent::NoConnection(error),
         Err(_) => {
-            return Sent::NotWritten(NotWritten::statement(StorageError::Unavailable(
+            return Sent::NoConnection(StorageError::Unavailable(
                 "not written: no database connection came free in time to be answered in the claims' time"
                     .into(),
-            )));
+            ));
         }
     };
     let sent = Instant::now();

@@ -10,5 +10,5 @@ mod tenants;
 pub use self::admin::{AdminCommand, AdminServeArgs, ApiKeysCommand};
 pub use self::receipts::{ReceiptsCommand, ReplayArgs};
 pub use self::serve::{DestinationArgs, DispatchArgs, ServeArgs, SlackAppArgs};
-pub use self::storage::{DatabaseArgs, DbPoolMode, KeysArgs, Secret, SecretsCommand};
+pub use self::storage::{CitusWritesArg, DatabaseArgs, DbPoolMode, KeysArgs, Secret, SecretsCommand};
 pub use self::tenants::{AgentCommand, OnOff, SlackCommand, TenantCommand, TenantTarget, WorkspaceCommand};

@@ -7,7 +7,7 @@ use clap::Args;
 use doorman_adapters::slack::DEFAULT_WINDOW;
 use doorman_domain::Retention;
 
-use super::{DatabaseArgs, DbPoolMode, KeysArgs, Secret};
+use super::{CitusWritesArg, DatabaseArgs, DbPoolMode, KeysArgs, Secret};
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -67,6 +67,13 @@ pub struct ServeArgs {
     /// and no prepared statement is kept). `transaction` needs DOORMAN_LISTEN_DATABASE_URL.
     #[arg(long, env = "DOORMAN_DB_POOL_MODE", value_enum, default_value = "session")]
     pub db_pool_mode: DbPoolMode,
+
+    /// On Citus, where a tenant's claims and outcomes are written: `node` (on the node that
+    /// holds its shards, connecting to it at the address `pg_dist_node` gives, with
+    /// DATABASE_URL's login, database and parameters) or `coordinator` (through it, for
+    /// workers Doorman's hosts may not reach). Ignored on one PostgreSQL.
+    #[arg(long, env = "DOORMAN_CITUS_WRITES", value_enum, default_value = "node")]
+    pub citus_writes: CitusWritesArg,
 
     /// Where the directory's listener connects (`LISTEN` needs a session of its own): directly
     /// to PostgreSQL, or through a pooler in session mode. Default: DATABASE_URL.

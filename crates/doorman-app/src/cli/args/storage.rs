@@ -36,6 +36,15 @@ pub enum DbPoolMode {
     Transaction,
 }
 
+/// `DOORMAN_CITUS_WRITES`: where a tenant's claims and outcomes are written on Citus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CitusWritesArg {
+    /// On the node that holds the tenant's shards (ADR 24).
+    Node,
+    /// Through the coordinator.
+    Coordinator,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum SecretsCommand {
     /// Seal every stored secret with the first of DOORMAN_ENCRYPTION_KEYS (those sealed with
