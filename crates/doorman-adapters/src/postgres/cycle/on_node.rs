@@ -274,10 +274,14 @@ const REQUESTS_RETURNING: &str = " ON CONFLICT ON CONSTRAINT messaging_request_r
     RETURNING 'request'::text AS kind, r.tenant_id AS id, 0::bigint AS n, r.signature AS signature";
 
 /// The outcomes, as `doorman_write_outcomes` writes them: a completion sets `handled_at`, a
-/// failure its reason and time, each only on a receipt not handled yet. Single-table statements
-/// naming the tenant (Citus's fast path: the plan is kept, the shard chosen at each run), which
-/// find their rows by the primary key (`external_event_id = ANY`) and each row's value by its
-/// position in the arrays.
+/// failure its reason and time, each only on a receipt not handled yet, by an `UPDATE … FROM
+/// unnest(…)` naming the tenant, which Citus routes to its shard (its router plans it at each
+/// run). The event ids are also given as `external_event_id = ANY(…)`, so the primary key's
+/// index finds exactly the batch's rows: joined on the arrays alone, the shard was planned as
+/// the outer side, and every batch read all of its tenant's receipts (20 ms a batch and more,
+/// growing with them). Not the single-table form with each row's value picked by
+/// `array_position`, whose plan Citus could keep: its fast path crashed the worker's backend on
+/// it (Citus 13.2.2, signal 11, under load). ADR 24 has the forms measured.
 impl<'a> TenantRows<'a> {
     fn tenant(&self) -> Box<dyn Bind + '_> {
         bind::<SqlUuid, _>(&self.tenant)
