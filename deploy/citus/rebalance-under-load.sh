@@ -5,7 +5,8 @@
 # mixed shape against the cluster; once the load is under way, the third node joins the bench
 # database's cluster (`citus_add_node`) and `citus_rebalance_start()` moves shards to it while
 # the load goes on. Prints when the rebalance started and finished, how many shards moved, and
-# the load generator's report (acknowledged per second, 503s, lost, doubled).
+# the load generator's report (acknowledged per second, 503s, lost, doubled), and the prepared
+# transactions left on each node.
 #
 # Usage: rebalance-under-load.sh [DIR] [PORT] [LOADGEN ARGS…]   (release binaries must be built)
 set -euo pipefail
@@ -54,3 +55,8 @@ awk -v s="$start" -v e="$end" -v st="$state" -v m="$moved" \
     'BEGIN { printf "rebalance %s after %.1f s (or when the load ended); %d shard placements on the new worker by then\n", st, e - s, m }'
 wait "$load" || true
 cat "$dir/loadgen.log"
+# A batch sent to a tenant's old node while its shard moved commits in two phases: none may be
+# left prepared on any node once the load is over.
+for n in 0 1 2 3; do
+    echo "node$n: $(psql -qXAt "$(node $((port + n)))" -c "SELECT count(*) FROM pg_prepared_xacts") prepared transactions left"
+done

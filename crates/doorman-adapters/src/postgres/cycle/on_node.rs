@@ -4,18 +4,19 @@
 //! Through the coordinator, the batch functions' Citus forms write row by row (a multi-row
 //! `INSERT … SELECT FROM unnest(…)` is not routed: Citus collects its rows and pushes them to
 //! the shards as intermediate results), and every row's statement is planned on the
-//! coordinator and again on the worker. Here each tenant of the batch gets, per table, one
-//! statement that Citus routes to that tenant's single shard and runs locally, in the node's
-//! own backend:
+//! coordinator and again on the worker. Here the node gets, for the whole batch, statements
+//! that Citus runs on the node's own shards, in its own backend (local execution):
 //!
-//! - its claims: one multi-row `INSERT … VALUES … ON CONFLICT DO NOTHING RETURNING`, its text
-//!   fixed by the number of rows, so each connection prepares it once per size and Citus keeps
-//!   its plan (deferred pruning: the shard is chosen from the bound tenant at each run);
-//!   when settling, the claims that hold their events read back by claim id;
-//! - its kept payloads, for the claims that took their event (only for tenants that keep them);
-//! - its fingerprints: the expired ones deleted, then one multi-row `INSERT`;
-//! - its outcomes: one `UPDATE … FROM unnest(…)` with the payloads' release in the same
-//!   statement, and its prune (at most once a second per tenant) as a call.
+//! - the claims of every tenant of the batch: one multi-row `INSERT … VALUES … ON CONFLICT DO
+//!   NOTHING RETURNING`, padded to a power of two rows so its text is one of a few, which each
+//!   connection prepares once and whose plan Citus keeps (the shard of each row chosen from its
+//!   bound tenant at each run); Citus splits it by shard. When settling, each tenant's claims
+//!   that hold their events read back by claim id;
+//! - the kept payloads of the claims that took their event (only tenants that keep them);
+//! - the fingerprints: each tenant's expired ones deleted, then one multi-row `INSERT`;
+//! - the outcomes, tenant by tenant (an `UPDATE` of rows found by key and joined with the
+//!   arrays must name its one tenant to stay on its shard), with the payloads' release, and a
+//!   tenant's prune (at most once a second per tenant) as a call.
 //!
 //! The transaction names its tenants first (`app.tenant_ids`, by a `SET LOCAL`, which also
 //! reaches another node should Citus forward a statement there), so
@@ -178,6 +179,85 @@ fn rows_of<'m, 'a>(by_tenant: &'m mut BTreeMap<Uuid, TenantRows<'a>>, id: Uuid) 
     })
 }
 
+impl NodeBatch<'_> {
+    /// Every tenant's claims in one statement, one row each, in lock order (tenant, then
+    /// platform and event id): Citus splits it by shard and runs each part on this node.
+    fn claims_insert(&self) -> Option<Kept<'_>> {
+        let rows: Vec<_> = self
+            .by_tenant
+            .iter()
+            .flat_map(|tenant| {
+                tenant.claims.iter().zip(&tenant.attempts).map(move |(c, a)| (&tenant.tenant, c, a))
+            })
+            .collect();
+        if rows.is_empty() {
+            return None;
+        }
+        let rows = padded(rows).into_iter().map(|(tenant, claim, attempt)| {
+            let receipt = &claim.receipt;
+            vec![
+                bind::<SqlUuid, _>(tenant),
+                bind::<Text, _>(receipt.key.platform.as_str()),
+                bind::<Text, _>(receipt.key.external_id.as_str()),
+                bind::<SqlUuid, _>(receipt.claim.as_uuid()),
+                bind::<Text, _>(receipt.event_type.as_str()),
+                bind::<Integer, _>(attempt),
+                bind::<Timestamptz, _>(&receipt.claimed_at),
+            ]
+        });
+        Some(values(CLAIMS_INSERT, rows, CLAIMS_RETURNING))
+    }
+
+    /// The payloads of the claims in `inserted` that keep one, in statements of a power of two
+    /// rows each (their `ON CONFLICT DO UPDATE` may not meet a row twice, so they are not
+    /// padded as the claims are): none when no claim keeps one.
+    fn payloads_inserts(&self, inserted: &[Row]) -> Vec<Kept<'_>> {
+        let held: std::collections::HashSet<Uuid> = inserted.iter().map(Row::id).collect();
+        let kept: Vec<(&Uuid, &&SealedClaim)> = self
+            .by_tenant
+            .iter()
+            .flat_map(|tenant| tenant.claims.iter().map(move |claim| (&tenant.tenant, claim)))
+            .filter(|(_, claim)| claim.payload.is_some() && held.contains(claim.receipt.claim.as_uuid()))
+            .collect();
+        let mut statements = Vec::new();
+        let mut rest = kept.as_slice();
+        while !rest.is_empty() {
+            let (chunk, after) = rest.split_at(1 << rest.len().ilog2());
+            rest = after;
+            let rows = chunk.iter().map(|(tenant, claim)| {
+                let receipt = &claim.receipt;
+                vec![
+                    bind::<SqlUuid, _>(*tenant),
+                    bind::<Text, _>(receipt.key.platform.as_str()),
+                    bind::<Text, _>(receipt.key.external_id.as_str()),
+                    bind::<Timestamptz, _>(&receipt.claimed_at),
+                    bind::<Nullable<Text>, _>(&claim.payload),
+                ]
+            });
+            statements.push(values(PAYLOADS_INSERT, rows, PAYLOADS_REPLACE));
+        }
+        statements
+    }
+
+    /// Every tenant's fingerprints in one statement, as the claims.
+    fn requests_insert(&self) -> Option<Kept<'_>> {
+        let rows: Vec<_> = self
+            .by_tenant
+            .iter()
+            .flat_map(|tenant| {
+                tenant.signatures.iter().zip(&tenant.expires_at).map(move |(s, e)| (&tenant.tenant, s, e))
+            })
+            .collect();
+        if rows.is_empty() {
+            return None;
+        }
+        let rows = padded(rows).into_iter().map(|(tenant, signature, expires_at)| {
+            vec![bind::<SqlUuid, _>(tenant), bind::<Text, _>(*signature), bind::<Timestamptz, _>(expires_at)]
+        });
+        Some(values(REQUESTS_INSERT, rows, REQUESTS_RETURNING))
+    }
+}
+
 /// The order a tenant's rows are locked in: by platform, then event id.
 fn lock_order(key: &doorman_domain::ReceiptKey) -> (&'static str, &str) {
     (key.platform.as_str(), key.external_id.as_str())
@@ -226,20 +306,28 @@ async fn write_rows(
     with_requests: bool,
 ) -> QueryResult<Vec<Row>> {
     let mut answer = Vec::new();
-    for tenant in &batch.by_tenant {
-        if !tenant.claims.is_empty() {
-            let inserted = tenant.claims_insert().load::<Row>(conn).await?;
-            // Payloads only for the receipts this statement made: a settle's claims that were
-            // already held keep theirs (and its lease) as they are.
-            for payloads in tenant.payloads_inserts(&inserted) {
-                payloads.execute(conn).await?;
+    if let Some(claims) = batch.claims_insert() {
+        let inserted = claims.load::<Row>(conn).await?;
+        // Payloads only for the receipts this statement made: a settle's claims that were
+        // already held keep theirs (and its lease) as they are.
+        for payloads in batch.payloads_inserts(&inserted) {
+            payloads.execute(conn).await?;
+        }
+        if settle {
+            for tenant in batch.by_tenant.iter().filter(|tenant| !tenant.claims.is_empty()) {
+                answer.extend(tenant.claims_held().load::<Row>(conn).await?);
             }
-            answer.extend(if settle { tenant.claims_held().load::<Row>(conn).await? } else { inserted });
+        } else {
+            answer.extend(inserted);
         }
-        if with_requests && !tenant.requests.is_empty() {
+    }
+    if with_requests && let Some(requests) = batch.requests_insert() {
+        for tenant in batch.by_tenant.iter().filter(|tenant| !tenant.requests.is_empty()) {
             tenant.expired_requests_delete().execute(conn).await?;
-            answer.extend(tenant.requests_insert().load::<Row>(conn).await?);
         }
+        answer.extend(requests.load::<Row>(conn).await?);
+    }
+    for tenant in &batch.by_tenant {
         for outcomes in &tenant.outcomes {
             if !outcomes.failed.is_empty() {
                 tenant.failures_update(outcomes).execute(conn).await?;
@@ -353,24 +441,6 @@ impl<'a> TenantRows<'a> {
         ])
     }
 
-    /// The claims, one row each.
-    fn claims_insert(&self) -> Kept<'_> {
-        let rows =
-            padded(self.claims.iter().zip(&self.attempts).collect()).into_iter().map(|(claim, attempt)| {
-                let receipt = &claim.receipt;
-                vec![
-                    self.tenant(),
-                    bind::<Text, _>(receipt.key.platform.as_str()),
-                    bind::<Text, _>(receipt.key.external_id.as_str()),
-                    bind::<SqlUuid, _>(receipt.claim.as_uuid()),
-                    bind::<Text, _>(receipt.event_type.as_str()),
-                    bind::<Integer, _>(attempt),
-                    bind::<Timestamptz, _>(&receipt.claimed_at),
-                ]
-            });
-        values(CLAIMS_INSERT, rows, CLAIMS_RETURNING)
-    }
-
     /// Which of the claims hold their events (a settle's answer): by claim id, which is one
     /// delivery's own.
     fn claims_held(&self) -> Kept<'_> {
@@ -388,36 +458,6 @@ impl<'a> TenantRows<'a> {
         ])
     }
 
-    /// The payloads of the claims in `inserted` that keep one, in statements of a power of two
-    /// rows each (their `ON CONFLICT DO UPDATE` may not meet a row twice, so they are not
-    /// padded as the claims are): none when no claim keeps one.
-    fn payloads_inserts(&self, inserted: &[Row]) -> Vec<Kept<'_>> {
-        let held: std::collections::HashSet<Uuid> = inserted.iter().map(Row::id).collect();
-        let kept: Vec<&&SealedClaim> = self
-            .claims
-            .iter()
-            .filter(|claim| claim.payload.is_some() && held.contains(claim.receipt.claim.as_uuid()))
-            .collect();
-        let mut statements = Vec::new();
-        let mut rest = kept.as_slice();
-        while !rest.is_empty() {
-            let (chunk, after) = rest.split_at(1 << rest.len().ilog2());
-            rest = after;
-            let rows = chunk.iter().map(|claim| {
-                let receipt = &claim.receipt;
-                vec![
-                    self.tenant(),
-                    bind::<Text, _>(receipt.key.platform.as_str()),
-                    bind::<Text, _>(receipt.key.external_id.as_str()),
-                    bind::<Timestamptz, _>(&receipt.claimed_at),
-                    bind::<Nullable<Text>, _>(&claim.payload),
-                ]
-            });
-            statements.push(values(PAYLOADS_INSERT, rows, PAYLOADS_REPLACE));
-        }
-        statements
-    }
-
     /// An expired fingerprint no longer refuses its request, as in the functions' forms.
     fn expired_requests_delete(&self) -> Kept<'_> {
         Kept(vec![
@@ -427,15 +467,6 @@ impl<'a> TenantRows<'a> {
             Part::Bind(bind::<Array<Text>, _>(&self.signatures)),
             Part::Sql(") AND r.expires_at < now()"),
         ])
-    }
-
-    fn requests_insert(&self) -> Kept<'_> {
-        let rows = padded(self.signatures.iter().zip(&self.expires_at).collect()).into_iter().map(
-            |(signature, expires_at)| {
-                vec![self.tenant(), bind::<Text, _>(*signature), bind::<Timestamptz, _>(expires_at)]
-            },
-        );
-        values(REQUESTS_INSERT, rows, REQUESTS_RETURNING)
     }
 
     /// The tenant's prune, its row `('outcome', tenant, pruned, NULL)` as the function's.
