@@ -400,6 +400,21 @@ bench-citus ROUNDS="2" *ARGS: postgres citus
         join <(echo "$before") <(python3 deploy/citus/cpu-by-node.py "$dir") | awk '{ printf "  %s %.2f\n", $1, $3 - $2 }'
     done
 
+# REV's binary (built into target/bench-base) and today's side by side on one PostgreSQL and on a
+# local Citus cluster, with the CPU each cluster node used per run (deploy/citus/side-by-side.sh;
+# docs/benchmarks.md, "A tenant's writes on its own node").
+bench-citus-against REV ROUNDS="2" SHAPES="busy,mixed": postgres citus
+    #!/usr/bin/env bash
+    set -euo pipefail
+    base=target/bench-base
+    rm -rf "$base/src" && mkdir -p "$base"
+    git worktree add --detach --force "$base/src" "{{REV}}" >/dev/null
+    trap 'git worktree remove --force "$base/src"' EXIT
+    cargo build --release --locked --manifest-path "$base/src/Cargo.toml" --target-dir "$base/target" -p doorman-app
+    cp "$base/target/release/doorman" "$base/doorman"
+    cargo build --release --locked -p doorman-app -p doorman-loadgen
+    bash deploy/citus/side-by-side.sh "$base/doorman" {{ROUNDS}} {{SHAPES}}
+
 # Builds REV's `doorman` and load generator (a git revision: a commit, a tag, main~3) into
 # target/bench-base, runs REV's binary and today's alternately in one run (two rounds each unless
 # ARGS say otherwise), then REV's floor with REV's own load generator (the floor runs the
