@@ -316,7 +316,7 @@ impl PgMaintenance {
         .map_err(from_diesel)?;
         let node = if citus {
             "(SELECT n.nodename || ':' || n.nodeport FROM pg_dist_placement AS p \
-               JOIN pg_dist_node AS n ON n.groupid = p.groupid AND n.noderole = 'primary' \
+               JOIN pg_dist_node AS n ON n.groupid = p.groupid AND n.noderole = 'primary' AND n.isactive \
               WHERE p.shardid = s.shard LIMIT 1) AS node, s.shard AS shard"
         } else {
             "NULL::text AS node, NULL::bigint AS shard"

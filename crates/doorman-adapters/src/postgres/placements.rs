@@ -9,9 +9,10 @@
 //! transaction's rows there, invisible and their keys locked, until Citus's recovery finishes
 //! it (every `citus.recover_2pc_interval`, a minute by default): an acknowledged, dispatched
 //! event whose receipt nobody can read, complete or find, and which later reads as stranded.
-//! Committed in one phase, a worker lost under the `COMMIT` is reported ("could not commit
-//! transaction for shard …") and the batch is settled by its claim ids like any commit whose
-//! answer was lost ([`super::claims`]). A node that is down holds up only its own writer:
+//! Committed in one phase, a worker lost under the `COMMIT` loses the connection (or, for a
+//! batch a node forwarded to another, is reported: "could not commit transaction for shard …")
+//! and the batch is settled by its claim ids like any commit whose answer was lost
+//! ([`super::claims`]). A node that is down holds up only its own writer:
 //! the other nodes' tenants' claims and completions never wait behind a batch that is waiting
 //! for it. And a statement sent to the node that holds its shard is planned and run there
 //! alone, with the plan the node keeps for it (`cycle::on_node`).
@@ -44,6 +45,9 @@ const TRUSTED_FOR: Duration = Duration::from_secs(30);
 /// How long a request waits for its tenant's node to be looked up before it goes to the
 /// shared writer: the look-up must not eat the claim's share of Slack's 3 seconds.
 const LOOK_UP_WITHIN: Duration = Duration::from_millis(250);
+
+/// The coordinator's node group in `pg_dist_node`.
+const COORDINATOR_GROUP: i32 = 0;
 
 const UNKNOWN: u8 = 0;
 const ONE_SERVER: u8 = 1;
@@ -102,8 +106,13 @@ impl<R: Send + 'static, A: Send + 'static> PlacedWriters<R, A> {
         nodes
             .entry(node.clone())
             .or_insert_with(|| {
-                let direct =
-                    u16::try_from(node.port).ok().and_then(|port| self.pool.on_node(&node.host, port));
+                // Group 0 is the coordinator (holding shards on a small cluster): reached as
+                // `DATABASE_URL` says, not by the name its metadata gives it.
+                let direct = match (node.group, u16::try_from(node.port)) {
+                    (COORDINATOR_GROUP, _) => self.pool.on_node(None),
+                    (_, Ok(port)) => self.pool.on_node(Some((&node.host, port))),
+                    (_, Err(_)) => None,
+                };
                 tracing::info!(
                     writer = self.name,
                     node.group = node.group,

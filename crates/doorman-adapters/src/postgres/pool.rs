@@ -157,8 +157,12 @@ enum Purpose {
     NodeWrites,
 }
 
-/// What a [`Purpose::NodeWrites`] session sets once.
-const NODE_WRITES_SETUP: &str = "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off; ";
+/// What a [`Purpose::NodeWrites`] session sets once: the planner held to the keys' indexes,
+/// and `citus.propagate_set_commands` as `citus.sql` sets it for the coordinator's sessions, so
+/// that a batch a node forwards to another (a tenant whose shard just moved) takes its `SET
+/// LOCAL` of the tenants along.
+const NODE_WRITES_SETUP: &str = "SET enable_seqscan = off; SET enable_bitmapscan = off; \
+     SET enable_hashjoin = off; SET enable_mergejoin = off; SET citus.propagate_set_commands = 'local'; ";
 
 fn open(database_url: &str, settings: &PoolSettings, role: Option<&'static str>, purpose: Purpose) -> PgPool {
     let (mode, c_messages) = (settings.mode, settings.c_messages);
@@ -302,15 +306,16 @@ impl PgPool {
     /// a worker, as the cluster's metadata names it. `None` through a transaction pooler,
     /// which stands for the coordinator alone, or when the settings say to write through the
     /// coordinator.
-    pub(crate) fn on_node(&self, host: &str, port: u16) -> Option<PgPool> {
+    /// `None` for the address: this pool's own server (the coordinator, when it holds shards:
+    /// the metadata's name for it may be `localhost`).
+    pub(crate) fn on_node(&self, address: Option<(&str, u16)>) -> Option<PgPool> {
         let direct = self.mode == PoolMode::Session && self.settings.citus_writes == CitusWrites::OnTheirNode;
         direct.then(|| {
-            open(
-                &super::connect::on_host(&self.url, host, port),
-                &self.settings,
-                self.role,
-                Purpose::NodeWrites,
-            )
+            let url = match address {
+                Some((host, port)) => super::connect::on_host(&self.url, host, port),
+                None => self.url.to_string(),
+            };
+            open(&url, &self.settings, self.role, Purpose::NodeWrites)
         })
     }
 
@@ -333,13 +338,20 @@ impl PgPool {
                 Err(_) if tokio::time::Instant::now() >= give_up_at => {
                     return Ok(Err(bb8::RunError::TimedOut));
                 }
-                Err(_) => {
-                    if let Some(failure) = self.last_failure() {
-                        return Err(StorageError::Unavailable(format!("no database connection: {failure}")));
-                    }
+                // Down: no connection open at all and the last attempt failed. A busy pool (its
+                // connections all in use, an attempt refused for too many clients) waits on.
+                Err(_) if self.is_down() => {
+                    let failure = self.last_failure().unwrap_or_default();
+                    return Err(StorageError::Unavailable(format!("no database connection: {failure}")));
                 }
+                Err(_) => {}
             }
         }
+    }
+
+    /// No connection is open and the last attempt to make one failed.
+    pub(crate) fn is_down(&self) -> bool {
+        self.connections.state().connections == 0 && self.last_failure().is_some()
     }
 
     fn last_failure(&self) -> Option<String> {

@@ -33,12 +33,14 @@ impl KeyName {
         if name.chars().count() > Self::MAX_CHARS {
             return Err(ValidationError::new("key name", "is longer than 255 characters"));
         }
+        // As given, before trimming: a newline or tab at either end is a control character
+        // too, which the API's schema refuses anywhere in the name.
+        if name.chars().any(char::is_control) {
+            return Err(ValidationError::new("key name", "contains a control character"));
+        }
         let name = name.trim().to_owned();
         if name.is_empty() {
             return Err(ValidationError::new("key name", "is empty"));
-        }
-        if name.chars().any(char::is_control) {
-            return Err(ValidationError::new("key name", "contains a control character"));
         }
         Ok(Self(name))
     }
@@ -319,6 +321,14 @@ mod tests {
             Some(KeyRefusal::Expired)
         );
         assert_eq!(KeySummary { revoked_at: Some(now), ..key }.refusal_at(now), Some(KeyRefusal::Revoked));
+    }
+
+    #[test]
+    fn a_key_name_with_a_control_character_anywhere_is_refused_even_where_trimming_would_drop_it() {
+        for name in ["c\n", "\tc", "a\u{7f}b", "c\r\n"] {
+            assert!(KeyName::new(name).is_err(), "{name:?} was taken");
+        }
+        assert_eq!(KeyName::new("  c  ").unwrap().as_str(), "c");
     }
 
     #[test]

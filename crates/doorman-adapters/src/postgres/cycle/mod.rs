@@ -62,7 +62,7 @@ impl Write {
     /// Whether it goes through the coordinator even on Citus, where a tenant's writes go to its
     /// node ([`on_node`]): a claim settled after its answer (it may be minutes old), or made
     /// long enough ago to be behind the sweep's watermark, which only the coordinator holds
-    /// (clocks of Doorman's hosts and the database's within [`FRESH_FOR`] of each other).
+    /// ([`FRESH_FOR`]).
     pub(super) fn needs_the_coordinator(&self) -> bool {
         matches!(self, Self::Claim(claim) if claim.settle || chrono::Utc::now() - claim.receipt.claimed_at > FRESH_FOR)
     }
@@ -100,10 +100,11 @@ pub(super) struct CycleSettings {
     pub node: Option<PgPool>,
 }
 
-/// How long ago a claim may have been made and still be written on its node: well inside the
-/// 30 seconds after which a claim may be behind the sweep's watermark, which only the
-/// coordinator holds (a claim that old is marked as the sweep would have marked it, by
-/// `doorman_claim_receipts`).
+/// How long ago a claim may have been made and still be written on its node. A claim made more
+/// than 30 s ago (by the database's clock) is checked against the sweep's watermark, which only
+/// the coordinator holds (`doorman_claim_receipts` marks one behind it as the sweep would
+/// have); the watermark itself is never closer to now than a minute. So 10 s holds while
+/// Doorman's and the database's clocks agree within 20 s (ADR 24).
 const FRESH_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
 
 /// Writes one batch; one answer per request, in the requests' order, by `answer_by` if given

@@ -56,7 +56,8 @@ struct TenantRows<'a> {
     tenant: Uuid,
     claims: Vec<&'a SealedClaim>,
     attempts: Vec<i32>,
-    /// The claims' event ids and claim ids, for a settle's read-back.
+    /// The claims' platforms, event ids and claim ids, for a settle's read-back.
+    platforms: Vec<&'static str>,
     event_ids: Vec<&'a str>,
     claim_ids: Vec<Uuid>,
     requests: Vec<&'a Fingerprint>,
@@ -87,6 +88,7 @@ impl<'a> NodeBatch<'a> {
         for claim in claims {
             let of = rows_of(&mut by_tenant, *claim.receipt.key.tenant.as_uuid());
             of.attempts.push(i32::try_from(claim.receipt.attempt).unwrap_or(i32::MAX));
+            of.platforms.push(claim.receipt.key.platform.as_str());
             of.event_ids.push(claim.receipt.key.external_id.as_str());
             of.claim_ids.push(*claim.receipt.claim.as_uuid());
             of.claims.push(claim);
@@ -169,6 +171,7 @@ fn rows_of<'m, 'a>(by_tenant: &'m mut BTreeMap<Uuid, TenantRows<'a>>, id: Uuid) 
         tenant: id,
         claims: Vec::new(),
         attempts: Vec::new(),
+        platforms: Vec::new(),
         event_ids: Vec::new(),
         claim_ids: Vec::new(),
         requests: Vec::new(),
@@ -450,7 +453,9 @@ impl<'a> TenantRows<'a> {
                    FROM public.messaging_event_receipts AS r WHERE r.tenant_id = ",
             ),
             Part::Bind(self.tenant()),
-            Part::Sql(" AND r.external_event_id = ANY("),
+            Part::Sql(" AND r.platform = ANY("),
+            Part::Bind(bind::<Array<Text>, _>(&self.platforms)),
+            Part::Sql(") AND r.external_event_id = ANY("),
             Part::Bind(bind::<Array<Text>, _>(&self.event_ids)),
             Part::Sql(") AND r.claim_id = ANY("),
             Part::Bind(bind::<Array<SqlUuid>, _>(&self.claim_ids)),
@@ -518,4 +523,57 @@ fn padded<T: Clone>(mut rows: Vec<T>) -> Vec<T> {
         rows.resize(rows.len().next_power_of_two(), last);
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use doorman_domain::{ExternalEventId, Platform, ReceiptKey, TenantId};
+
+    use super::*;
+
+    #[test]
+    fn rows_are_padded_with_the_last_to_the_next_power_of_two() {
+        assert_eq!(padded(vec![1]), vec![1]);
+        assert_eq!(padded(vec![1, 2, 3]), vec![1, 2, 3, 3]);
+        assert_eq!(padded(vec![1, 2, 3, 4, 5]), vec![1, 2, 3, 4, 5, 5, 5, 5]);
+        assert!(padded(Vec::<u8>::new()).is_empty());
+    }
+
+    fn outcome(event: &str, handled: bool) -> PendingOutcome {
+        let key = ReceiptKey {
+            tenant: TenantId::generate(),
+            platform: Platform::Slack,
+            external_id: ExternalEventId::new(event).unwrap(),
+        };
+        let at = chrono::Utc::now();
+        let kind = if handled {
+            PendingKind::Handled { at, expired_before: at, prune_batch: 1 }
+        } else {
+            PendingKind::Failed { reason: format!("failed {event}"), at }
+        };
+        PendingOutcome { key, kind }
+    }
+
+    #[test]
+    fn an_event_met_twice_in_a_batch_is_written_once_completed_if_either_says_so() {
+        let (fail_a, done_a, fail_b, fail_b_again, done_c, done_c_again) = (
+            outcome("a", false),
+            outcome("a", true),
+            outcome("b", false),
+            outcome("b", false),
+            outcome("c", true),
+            outcome("c", true),
+        );
+        let mut of = Outcomes::on("slack");
+        for each in [&fail_a, &done_a, &fail_b, &fail_b_again, &done_c, &done_c_again] {
+            of.push(each);
+        }
+        assert_eq!(of.handled, vec!["a", "c"]);
+        assert_eq!(of.failed, vec!["b"]);
+        assert_eq!(of.reasons, vec!["failed b"]);
+        let mut done_first = Outcomes::on("slack");
+        done_first.push(&done_a);
+        done_first.push(&fail_a);
+        assert_eq!((done_first.handled, done_first.failed), (vec!["a"], Vec::<&str>::new()));
+    }
 }

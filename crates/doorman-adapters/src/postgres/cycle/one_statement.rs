@@ -62,12 +62,11 @@ pub(super) async fn write_in_one_statement(
         let Some(statement) = statement else {
             return Ok(rows.answers(batch, Vec::new(), attempts.requests_lost));
         };
-        let (on, sent) = match &on_node {
-            Some((node, node_batch)) => (
-                *node,
-                send(node, Statement::OnNode { batch: node_batch, settle, with_requests }, deadline).await,
-            ),
-            None => (pool, send(pool, Statement::Functions(statement), deadline).await),
+        let sent = match &on_node {
+            Some((node, node_batch)) => {
+                send(node, Statement::OnNode { batch: node_batch, settle, with_requests }, deadline).await
+            }
+            None => send(pool, Statement::Functions(statement), deadline).await,
         };
         let error = match sent {
             Sent::Answered(answered) => return Ok(rows.answers(batch, answered, attempts.requests_lost)),
@@ -76,9 +75,10 @@ pub(super) async fn write_in_one_statement(
             // it now, and waiting out the deadline would hold the node's writer (and every
             // claim queued behind it) for nothing. Unconfirmed now; the domain settles it after
             // the answer, as it would at the deadline.
-            Sent::NoConnection(error) if attempts.may_have_committed && on.refused_means_down() => {
+            Sent::NodeDown(error) if attempts.may_have_committed => {
                 return Err(NotWritten::statement(unconfirmed(&error)));
             }
+            Sent::NodeDown(error) => return Err(NotWritten::statement(error)),
             Sent::NoConnection(error) if !attempts.may_have_committed => {
                 return Err(NotWritten::statement(error));
             }
@@ -147,6 +147,9 @@ enum Sent {
     Answered(Vec<Row>),
     /// No connection came (in time, or at all): nothing was written.
     NoConnection(StorageError),
+    /// A Citus node's pool has no connection open and its last attempt failed: the node is
+    /// down, and nothing was written.
+    NodeDown(StorageError),
     /// The database refused the statement, which rolled it back: nothing was written.
     NotWritten(NotWritten),
     /// The statement was sent and the connection died before the answer: it may have
@@ -170,6 +173,7 @@ enum Statement<'s> {
 async fn send(pool: &PgPool, statement: Statement<'_>, deadline: Deadline) -> Sent {
     let mut unit = match tokio::time::timeout_at(deadline.send_by, pool.unit()).await {
         Ok(Ok(unit)) => unit,
+        Ok(Err(error)) if pool.refused_means_down() && pool.is_down() => return Sent::NodeDown(error),
         Ok(Err(error)) => return Sent::NoConnection(error),
         Err(_) => {
             return Sent::NoConnection(StorageError::Unavailable(
