@@ -379,41 +379,51 @@ impl<'a> TenantRows<'a> {
     }
 
     fn completions_update(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
-        Kept(vec![
-            Part::Sql(
-                "UPDATE public.messaging_event_receipts AS r SET handled_at = u.handled_at FROM unnest(",
-            ),
-            Part::Bind(bind::<Array<Text>, _>(&of.handled)),
-            Part::Sql(", "),
-            Part::Bind(bind::<Array<Timestamptz>, _>(&of.handled_at)),
-            Part::Sql(") AS u(event_id, handled_at) WHERE r.tenant_id = "),
-            Part::Bind(self.tenant()),
-            Part::Sql(" AND r.platform = "),
-            Part::Bind(bind::<Text, _>(of.platform)),
-            Part::Sql(" AND r.external_event_id = ANY("),
-            Part::Bind(bind::<Array<Text>, _>(&of.handled)),
-            Part::Sql(") AND r.external_event_id = u.event_id AND r.handled_at IS NULL"),
-        ])
+        self.update_unhandled(
+            of,
+            &of.handled,
+            "UPDATE public.messaging_event_receipts AS r SET handled_at = u.handled_at FROM unnest(",
+            vec![bind::<Array<Timestamptz>, _>(&of.handled_at)],
+            ") AS u(event_id, handled_at) WHERE r.tenant_id = ",
+        )
     }
 
     fn failures_update(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
-        Kept(vec![
-            Part::Sql(
-                "UPDATE public.messaging_event_receipts AS r SET failure_reason = u.reason, failed_at = u.failed_at FROM unnest(",
-            ),
-            Part::Bind(bind::<Array<Text>, _>(&of.failed)),
-            Part::Sql(", "),
-            Part::Bind(bind::<Array<Text>, _>(&of.reasons)),
-            Part::Sql(", "),
-            Part::Bind(bind::<Array<Timestamptz>, _>(&of.failed_at)),
-            Part::Sql(") AS u(event_id, reason, failed_at) WHERE r.tenant_id = "),
+        self.update_unhandled(
+            of,
+            &of.failed,
+            "UPDATE public.messaging_event_receipts AS r SET failure_reason = u.reason, failed_at = u.failed_at FROM unnest(",
+            vec![bind::<Array<Text>, _>(&of.reasons), bind::<Array<Timestamptz>, _>(&of.failed_at)],
+            ") AS u(event_id, reason, failed_at) WHERE r.tenant_id = ",
+        )
+    }
+
+    /// `{head}` event ids `, {values}` `{tail}` this tenant, then the rest both outcome
+    /// statements share: the receipts of those events on the platform that are not handled yet,
+    /// found by the primary key and joined with the arrays by event id.
+    fn update_unhandled(
+        &self,
+        of: &'a Outcomes<'a>,
+        event_ids: &'a Vec<&'a str>,
+        head: &'static str,
+        values: Vec<Box<dyn Bind + 'a>>,
+        tail: &'static str,
+    ) -> Kept<'_> {
+        let mut parts = vec![Part::Sql(head), Part::Bind(bind::<Array<Text>, _>(event_ids))];
+        for value in values {
+            parts.push(Part::Sql(", "));
+            parts.push(Part::Bind(value));
+        }
+        parts.extend([
+            Part::Sql(tail),
             Part::Bind(self.tenant()),
             Part::Sql(" AND r.platform = "),
             Part::Bind(bind::<Text, _>(of.platform)),
             Part::Sql(" AND r.external_event_id = ANY("),
-            Part::Bind(bind::<Array<Text>, _>(&of.failed)),
+            Part::Bind(bind::<Array<Text>, _>(event_ids)),
             Part::Sql(") AND r.external_event_id = u.event_id AND r.handled_at IS NULL"),
-        ])
+        ]);
+        Kept(parts)
     }
 
     /// The completed events' kept payloads, released.

@@ -57,16 +57,17 @@ pub(super) async fn write_in_one_statement(
     let mut attempts = Attempts { may_have_committed: rows.settles(), requests_lost: None };
     loop {
         let (settle, with_requests) = (attempts.may_have_committed, attempts.requests_lost.is_none());
-        let statement = rows.statement(settle, with_requests);
         // Nothing left to send: fingerprints alone, lost with the connection.
-        let Some(statement) = statement else {
+        if !rows.has_writes(with_requests) {
             return Ok(rows.answers(batch, Vec::new(), attempts.requests_lost));
-        };
-        let sent = match &on_node {
-            Some((node, node_batch)) => {
-                send(node, Statement::OnNode { batch: node_batch, settle, with_requests }, deadline).await
-            }
-            None => send(pool, Statement::Functions(statement), deadline).await,
+        }
+        // On a node, its statements; else the functions' calls, built only for that route.
+        let sent = if let Some((node, node_batch)) = &on_node {
+            send(node, Statement::OnNode { batch: node_batch, settle, with_requests }, deadline).await
+        } else if let Some(statement) = rows.statement(settle, with_requests) {
+            send(pool, Statement::Functions(statement), deadline).await
+        } else {
+            return Ok(rows.answers(batch, Vec::new(), attempts.requests_lost));
         };
         let error = match sent {
             Sent::Answered(answered) => return Ok(rows.answers(batch, answered, attempts.requests_lost)),

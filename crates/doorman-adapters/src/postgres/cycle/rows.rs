@@ -73,6 +73,12 @@ impl<'a> BatchRows<'a> {
         (self.claims.len(), self.outcomes.len())
     }
 
+    /// Whether anything is left to send: not when the batch is fingerprints alone and they
+    /// are not sent again (`with_requests` false: lost with a connection).
+    pub(super) fn has_writes(&self, with_requests: bool) -> bool {
+        !self.claims.is_empty() || !self.outcomes.is_empty() || (with_requests && !self.requests.is_empty())
+    }
+
     /// The calls that have rows, joined by `UNION ALL`: the claims as a settle if `settle`,
     /// the fingerprints only if `with_requests`. `None` when no call is left.
     pub(super) fn statement(&self, settle: bool, with_requests: bool) -> Option<Kept<'_>> {
