@@ -194,6 +194,16 @@ BEGIN
              LIMIT p_limit
                FOR UPDATE SKIP LOCKED);
     END IF;
+    IF EXISTS (SELECT FROM public.messaging_event_attempts AS e
+                WHERE e.tenant_id = p_tenant AND e.started_at < p_expired_before) THEN
+        DELETE FROM public.messaging_event_attempts AS r
+         WHERE (r.tenant_id, r.platform, r.external_event_id, r.started_at) IN (
+            SELECT e.tenant_id, e.platform, e.external_event_id, e.started_at
+              FROM public.messaging_event_attempts AS e
+             WHERE e.tenant_id = p_tenant AND e.started_at < p_expired_before
+             LIMIT p_limit
+               FOR UPDATE SKIP LOCKED);
+    END IF;
     IF EXISTS (SELECT FROM public.messaging_request_replays AS e
                 WHERE e.tenant_id = p_tenant AND e.expires_at < now()) THEN
         DELETE FROM public.messaging_request_replays AS r
@@ -264,6 +274,17 @@ $$;
 CREATE FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) RETURNS TABLE(outcome_tenant uuid, pruned bigint)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN QUERY SELECT o.outcome_tenant, o.pruned FROM public.doorman_record_outcomes(p_tenants, p_platforms, p_event_ids,
+        p_handled_at, p_failure_reasons, p_failed_at, NULL::timestamptz[], NULL::smallint[], NULL::text[], NULL::text[],
+        NULL::boolean[], p_prune_tenants, p_expired_before, p_prune_batch) AS o;
+END
+$$;
+
+CREATE FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_started_at timestamp with time zone[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) RETURNS TABLE(outcome_tenant uuid, pruned bigint)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     SET enable_bitmapscan TO 'off'
     SET enable_hashjoin TO 'off'
@@ -276,7 +297,8 @@ DECLARE
     v_ignored text;
 BEGIN
     PERFORM public.doorman_set_local('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text);
-    PERFORM public.doorman_write_outcomes(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at);
+    PERFORM public.doorman_write_outcomes(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at,
+        p_started_at, p_statuses, p_failures, p_answers, p_replays);
     v_ignored := public.doorman_set_local('app.tenant_ids', coalesce(v_callers, ''));
     IF cardinality(p_prune_tenants) > 0 THEN
         FOR v_tenant IN SELECT DISTINCT t FROM unnest(p_prune_tenants) AS t ORDER BY t LOOP
@@ -494,6 +516,16 @@ $$;
 CREATE FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM public.doorman_write_outcomes(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons,
+        p_failed_at, NULL::timestamptz[], NULL::smallint[], NULL::text[], NULL::text[], NULL::boolean[]);
+END
+$$;
+
+CREATE FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_started_at timestamp with time zone[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     SET enable_bitmapscan TO 'off'
     SET enable_hashjoin TO 'off'
@@ -503,12 +535,28 @@ BEGIN
     WITH recorded AS (
         UPDATE public.messaging_event_receipts AS r
            SET handled_at = coalesce(r.handled_at, u.handled_at),
+               dispatched_at = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NOT NULL AND NOT coalesce(u.replay, false)
+                                    THEN u.started_at ELSE r.dispatched_at END,
+               answer_status = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NOT NULL AND NOT coalesce(u.replay, false)
+                                    THEN u.status ELSE r.answer_status END,
                failure_reason = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.reason ELSE r.failure_reason END,
                failed_at = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.failed_at ELSE r.failed_at END
-          FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at)
-               AS u(tenant, platform, event_id, handled_at, reason, failed_at)
+          FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at,
+                      p_started_at, p_statuses, p_failures, p_answers, p_replays)
+               AS u(tenant, platform, event_id, handled_at, reason, failed_at, started_at, status, failure, answer, replay)
          WHERE r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
-        RETURNING r.tenant_id, r.platform, r.external_event_id, u.handled_at IS NOT NULL AS completed
+        RETURNING r.tenant_id, r.platform, r.external_event_id, u.handled_at IS NOT NULL AS completed,
+                  u.handled_at, u.reason, u.failed_at, u.started_at, u.status, u.failure, u.answer,
+                  coalesce(u.replay, false) AS replay
+    ), attempted AS (
+        INSERT INTO public.messaging_event_attempts AS a
+            (tenant_id, platform, external_event_id, started_at, ended_at, replay, status, failure, reason, answer)
+        SELECT d.tenant_id, d.platform, d.external_event_id,
+               coalesce(d.started_at, d.failed_at, d.handled_at), coalesce(d.failed_at, d.handled_at),
+               d.replay, d.status, d.failure, d.reason, d.answer
+          FROM recorded AS d
+         WHERE NOT d.completed OR d.replay
+        ON CONFLICT ON CONSTRAINT messaging_event_attempts_pkey DO NOTHING
     ), released AS (
         DELETE FROM public.messaging_event_payloads AS p
          USING recorded AS d
@@ -639,6 +687,20 @@ CREATE TABLE public.deleted_tenants (
     deleted_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
+CREATE TABLE public.messaging_event_attempts (
+    tenant_id uuid NOT NULL,
+    platform text NOT NULL,
+    external_event_id text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    ended_at timestamp with time zone NOT NULL,
+    replay boolean DEFAULT false NOT NULL,
+    status smallint,
+    failure text,
+    reason text,
+    answer text,
+    CONSTRAINT messaging_event_attempts_answer_size CHECK ((octet_length(answer) <= 4096))
+);
+
 CREATE TABLE public.messaging_event_payloads (
     tenant_id uuid NOT NULL,
     platform text NOT NULL,
@@ -661,6 +723,8 @@ CREATE TABLE public.messaging_event_receipts (
     replays integer DEFAULT 0 NOT NULL,
     claim_id uuid,
     swept_at timestamp with time zone,
+    dispatched_at timestamp with time zone,
+    answer_status smallint,
     CONSTRAINT failure_is_whole CHECK (((failure_reason IS NULL) = (failed_at IS NULL))),
     CONSTRAINT messaging_event_receipts_delivery_attempt_check CHECK ((delivery_attempt >= 0)),
     CONSTRAINT messaging_event_receipts_external_event_id_check CHECK (((length(external_event_id) >= 1) AND (length(external_event_id) <= 255))),
@@ -781,6 +845,9 @@ ALTER TABLE ONLY public.console_sign_in_links
 ALTER TABLE ONLY public.deleted_tenants
     ADD CONSTRAINT deleted_tenants_pkey PRIMARY KEY (tenant_id);
 
+ALTER TABLE ONLY public.messaging_event_attempts
+    ADD CONSTRAINT messaging_event_attempts_pkey PRIMARY KEY (tenant_id, platform, external_event_id, started_at);
+
 ALTER TABLE ONLY public.messaging_event_payloads
     ADD CONSTRAINT messaging_event_payloads_pkey PRIMARY KEY (tenant_id, platform, external_event_id);
 
@@ -821,6 +888,8 @@ CREATE INDEX admin_replay_jobs_unfinished ON public.admin_replay_jobs USING btre
 CREATE INDEX console_sessions_key ON public.console_sessions USING btree (key_id);
 
 CREATE INDEX console_sign_in_links_key ON public.console_sign_in_links USING btree (key_id);
+
+CREATE INDEX messaging_event_attempts_expiry ON public.messaging_event_attempts USING btree (tenant_id, started_at);
 
 CREATE INDEX messaging_event_payloads_expiry ON public.messaging_event_payloads USING btree (tenant_id, claimed_at) WHERE (claimed_at IS NOT NULL);
 
@@ -921,6 +990,8 @@ ALTER TABLE public.agent_bridges ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.deleted_tenants ENABLE ROW LEVEL SECURITY;
 
+ALTER TABLE public.messaging_event_attempts ENABLE ROW LEVEL SECURITY;
+
 ALTER TABLE public.messaging_event_payloads ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.messaging_event_receipts ENABLE ROW LEVEL SECURITY;
@@ -954,6 +1025,10 @@ COMMENT ON POLICY tenant_isolation ON public.agent_bridges IS 'defined by postgr
 CREATE POLICY tenant_isolation ON public.deleted_tenants USING ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid)) WITH CHECK ((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid));
 
 COMMENT ON POLICY tenant_isolation ON public.deleted_tenants IS 'defined by postgres/sql/policies/deleted_tenants.sql (sha256 7ca51e0161533fc7ffc00dac)';
+
+CREATE POLICY tenant_isolation ON public.messaging_event_attempts USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
+
+COMMENT ON POLICY tenant_isolation ON public.messaging_event_attempts IS 'defined by postgres/sql/policies/messaging_event_attempts.sql (sha256 c94e444da64d67799a83080d)';
 
 CREATE POLICY tenant_isolation ON public.messaging_event_payloads USING (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest))))) WITH CHECK (((tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))::uuid) OR (tenant_id = ANY (ARRAY( SELECT unnest((NULLIF(current_setting('app.tenant_ids'::text, true), ''::text))::uuid[]) AS unnest)))));
 
@@ -1020,6 +1095,9 @@ REVOKE ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platfo
 GRANT ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) TO doorman_app;
 GRANT ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) TO doorman_admin;
 
+REVOKE ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_started_at timestamp with time zone[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_started_at timestamp with time zone[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) TO doorman_app;
+
 REVOKE ALL ON FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) TO doorman_app;
 GRANT ALL ON FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) TO doorman_admin;
@@ -1063,6 +1141,10 @@ REVOKE ALL ON FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platfor
 GRANT ALL ON FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[]) TO doorman_app;
 GRANT ALL ON FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[]) TO doorman_admin;
 
+REVOKE ALL ON FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_started_at timestamp with time zone[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_started_at timestamp with time zone[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[]) TO doorman_app;
+GRANT ALL ON FUNCTION public.doorman_write_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_started_at timestamp with time zone[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[]) TO doorman_admin;
+
 GRANT SELECT,INSERT ON TABLE public.admin_audit TO doorman_admin;
 
 GRANT SELECT,INSERT,DELETE ON TABLE public.admin_idempotency TO doorman_admin;
@@ -1089,6 +1171,9 @@ GRANT SELECT,INSERT ON TABLE public.console_sign_in_links TO doorman_admin;
 GRANT UPDATE(used_at) ON TABLE public.console_sign_in_links TO doorman_admin;
 
 GRANT SELECT,INSERT ON TABLE public.deleted_tenants TO doorman_admin;
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.messaging_event_attempts TO doorman_app;
+GRANT SELECT,INSERT,DELETE ON TABLE public.messaging_event_attempts TO doorman_admin;
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.messaging_event_payloads TO doorman_app;
 GRANT SELECT,DELETE,UPDATE ON TABLE public.messaging_event_payloads TO doorman_admin;

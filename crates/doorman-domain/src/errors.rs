@@ -112,11 +112,12 @@ pub enum OperatorError {
 pub enum DispatchError {
     /// The request provably never reached the agent (connection refused, DNS or TLS failure
     /// before sending), even after the bridge's own short retries.
-    #[error("agent unreachable: {0}")]
-    Unreachable(String),
-    /// The agent answered with a non-success status.
-    #[error("agent answered HTTP {0}")]
-    Rejected(u16),
+    #[error("agent unreachable: {reason}")]
+    Unreachable { kind: crate::model::FailureKind, reason: String },
+    /// The agent answered with a non-success status; `answer` is the first KiB of its body, as
+    /// text (kept with the attempt, never in the one-line reason).
+    #[error("agent answered HTTP {status}")]
+    Rejected { status: u16, answer: Option<String> },
     /// No answer within the dispatch timeout; the agent may or may not have the event.
     #[error("agent did not answer within {0} s")]
     TimedOut(u64),
@@ -153,6 +154,9 @@ mod tests {
     #[test]
     fn errors_read_as_sentences_for_operators() {
         assert_eq!(ValidationError::new("event id", "is empty").to_string(), "event id is empty");
-        assert_eq!(DispatchError::Rejected(502).to_string(), "agent answered HTTP 502");
+        assert_eq!(
+            DispatchError::Rejected { status: 502, answer: Some("down".into()) }.to_string(),
+            "agent answered HTTP 502"
+        );
     }
 }

@@ -14,7 +14,8 @@ use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{PgReceiptStore, PgTenantDirectory, PoolSettings, listener, pool};
 use doorman_domain::ports::{ReceiptStore, TenantDirectory};
 use doorman_domain::{
-    Claim, ClaimId, ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, WorkspaceId, WorkspaceRef,
+    Claim, ClaimId, Delivered, ExternalEventId, Label, NewReceipt, Platform, ReceiptKey, WorkspaceId,
+    WorkspaceRef,
 };
 use doorman_testkit::database::test_keys;
 use hdrhistogram::Histogram;
@@ -98,7 +99,9 @@ pub async fn run(args: &Args, run: &Run, concurrency: usize) -> anyhow::Result<F
                     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX).max(1);
                     let _ = ack_sql.lock().unwrap().record(micros);
                     if claim == Claim::Claimed {
-                        receipts.complete(&key, now, now - chrono::Duration::days(7), 500).await?;
+                        let delivered =
+                            Delivered { started_at: now, ended_at: now, status: 200, replay: false };
+                        receipts.complete(&key, &delivered, now - chrono::Duration::days(7), 500).await?;
                     }
                 }
             })

@@ -250,5 +250,12 @@ async fn receive(request: HttpRequest, body: web::Bytes, shared: web::Data<Share
         shared.recorded.lock().unwrap().accepted.push(received);
     }
     *shared.in_flight.lock().unwrap() -= 1;
-    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap_or_default()).finish()
+    let mut answer = HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap_or_default());
+    if status >= 400 {
+        // An error answer says why, as agents' do: what Doorman keeps of it is the attempt's.
+        return answer
+            .content_type("application/json")
+            .body(format!("{{\"error\":\"the agent answered {status}\"}}"));
+    }
+    answer.finish()
 }

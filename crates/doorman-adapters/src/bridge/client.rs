@@ -35,6 +35,8 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 use url::Url;
 
+use doorman_domain::{FailureKind, MAX_ANSWER_EXCERPT, answer_excerpt};
+
 use super::destination::{DestinationPolicy, NotAllowed, is_public};
 
 /// How long an idle connection is kept. Under most servers' own idle timeouts (nginx: 75 s,
@@ -48,8 +50,8 @@ const MAX_HEAD: usize = 16 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendError {
     /// No connection could be made (DNS, refused, TLS handshake, connect timeout): nothing was
-    /// sent, so sending again cannot deliver twice.
-    Connect(String),
+    /// sent, so sending again cannot deliver twice. The kind says which, for the attempt's record.
+    Connect(FailureKind, String),
     /// The host resolves only to addresses the destination policy refuses: nothing was sent.
     NotAllowed(NotAllowed),
     /// The request was written, or partly written, and no whole answer head came back: the
@@ -73,9 +75,16 @@ impl Origin {
         let tls = match url.scheme() {
             "https" => true,
             "http" => false,
-            _ => return Err(SendError::Connect("the agent URL is neither http nor https".into())),
+            _ => {
+                return Err(SendError::Connect(
+                    FailureKind::NotAllowed,
+                    "the agent URL is neither http nor https".into(),
+                ));
+            }
         };
-        let host = url.host_str().ok_or_else(|| SendError::Connect("the agent URL has no host".into()))?;
+        let host = url
+            .host_str()
+            .ok_or_else(|| SendError::Connect(FailureKind::Dns, "the agent URL has no host".into()))?;
         let port = url.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
         Ok(Self { tls, host: host.to_owned(), port })
     }
@@ -174,9 +183,14 @@ impl std::fmt::Debug for Post<'_> {
     }
 }
 
-/// What came back: the status, after the body was read (up to `max_answer` bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Status(pub u16);
+/// What came back: the status, after the body was read (up to `max_answer` bytes), and for a
+/// status that is not 2xx the first KiB of the body (a 2xx's body is read and dropped: a
+/// success keeps nothing of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub code: u16,
+    pub excerpt: Option<String>,
+}
 
 impl DispatchClient {
     /// `extra_roots`: certificates (DER) trusted besides the platform's, for agents behind a
@@ -222,13 +236,13 @@ impl DispatchClient {
         };
         let request = self.request_bytes(&origin, post)?;
         connection.stream.write_all(&request).await.map_err(|e| interrupted("writing the request", &e))?;
-        let (status, reusable) = read_answer(&mut connection, max_answer)
+        let (status, body, reusable) = read_answer(&mut connection, max_answer)
             .await
             .map_err(|e| interrupted("reading the answer", &e))?;
         if reusable {
             self.put_idle(origin, connection);
         }
-        Ok(Status(status))
+        Ok(Status { code: status, excerpt: body.as_deref().and_then(answer_excerpt) })
     }
 
     fn take_idle(&self, origin: &Origin) -> Option<Connection> {
@@ -259,17 +273,19 @@ impl DispatchClient {
             for address in addresses {
                 match TcpStream::connect(address).await {
                     Ok(tcp) => {
-                        tcp.set_nodelay(true).map_err(|e| SendError::Connect(e.to_string()))?;
+                        tcp.set_nodelay(true)
+                            .map_err(|e| SendError::Connect(FailureKind::Refused, e.to_string()))?;
                         let stream = if origin.tls {
                             let name = rustls::pki_types::ServerName::try_from(origin.bare_host().to_owned())
                                 .map_err(|_| {
-                                    SendError::Connect("the agent's host is not a valid TLS name".into())
+                                    SendError::Connect(
+                                        FailureKind::Tls,
+                                        "the agent's host is not a valid TLS name".into(),
+                                    )
                                 })?;
-                            let tls = self
-                                .tls
-                                .connect(name, tcp)
-                                .await
-                                .map_err(|e| SendError::Connect(format!("TLS handshake: {e}")))?;
+                            let tls = self.tls.connect(name, tcp).await.map_err(|e| {
+                                SendError::Connect(FailureKind::Tls, format!("TLS handshake: {e}"))
+                            })?;
                             Stream::Tls(Box::new(tls))
                         } else {
                             Stream::Plain(tcp)
@@ -283,10 +299,13 @@ impl DispatchClient {
                     Err(error) => last = error.to_string(),
                 }
             }
-            Err(SendError::Connect(last))
+            Err(SendError::Connect(FailureKind::Refused, last))
         };
         tokio::time::timeout(self.connect_timeout, connecting).await.unwrap_or_else(|_| {
-            Err(SendError::Connect(format!("no connection within {:?}", self.connect_timeout)))
+            Err(SendError::Connect(
+                FailureKind::Refused,
+                format!("no connection within {:?}", self.connect_timeout),
+            ))
         })
     }
 
@@ -295,7 +314,7 @@ impl DispatchClient {
     async fn resolve(&self, origin: &Origin) -> Result<Vec<SocketAddr>, SendError> {
         let found: Vec<SocketAddr> = tokio::net::lookup_host((origin.bare_host(), origin.port))
             .await
-            .map_err(|e| SendError::Connect(format!("resolving the agent's host: {e}")))?
+            .map_err(|e| SendError::Connect(FailureKind::Dns, format!("resolving the agent's host: {e}")))?
             .collect();
         if self.policy.allow_private {
             return Ok(found);
@@ -360,9 +379,13 @@ enum Framing {
     UntilClose,
 }
 
-/// Reads one answer (skipping informational ones): its status and whether the connection can
-/// carry another request.
-async fn read_answer(connection: &mut Connection, max_answer: usize) -> std::io::Result<(u16, bool)> {
+/// Reads one answer (skipping informational ones): its status, for a status that is not 2xx
+/// the first [`MAX_ANSWER_EXCERPT`] bytes of its body, and whether the connection can carry
+/// another request.
+async fn read_answer(
+    connection: &mut Connection,
+    max_answer: usize,
+) -> std::io::Result<(u16, Option<Vec<u8>>, bool)> {
     loop {
         let (head_len, status, framing, keep_alive) = loop {
             if let Some(head) = parse_head(&connection.buffer)? {
@@ -379,17 +402,26 @@ async fn read_answer(connection: &mut Connection, max_answer: usize) -> std::io:
         if (100..200).contains(&status) && status != 101 {
             continue; // 100 Continue, 103 Early Hints: the answer follows.
         }
+        let mut kept = (!(200..300).contains(&status)).then(Vec::new);
         let complete = match framing {
             Framing::None => true,
-            Framing::Length(length) => skip_exactly(connection, length, max_answer).await?,
-            Framing::Chunked => skip_chunked(connection, max_answer).await?,
+            Framing::Length(length) => skip_exactly(connection, length, max_answer, kept.as_mut()).await?,
+            Framing::Chunked => skip_chunked(connection, max_answer, kept.as_mut()).await?,
             Framing::UntilClose => {
-                skip_until_close(connection, max_answer).await?;
+                skip_until_close(connection, max_answer, kept.as_mut()).await?;
                 false
             }
         };
         let reusable = complete && keep_alive && status != 101 && connection.buffer.is_empty();
-        return Ok((status, reusable));
+        return Ok((status, kept, reusable));
+    }
+}
+
+/// Keeps the start of `bytes` in `kept`, up to [`MAX_ANSWER_EXCERPT`] in all.
+fn keep_start(kept: Option<&mut Vec<u8>>, bytes: &[u8]) {
+    if let Some(kept) = kept {
+        let room = MAX_ANSWER_EXCERPT.saturating_sub(kept.len());
+        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 }
 
@@ -443,9 +475,17 @@ fn parse_head(buffer: &[u8]) -> std::io::Result<Option<(usize, u16, Framing, boo
     Ok(Some((head_len, status, framing, keep_alive)))
 }
 
-/// Reads and drops `length` bytes; false (and stops) when they exceed `max`.
-async fn skip_exactly(connection: &mut Connection, length: usize, max: usize) -> std::io::Result<bool> {
+/// Reads and drops `length` bytes (keeping their start in `kept`); false (and stops) when they
+/// exceed `max`.
+async fn skip_exactly(
+    connection: &mut Connection,
+    length: usize,
+    max: usize,
+    kept: Option<&mut Vec<u8>>,
+) -> std::io::Result<bool> {
     if length > max {
+        let buffered = connection.buffer.len().min(length);
+        keep_start(kept, &connection.buffer[..buffered]);
         return Ok(false);
     }
     while connection.buffer.len() < length {
@@ -453,12 +493,17 @@ async fn skip_exactly(connection: &mut Connection, length: usize, max: usize) ->
             return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
         }
     }
+    keep_start(kept, &connection.buffer[..length]);
     connection.buffer.drain(..length);
     Ok(true)
 }
 
 /// Reads and drops a chunked body and its trailers; false (and stops) past `max` bytes.
-async fn skip_chunked(connection: &mut Connection, max: usize) -> std::io::Result<bool> {
+async fn skip_chunked(
+    connection: &mut Connection,
+    max: usize,
+    mut kept: Option<&mut Vec<u8>>,
+) -> std::io::Result<bool> {
     let mut read = 0usize;
     loop {
         let line = take_line(connection).await?;
@@ -473,7 +518,7 @@ async fn skip_chunked(connection: &mut Connection, max: usize) -> std::io::Resul
         if read > max {
             return Ok(false);
         }
-        if !skip_exactly(connection, size, max).await? {
+        if !skip_exactly(connection, size, max, kept.as_deref_mut()).await? {
             return Ok(false);
         }
         if !take_line(connection).await?.is_empty() {
@@ -499,9 +544,14 @@ async fn take_line(connection: &mut Connection) -> std::io::Result<String> {
     }
 }
 
-/// Reads and drops until the agent closes, or `max` bytes.
-async fn skip_until_close(connection: &mut Connection, max: usize) -> std::io::Result<()> {
+/// Reads and drops until the agent closes, or `max` bytes (keeping their start in `kept`).
+async fn skip_until_close(
+    connection: &mut Connection,
+    max: usize,
+    mut kept: Option<&mut Vec<u8>>,
+) -> std::io::Result<()> {
     let mut read = connection.buffer.len();
+    keep_start(kept.as_deref_mut(), &connection.buffer);
     connection.buffer.clear();
     while read <= max {
         let n = connection.stream.read_buf(&mut connection.buffer).await?;
@@ -509,6 +559,7 @@ async fn skip_until_close(connection: &mut Connection, max: usize) -> std::io::R
             break;
         }
         read += n;
+        keep_start(kept.as_deref_mut(), &connection.buffer);
         connection.buffer.clear();
     }
     Ok(())

@@ -47,8 +47,8 @@ impl Default for BridgeSettings {
     }
 }
 
-/// The most of an agent's answer body that is read (and discarded) so the connection can be
-/// reused; Doorman needs only the status.
+/// The most of an agent's answer body that is read so the connection can be reused; Doorman
+/// keeps only the status, and for a failure the first KiB (the attempt's record).
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 #[derive(Debug)]
@@ -88,7 +88,7 @@ impl HttpAgentBridge {
         self.circuit.open_count(Instant::now())
     }
 
-    async fn send(&self, job: &Job, installation: Option<&Installation>) -> Result<(), DispatchError> {
+    async fn send(&self, job: &Job, installation: Option<&Installation>) -> Result<u16, DispatchError> {
         // Both were checked when the directory read them: nothing to re-parse here.
         let key = WebhookKey::new(&job.agent().secret);
         self.settings.destinations.check_url(&job.agent().url).map_err(not_allowed)?;
@@ -115,15 +115,17 @@ impl HttpAgentBridge {
             let post = Post { url, headers: &headers, body: &body };
             let sent = tokio::time::timeout(remaining, self.client.post(&post, MAX_ANSWER_BYTES)).await;
             match sent {
-                Ok(Ok(status)) if (200..300).contains(&status.0) => return Ok(()),
-                Ok(Ok(status)) => return Err(DispatchError::Rejected(status.0)),
+                Ok(Ok(status)) if (200..300).contains(&status.code) => return Ok(status.code),
+                Ok(Ok(status)) => {
+                    return Err(DispatchError::Rejected { status: status.code, answer: status.excerpt });
+                }
                 // The resolver found only addresses that are not public: nothing was sent.
                 Ok(Err(SendError::NotAllowed(reason))) => return Err(not_allowed(reason)),
                 Ok(Err(SendError::InvalidHeader(name))) => {
                     return Err(DispatchError::Internal(format!("the {name} header would not be one line")));
                 }
                 // Connecting failed: nothing was sent, so trying again cannot deliver twice.
-                Ok(Err(SendError::Connect(reason))) => {
+                Ok(Err(SendError::Connect(kind, reason))) => {
                     let retry_in = Duration::from_millis(100 * 2u64.pow(attempt - 1));
                     let within_budget = started.elapsed() + retry_in < self.settings.connect_retry_budget;
                     if attempt < self.settings.connect_attempts && within_budget {
@@ -132,7 +134,7 @@ impl HttpAgentBridge {
                         attempt += 1;
                         continue;
                     }
-                    return Err(DispatchError::Unreachable(reason));
+                    return Err(DispatchError::Unreachable { kind, reason });
                 }
                 // The request may have reached the agent: never send it again.
                 Ok(Err(SendError::Interrupted(reason))) => return Err(DispatchError::Interrupted(reason)),
@@ -152,10 +154,10 @@ impl AgentBridge for HttpAgentBridge {
         Ok(Permit::new((place, probe)))
     }
 
-    async fn dispatch(&self, job: &Job, installation: Option<Installation>) -> Result<(), DispatchError> {
+    async fn dispatch(&self, job: &Job, installation: Option<Installation>) -> Result<u16, DispatchError> {
         let outcome = self.send(job, installation.as_ref()).await;
         match &outcome {
-            Ok(()) => self.circuit.record_success(job.tenant()),
+            Ok(_) => self.circuit.record_success(job.tenant()),
             Err(error) => {
                 if self.circuit.record_failure(job.tenant(), Instant::now()) {
                     tracing::warn!(

@@ -1,6 +1,6 @@
 //! Doorman on a Citus coordinator (ADR 22): after the migrations and the SQL definitions in
 //! their Citus form ([`super::definitions`], ADR 23), `doorman migrate` distributes the receipts,
-//! kept payloads and request fingerprints by tenant ([`DISTRIBUTE`]) when the database has the
+//! kept payloads, request fingerprints and attempts by tenant ([`DISTRIBUTE`]) when the database has the
 //! `citus` extension. On one PostgreSQL nothing here runs.
 
 use diesel::connection::SimpleConnection;
@@ -12,8 +12,12 @@ use super::sync_pg::{MigrationError, SyncPg};
 pub const DISTRIBUTE: &str = include_str!("citus.sql");
 
 /// The tables distributed by `tenant_id`, co-located with the first.
-pub const DISTRIBUTED: [&str; 3] =
-    ["messaging_event_receipts", "messaging_event_payloads", "messaging_request_replays"];
+pub const DISTRIBUTED: [&str; 4] = [
+    "messaging_event_receipts",
+    "messaging_event_payloads",
+    "messaging_request_replays",
+    "messaging_event_attempts",
+];
 
 /// Whether the database has the `citus` extension (a Citus coordinator, or a node of one).
 pub fn is_citus(conn: &mut SyncPg) -> Result<bool, MigrationError> {
@@ -37,6 +41,6 @@ pub fn is_citus(conn: &mut SyncPg) -> Result<bool, MigrationError> {
 pub fn distribute(conn: &mut SyncPg) -> Result<(), MigrationError> {
     conn.batch_execute(DISTRIBUTE)
         .map_err(|error| MigrationError::Failed(format!("distributing the receipts on Citus: {error}")))?;
-    tracing::info!(tables = ?DISTRIBUTED, "Citus: receipts, payloads and request fingerprints distributed by tenant, batches routed per event");
+    tracing::info!(tables = ?DISTRIBUTED, "Citus: receipts, payloads, request fingerprints and attempts distributed by tenant, batches routed per event");
     Ok(())
 }

@@ -2,8 +2,9 @@
 -- SQL definitions (ADR 23), when the database has the citus extension; every statement is safe
 -- to run again.
 --
--- The receipts, the payloads kept for replay and the request fingerprints are distributed by
--- tenant_id and co-located: one tenant's rows of all three sit in shards on the same worker,
+-- The receipts, the payloads kept for replay, the request fingerprints and the attempts on
+-- record are distributed by tenant_id and co-located: one tenant's rows of all four sit in
+-- shards on the same worker,
 -- so a batch's claims, payloads and outcomes for that tenant are one worker's work. Existing
 -- rows are copied into the shards (the table is locked while they are).
 --
@@ -11,14 +12,14 @@
 -- audit, idempotency) and the sweep's watermark stay ordinary tables on the coordinator: small,
 -- written rarely, read through each process's cached directory, and their triggers' NOTIFY
 -- reaches every process LISTENing on the coordinator as before.
--- The policies of the three tables are in the form Citus accepts in a distributed table's
+-- The policies of the four tables are in the form Citus accepts in a distributed table's
 -- (postgres/sql/policies/*.citus.sql), applied by `doorman migrate` before this script.
 
 DO $citus$
 DECLARE
     v_table text;
 BEGIN
-    FOREACH v_table IN ARRAY ARRAY['messaging_event_receipts', 'messaging_event_payloads', 'messaging_request_replays'] LOOP
+    FOREACH v_table IN ARRAY ARRAY['messaging_event_receipts', 'messaging_event_payloads', 'messaging_request_replays', 'messaging_event_attempts'] LOOP
         IF NOT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = v_table::regclass) THEN
             IF v_table = 'messaging_event_receipts' THEN
                 PERFORM create_distributed_table(v_table, 'tenant_id');

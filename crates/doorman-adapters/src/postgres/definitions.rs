@@ -127,6 +127,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!(Policy, "policies", "admin_replay_jobs"),
     definition!(Policy, "policies", "agent_bridges"),
     definition!(Policy, "policies", "deleted_tenants"),
+    definition!(Policy, "policies", "messaging_event_attempts", citus),
     definition!(Policy, "policies", "messaging_event_payloads", citus),
     definition!(Policy, "policies", "messaging_event_receipts", citus),
     definition!(Policy, "policies", "messaging_install_links"),

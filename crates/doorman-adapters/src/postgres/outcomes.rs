@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use doorman_domain::{ReceiptKey, TenantId};
+use diesel::sql_types::{Array, BigInt, Bool, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid};
+use doorman_domain::{AttemptRecord, ReceiptKey, TenantId};
 use uuid::Uuid;
 
 use super::statement::{Kept, bind};
@@ -23,8 +23,43 @@ pub(super) struct PendingOutcome {
 
 #[derive(Debug, Clone)]
 pub(super) enum PendingKind {
-    Handled { at: DateTime<Utc>, expired_before: DateTime<Utc>, prune_batch: u32 },
-    Failed { reason: String, at: DateTime<Utc> },
+    /// The agent took it: handled at `at`, the dispatch started at `started_at` and answered
+    /// `status`; a replay's is an attempt row, a first dispatch's rides on the receipt.
+    Handled {
+        at: DateTime<Utc>,
+        started_at: DateTime<Utc>,
+        status: u16,
+        replay: bool,
+        expired_before: DateTime<Utc>,
+        prune_batch: u32,
+    },
+    /// A dispatch failed: the attempt (its reason already cut to what a receipt keeps), whose
+    /// reason and end are the receipt's failure.
+    Failed(AttemptRecord),
+}
+
+impl PendingKind {
+    /// The attempt's columns, as the outcome write takes them: start, status, failure word,
+    /// answer excerpt and whether it was a replay.
+    fn attempt(&self) -> (DateTime<Utc>, Option<i16>, Option<&str>, Option<&str>, bool) {
+        match self {
+            Self::Handled { started_at, status, replay, .. } => {
+                (*started_at, Some(status_column(*status)), None, None, *replay)
+            }
+            Self::Failed(attempt) => (
+                attempt.started_at,
+                attempt.status.map(status_column),
+                attempt.failure.map(|kind| kind.as_str()),
+                attempt.answer.as_deref(),
+                attempt.replay,
+            ),
+        }
+    }
+}
+
+/// An HTTP status as the `smallint` column holds it (every status is three digits).
+pub(super) fn status_column(status: u16) -> i16 {
+    i16::try_from(status).unwrap_or(i16::MAX)
 }
 
 /// How often the server's completions prune a tenant's expired receipts.
@@ -76,6 +111,11 @@ pub(super) struct OutcomeRows<'a> {
     handled_at: Vec<Option<DateTime<Utc>>>,
     reasons: Vec<Option<&'a str>>,
     failed_at: Vec<Option<DateTime<Utc>>>,
+    started_at: Vec<DateTime<Utc>>,
+    statuses: Vec<Option<i16>>,
+    failures: Vec<Option<&'a str>>,
+    answers: Vec<Option<&'a str>>,
+    replays: Vec<bool>,
     prune_tenants: Vec<Uuid>,
     expired_before: Option<DateTime<Utc>>,
     prune_batch: Option<i64>,
@@ -91,6 +131,11 @@ impl<'a> OutcomeRows<'a> {
             handled_at: Vec::with_capacity(batch.len()),
             reasons: Vec::with_capacity(batch.len()),
             failed_at: Vec::with_capacity(batch.len()),
+            started_at: Vec::with_capacity(batch.len()),
+            statuses: Vec::with_capacity(batch.len()),
+            failures: Vec::with_capacity(batch.len()),
+            answers: Vec::with_capacity(batch.len()),
+            replays: Vec::with_capacity(batch.len()),
             prune_tenants: Vec::new(),
             expired_before: None,
             prune_batch: None,
@@ -98,8 +143,14 @@ impl<'a> OutcomeRows<'a> {
         // Every completion of a process uses the same retention: the earliest cutoff and the
         // smallest batch of the group are the ones every request agrees to.
         for outcome in batch {
+            let (started_at, status, failure, answer, replay) = outcome.kind.attempt();
+            rows.started_at.push(started_at);
+            rows.statuses.push(status);
+            rows.failures.push(failure);
+            rows.answers.push(answer);
+            rows.replays.push(replay);
             match &outcome.kind {
-                PendingKind::Handled { at, expired_before: cutoff, prune_batch: limit } => {
+                PendingKind::Handled { at, expired_before: cutoff, prune_batch: limit, .. } => {
                     rows.handled_at.push(Some(*at));
                     rows.reasons.push(None);
                     rows.failed_at.push(None);
@@ -114,10 +165,10 @@ impl<'a> OutcomeRows<'a> {
                         rows.prune_tenants.push(*tenant.as_uuid());
                     }
                 }
-                PendingKind::Failed { reason, at } => {
+                PendingKind::Failed(attempt) => {
                     rows.handled_at.push(None);
-                    rows.reasons.push(Some(reason.as_str()));
-                    rows.failed_at.push(Some(*at));
+                    rows.reasons.push(attempt.reason.as_deref());
+                    rows.failed_at.push(Some(attempt.ended_at));
                 }
             }
         }
@@ -136,6 +187,11 @@ impl<'a> OutcomeRows<'a> {
                 bind::<Array<Nullable<Timestamptz>>, _>(&self.handled_at),
                 bind::<Array<Nullable<Text>>, _>(&self.reasons),
                 bind::<Array<Nullable<Timestamptz>>, _>(&self.failed_at),
+                bind::<Array<Timestamptz>, _>(&self.started_at),
+                bind::<Array<Nullable<SmallInt>>, _>(&self.statuses),
+                bind::<Array<Nullable<Text>>, _>(&self.failures),
+                bind::<Array<Nullable<Text>>, _>(&self.answers),
+                bind::<Array<Bool>, _>(&self.replays),
                 bind::<Array<SqlUuid>, _>(&self.prune_tenants),
                 // Both are null when the batch holds only failures: nothing is pruned then.
                 bind::<Nullable<Timestamptz>, _>(&self.expired_before),
@@ -164,6 +220,11 @@ impl OutcomeRows<'_> {
                 bind::<Array<Nullable<Timestamptz>>, _>(&self.handled_at),
                 bind::<Array<Nullable<Text>>, _>(&self.reasons),
                 bind::<Array<Nullable<Timestamptz>>, _>(&self.failed_at),
+                bind::<Array<Timestamptz>, _>(&self.started_at),
+                bind::<Array<Nullable<SmallInt>>, _>(&self.statuses),
+                bind::<Array<Nullable<Text>>, _>(&self.failures),
+                bind::<Array<Nullable<Text>>, _>(&self.answers),
+                bind::<Array<Bool>, _>(&self.replays),
             ],
         )
     }
@@ -178,7 +239,7 @@ pub(super) fn pruned_per_outcome(batch: &[&PendingOutcome], pruned: HashMap<Uuid
         .iter()
         .map(|o| match o.kind {
             PendingKind::Handled { .. } => pruned.remove(&o.key.tenant).unwrap_or(0),
-            PendingKind::Failed { .. } => 0,
+            PendingKind::Failed(_) => 0,
         })
         .collect()
 }

@@ -160,7 +160,12 @@ impl Placements {
                     tracing::debug!(error = %error, "could not ask whether the database is Citus");
                     return None;
                 }
-                Err(_) => return None,
+                Err(_) => {
+                    tracing::debug!(
+                        "asking whether the database is Citus took too long; this write goes to the shared writer"
+                    );
+                    return None;
+                }
             },
             known => known,
         };

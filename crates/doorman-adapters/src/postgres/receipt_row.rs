@@ -5,7 +5,8 @@ use diesel::expression::BoxableExpression;
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Nullable, Timestamptz};
 use doorman_domain::{
-    ExternalEventId, Failure, Platform, Receipt, ReceiptKey, StorageError, TenantId, ValidationError,
+    ExternalEventId, Failure, FirstDelivery, Platform, Receipt, ReceiptKey, StorageError, TenantId,
+    ValidationError,
 };
 use uuid::Uuid;
 
@@ -89,6 +90,8 @@ pub(crate) struct ReceiptRow {
     failure_reason: Option<String>,
     failed_at: Option<DateTime<Utc>>,
     replays: i32,
+    dispatched_at: Option<DateTime<Utc>>,
+    answer_status: Option<i16>,
 }
 
 impl ReceiptRow {
@@ -113,6 +116,11 @@ impl ReceiptRow {
                 _ => None,
             },
             replays: u32::try_from(self.replays).unwrap_or(0),
+            first_delivery: match (self.dispatched_at, self.answer_status.and_then(|s| u16::try_from(s).ok()))
+            {
+                (Some(started_at), Some(status)) => Some(FirstDelivery { started_at, status }),
+                _ => None,
+            },
         })
     }
 }

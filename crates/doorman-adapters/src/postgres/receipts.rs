@@ -20,7 +20,7 @@ use diesel::sql_types::{BigInt, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::ReceiptStore;
 use doorman_domain::{
-    Claim, Completion, Failure, Fingerprint, NewReceipt, ReceiptKey, StorageError, TenantId,
+    AttemptRecord, Claim, Completion, Delivered, Fingerprint, NewReceipt, ReceiptKey, StorageError, TenantId,
 };
 use tokio::time::Instant;
 
@@ -292,26 +292,40 @@ impl ReceiptStore for PgReceiptStore {
         self.claim_within(Write::Request(tenant, fingerprint.clone())).await
     }
 
-    /// Sets `handled_at` (once); the tenant's expired receipts are pruned once per batch, at
-    /// most `prune_batch` of them, in the same transaction (decision 8).
+    /// Sets `handled_at` (once) with the dispatch's start and status; the tenant's expired
+    /// receipts are pruned once per batch, at most `prune_batch` of them, in the same
+    /// transaction (decision 8).
     async fn complete(
         &self,
         key: &ReceiptKey,
-        handled_at: DateTime<Utc>,
+        delivered: &Delivered,
         expired_before: DateTime<Utc>,
         prune_batch: u32,
     ) -> Result<Completion, StorageError> {
         let outcome = PendingOutcome {
             key: key.clone(),
-            kind: PendingKind::Handled { at: handled_at, expired_before, prune_batch },
+            kind: PendingKind::Handled {
+                at: delivered.ended_at,
+                started_at: delivered.started_at,
+                status: delivered.status,
+                replay: delivered.replay,
+                expired_before,
+                prune_batch,
+            },
         };
         Ok(Completion { pruned: self.outcome(outcome).await? })
     }
 
-    async fn record_failure(&self, key: &ReceiptKey, failure: &Failure) -> Result<(), StorageError> {
-        let reason: String = failure.reason.chars().take(MAX_FAILURE_REASON).collect();
-        let outcome =
-            PendingOutcome { key: key.clone(), kind: PendingKind::Failed { reason, at: failure.at } };
+    async fn record_failure(&self, key: &ReceiptKey, attempt: &AttemptRecord) -> Result<(), StorageError> {
+        let mut attempt = attempt.clone();
+        // The receipt's failure is whole (a reason with its time): one without a reason says
+        // what kind of failure it was.
+        let reason = attempt
+            .reason
+            .take()
+            .unwrap_or_else(|| attempt.failure.map_or("failed", |kind| kind.as_str()).to_owned());
+        attempt.reason = Some(reason.chars().take(MAX_FAILURE_REASON).collect());
+        let outcome = PendingOutcome { key: key.clone(), kind: PendingKind::Failed(attempt) };
         self.outcome(outcome).await.map(drop)
     }
 }

@@ -109,6 +109,21 @@ diesel::table! {
 }
 
 diesel::table! {
+    messaging_event_attempts (tenant_id, platform, external_event_id, started_at) {
+        tenant_id -> Uuid,
+        platform -> Text,
+        external_event_id -> Text,
+        started_at -> Timestamptz,
+        ended_at -> Timestamptz,
+        replay -> Bool,
+        status -> Nullable<Int2>,
+        failure -> Nullable<Text>,
+        reason -> Nullable<Text>,
+        answer -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
     messaging_event_payloads (tenant_id, platform, external_event_id) {
         tenant_id -> Uuid,
         platform -> Text,
@@ -133,6 +148,8 @@ diesel::table! {
         replays -> Int4,
         claim_id -> Nullable<Uuid>,
         swept_at -> Nullable<Timestamptz>,
+        dispatched_at -> Nullable<Timestamptz>,
+        answer_status -> Nullable<Int2>,
     }
 }
 
@@ -233,6 +250,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     console_sessions,
     console_sign_in_links,
     deleted_tenants,
+    messaging_event_attempts,
     messaging_event_payloads,
     messaging_event_receipts,
     messaging_install_links,

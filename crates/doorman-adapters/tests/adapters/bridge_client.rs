@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use doorman_adapters::bridge::DestinationPolicy;
 use doorman_adapters::bridge::client::{DispatchClient, Post, SendError, Status};
+use doorman_domain::FailureKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use url::Url;
@@ -113,7 +114,10 @@ async fn dispatches_share_one_kept_alive_connection_and_carry_the_documented_req
     let agent = ScriptedAgent::start(vec![Step::Answer(OK); 5]).await;
     let client = client();
     for _ in 0..5 {
-        assert_eq!(post(&client, &agent.url, br#"{"version":1}"#).await, Ok(Status(200)));
+        assert_eq!(
+            post(&client, &agent.url, br#"{"version":1}"#).await,
+            Ok(Status { code: 200, excerpt: None })
+        );
     }
     assert_eq!(agent.connections(), 1, "one connection, kept alive");
     let request = &agent.requests()[0];
@@ -143,7 +147,7 @@ async fn every_framing_of_an_answer_is_read_to_its_end() {
     let statuses: Vec<u16> = {
         let mut statuses = Vec::new();
         for _ in 0..5 {
-            statuses.push(post(&client, &agent.url, b"{}").await.unwrap().0);
+            statuses.push(post(&client, &agent.url, b"{}").await.unwrap().code);
         }
         statuses
     };
@@ -161,10 +165,18 @@ async fn an_answer_that_closes_the_connection_is_not_reused_and_a_stale_idle_one
     ])
     .await;
     let client = client();
-    assert_eq!(post(&client, &agent.url, b"{}").await, Ok(Status(200)));
-    assert_eq!(post(&client, &agent.url, b"{}").await, Ok(Status(200)), "a new connection");
+    assert_eq!(post(&client, &agent.url, b"{}").await, Ok(Status { code: 200, excerpt: None }));
+    assert_eq!(
+        post(&client, &agent.url, b"{}").await,
+        Ok(Status { code: 200, excerpt: None }),
+        "a new connection"
+    );
     tokio::time::sleep(Duration::from_millis(100)).await; // the agent's close arrives
-    assert_eq!(post(&client, &agent.url, b"{}").await, Ok(Status(200)), "another new connection");
+    assert_eq!(
+        post(&client, &agent.url, b"{}").await,
+        Ok(Status { code: 200, excerpt: None }),
+        "another new connection"
+    );
     assert_eq!(agent.connections(), 3);
     assert_eq!(agent.requests().len(), 3, "nothing was written on a closed connection");
 }
@@ -184,7 +196,7 @@ async fn a_refused_connection_sent_nothing_and_a_private_address_is_refused_by_d
         listener.local_addr().unwrap()
     };
     let url = Url::parse(&format!("http://{closed}/dispatch")).unwrap();
-    assert!(matches!(post(&client(), &url, b"{}").await, Err(SendError::Connect(_))));
+    assert!(matches!(post(&client(), &url, b"{}").await, Err(SendError::Connect(FailureKind::Refused, _))));
 
     let agent = ScriptedAgent::start(vec![Step::Answer(OK)]).await;
     let strict = DispatchClient::new(DestinationPolicy::default(), Duration::from_secs(2), 8, &[]).unwrap();
@@ -201,9 +213,13 @@ async fn an_answer_too_large_or_malformed_ends_its_connection() {
     ])
     .await;
     let client = client();
-    assert_eq!(post(&client, &agent.url, b"{}").await, Ok(Status(200)), "the status is what counts");
+    assert_eq!(
+        post(&client, &agent.url, b"{}").await,
+        Ok(Status { code: 200, excerpt: None }),
+        "the status is what counts"
+    );
     assert!(matches!(post(&client, &agent.url, b"{}").await, Err(SendError::Interrupted(_))));
-    assert_eq!(post(&client, &agent.url, b"{}").await, Ok(Status(200)));
+    assert_eq!(post(&client, &agent.url, b"{}").await, Ok(Status { code: 200, excerpt: None }));
     assert_eq!(agent.connections(), 3, "neither connection was reused after its answer");
 }
 
@@ -253,12 +269,18 @@ async fn https_verifies_the_agents_certificate_and_names_its_host() {
     let trusting =
         DispatchClient::new(DestinationPolicy { allow_private: true }, Duration::from_secs(2), 8, &[root])
             .unwrap();
-    assert_eq!(post(&trusting, &url, b"{}").await, Ok(Status(200)));
-    assert_eq!(post(&trusting, &url, b"{}").await, Ok(Status(200)), "over the kept connection");
+    assert_eq!(post(&trusting, &url, b"{}").await, Ok(Status { code: 200, excerpt: None }));
+    assert_eq!(
+        post(&trusting, &url, b"{}").await,
+        Ok(Status { code: 200, excerpt: None }),
+        "over the kept connection"
+    );
 
     let error = post(&client(), &url, b"{}").await.unwrap_err();
     match error {
-        SendError::Connect(reason) => assert!(reason.contains("TLS"), "{reason}"),
+        SendError::Connect(kind, reason) => {
+            assert!(kind == FailureKind::Tls && reason.contains("TLS"), "{reason}")
+        }
         other => panic!("an untrusted certificate must fail before anything is sent: {other:?}"),
     }
 }

@@ -82,7 +82,7 @@ async fn an_agent_signed_with_another_secret_rejects_the_dispatch() {
     let agent = FakeAgent::start("whsec_c29tZS1vdGhlci1zZWNyZXQtYnl0ZXM=");
     let error =
         bridge(BridgeSettings::default()).dispatch(&job(agent.url(), SECRET, None), None).await.unwrap_err();
-    assert_eq!(error, DispatchError::Rejected(401));
+    assert_eq!(error, DispatchError::Rejected { status: 401, answer: Some("bad signature".into()) });
     assert_eq!(agent.bad_signatures(), 1);
 }
 
@@ -95,7 +95,7 @@ async fn a_refused_connection_is_retried_within_the_budget_then_reported_unreach
         .dispatch(&job(&format!("http://127.0.0.1:{port}/dispatch"), SECRET, None), None)
         .await
         .unwrap_err();
-    assert!(matches!(error, DispatchError::Unreachable(_)), "{error:?}");
+    assert!(matches!(error, DispatchError::Unreachable { kind: FailureKind::Refused, .. }), "{error:?}");
     // Three attempts: waits of 100 ms and 200 ms between them.
     assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
     assert!(!error.to_string().contains("127.0.0.1"), "the URL stays out of errors: {error}");
@@ -109,7 +109,12 @@ async fn an_error_answer_is_never_sent_again() {
         .dispatch(&job(agent.url(), SECRET, Some("Ev1")), None)
         .await
         .unwrap_err();
-    assert_eq!(error, DispatchError::Rejected(503));
+    let answer = Some(r#"{"error":"the agent answered 503"}"#.to_owned());
+    assert_eq!(
+        error,
+        DispatchError::Rejected { status: 503, answer },
+        "the status and the start of the answer"
+    );
     assert_eq!(agent.requests(), 1);
 }
 

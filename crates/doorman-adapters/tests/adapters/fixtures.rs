@@ -42,3 +42,27 @@ pub fn now() -> DateTime<Utc> {
 pub fn days_ago(days: i64) -> DateTime<Utc> {
     now() - Duration::days(days)
 }
+
+/// A first dispatch the agent took with 200, ended at `at` after 25 ms.
+pub fn delivered(at: DateTime<Utc>) -> doorman_domain::Delivered {
+    doorman_domain::Delivered {
+        started_at: at - chrono::Duration::milliseconds(25),
+        ended_at: at,
+        status: 200,
+        replay: false,
+    }
+}
+
+/// A failed first dispatch with `reason`, ended at `at` after 40 ms, the agent having answered
+/// 500 with a short body.
+pub fn failed(reason: &str, at: DateTime<Utc>) -> doorman_domain::AttemptRecord {
+    doorman_domain::AttemptRecord {
+        started_at: at - chrono::Duration::milliseconds(40),
+        ended_at: at,
+        replay: false,
+        status: Some(500),
+        failure: Some(doorman_domain::FailureKind::Status),
+        reason: Some(reason.to_owned()),
+        answer: Some("{\"error\":\"down\"}".to_owned()),
+    }
+}

@@ -14,13 +14,12 @@ use doorman_adapters::postgres::pool::{self, ADMIN_ROLE, PoolSettings, act_for};
 use doorman_domain::ports::{OperatorPorts, ReceiptStore, Tenants};
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
 use doorman_domain::{
-    Actor, ApiKey, AuditCursor, Caller, Failure, IdempotencyKey, KeyId, KeyName, KeyRefusal, KeyScope,
-    OperatorError, PageLimit, PageRequest, RequestId, TenantCursor, TenantId, TenantName, TenantSearch,
-    WorkspaceId,
+    Actor, ApiKey, AuditCursor, Caller, IdempotencyKey, KeyId, KeyName, KeyRefusal, KeyScope, OperatorError,
+    PageLimit, PageRequest, RequestId, TenantCursor, TenantId, TenantName, TenantSearch, WorkspaceId,
 };
 use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
-use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team};
+use crate::fixtures::{days_ago, delivered, failed, key, now, receipt, tenant_with_team};
 
 /// The use cases as the admin API runs them: logged in as a member of `doorman_admin` only.
 pub(crate) fn admin(db: &TestDatabase) -> Operator<PgOperatorPorts> {
@@ -354,11 +353,8 @@ async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
     for (tenant, id) in [(a, "Stranded"), (a, "Handled"), (a, "Failed"), (b, "StrandedB")] {
         store.claim(&receipt(tenant, id, old)).await.unwrap();
     }
-    store.complete(&key(a, "Handled"), now(), days_ago(7), 10).await.unwrap();
-    store
-        .record_failure(&key(a, "Failed"), &Failure { reason: "agent answered HTTP 500".into(), at: now() })
-        .await
-        .unwrap();
+    store.complete(&key(a, "Handled"), &delivered(now()), days_ago(7), 10).await.unwrap();
+    store.record_failure(&key(a, "Failed"), &failed("agent answered HTTP 500", now())).await.unwrap();
 
     let mut all: Vec<String> = op.stranded().await.iter().map(|r| r.key.external_id.to_string()).collect();
     all.sort();
@@ -414,8 +410,8 @@ async fn listing_every_state_with_a_read_only_key_changes_no_row_and_finds_every
     ] {
         store.claim(&receipt(tenant, id, ago(minutes))).await.unwrap();
     }
-    store.complete(&key(a, "Handled"), now(), days_ago(7), 10).await.unwrap();
-    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
+    store.complete(&key(a, "Handled"), &delivered(now()), days_ago(7), 10).await.unwrap();
+    let failure = failed("agent answered HTTP 500", now());
     store.record_failure(&key(a, "Failed"), &failure).await.unwrap();
 
     let before = db.every_row().await;

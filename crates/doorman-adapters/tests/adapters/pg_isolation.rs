@@ -8,7 +8,7 @@ use doorman_domain::TenantId;
 use doorman_domain::ports::ReceiptStore;
 use doorman_testkit::database::{TestDatabase, receipt_store};
 
-use crate::fixtures::{now, receipt, tenant_with_team};
+use crate::fixtures::{failed, key, now, receipt, tenant_with_team};
 
 #[derive(diesel::QueryableByName, Debug)]
 struct Count {
@@ -28,7 +28,8 @@ async fn set_tenant(conn: &mut AsyncPgConnection, tenant: TenantId) {
         .unwrap();
 }
 
-/// Two tenants with a workspace, an agent and a receipt each.
+/// Two tenants with a workspace, an agent and a receipt each, whose dispatch failed once (an
+/// attempt on record).
 async fn two_tenants(db: &TestDatabase) -> (TenantId, TenantId) {
     let op = db.operator();
     let a = tenant_with_team(&op, "TA").await;
@@ -36,10 +37,13 @@ async fn two_tenants(db: &TestDatabase) -> (TenantId, TenantId) {
     let store = receipt_store(db.pool());
     store.claim(&receipt(a, "EvA", now())).await.unwrap();
     store.claim(&receipt(b, "EvB", now())).await.unwrap();
+    store.record_failure(&key(a, "EvA"), &failed("agent answered HTTP 500", now())).await.unwrap();
+    store.record_failure(&key(b, "EvB"), &failed("agent answered HTTP 500", now())).await.unwrap();
     (a, b)
 }
 
-const TABLES: [&str; 3] = ["messaging_event_receipts", "messaging_workspaces", "agent_bridges"];
+const TABLES: [&str; 4] =
+    ["messaging_event_receipts", "messaging_event_attempts", "messaging_workspaces", "agent_bridges"];
 
 #[tokio::test]
 async fn the_server_pool_acts_as_doorman_app() {

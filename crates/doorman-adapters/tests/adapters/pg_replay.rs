@@ -11,10 +11,10 @@ use doorman_adapters::postgres::PgStoredEvents;
 use doorman_adapters::postgres::receipts::receipt_counts;
 use doorman_adapters::postgres::schema::messaging_event_payloads as payloads;
 use doorman_domain::ports::{Ledger, OperatorPorts, ReceiptStore, StoredEvents};
-use doorman_domain::{ExternalEventId, Failure, NewReceipt, Payload, ReplaySelection, ReplayTake, TenantId};
+use doorman_domain::{ExternalEventId, NewReceipt, Payload, ReplaySelection, ReplayTake, TenantId};
 use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
-use crate::fixtures::{days_ago, key, now, receipt, tenant_with_team};
+use crate::fixtures::{days_ago, delivered, failed, key, now, receipt, tenant_with_team};
 
 /// An Events API body for `event_id` from team T1, as Slack sends it.
 fn body(event_id: &str) -> String {
@@ -62,12 +62,12 @@ async fn a_payload_is_kept_sealed_with_its_claim_and_goes_when_handled_or_pruned
     assert_eq!(rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["EvKept", "EvOld"]);
     assert!(rows.iter().all(|(_, sealed)| sealed.starts_with("v1:test:") && !sealed.contains("keep me")));
 
-    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
+    let failure = failed("agent answered HTTP 500", now());
     store.record_failure(&key(tenant, "EvKept"), &failure).await.unwrap();
     assert_eq!(kept_rows(&db).await.len(), 2, "a failure keeps it for a replay");
 
     // Completing EvKept deletes its payload; the same completion prunes EvOld's receipt and payload.
-    store.complete(&key(tenant, "EvKept"), now(), days_ago(7), 100).await.unwrap();
+    store.complete(&key(tenant, "EvKept"), &delivered(now()), days_ago(7), 100).await.unwrap();
     assert_eq!(kept_rows(&db).await, vec![], "handled: gone; expired: pruned");
 }
 
@@ -88,7 +88,7 @@ async fn a_replay_takes_the_event_once_counts_it_and_a_failure_or_release_ends_t
     assert!(event.payload.as_json_text().contains("keep me"), "the body as received");
     assert_eq!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), ReplayTake::InProgress);
 
-    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
+    let failure = failed("agent answered HTTP 500", now());
     store.record_failure(&key(tenant, "EvR"), &failure).await.unwrap();
     assert!(
         matches!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), ReplayTake::Event { .. }),
@@ -107,7 +107,7 @@ async fn a_replay_takes_the_event_once_counts_it_and_a_failure_or_release_ends_t
         .receipt;
     assert_eq!(shown.replays, 1, "two takes, one released");
 
-    store.complete(&key(tenant, "EvR"), now(), days_ago(7), 100).await.unwrap();
+    store.complete(&key(tenant, "EvR"), &delivered(now()), days_ago(7), 100).await.unwrap();
     assert_eq!(stored.take(&key(tenant, "EvR"), hold).await.unwrap(), ReplayTake::Handled);
     store.claim(&receipt(tenant, "EvBare", now())).await.unwrap();
     assert_eq!(stored.take(&key(tenant, "EvBare"), hold).await.unwrap(), ReplayTake::NoPayload);
@@ -120,7 +120,7 @@ async fn selections_name_only_the_tenants_own_receipts_and_say_which_have_a_payl
     let op = db.operator();
     let (a, b) = (tenant_with_team(&op, "T1").await, tenant_with_team(&op, "T2").await);
     let store = receipt_store(db.pool());
-    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now() };
+    let failure = failed("agent answered HTTP 500", now());
     for (tenant, event) in [(a, "EvA1"), (a, "EvA2"), (b, "EvB1")] {
         store.claim(&kept(tenant, event)).await.unwrap();
         store.record_failure(&key(tenant, event), &failure).await.unwrap();
@@ -158,11 +158,11 @@ async fn the_gauges_count_every_tenants_stranded_and_recently_failed_receipts() 
     }
     store.claim(&receipt(a, "InFlight", Utc::now())).await.unwrap();
     store.claim(&receipt(b, "F1", Utc::now())).await.unwrap();
-    store.record_failure(&key(b, "F1"), &Failure { reason: "x".into(), at: Utc::now() }).await.unwrap();
+    store.record_failure(&key(b, "F1"), &failed("x", Utc::now())).await.unwrap();
     store.claim(&receipt(b, "FOld", old)).await.unwrap();
-    store.record_failure(&key(b, "FOld"), &Failure { reason: "x".into(), at: old }).await.unwrap();
+    store.record_failure(&key(b, "FOld"), &failed("x", old)).await.unwrap();
     store.claim(&receipt(a, "Done", old)).await.unwrap();
-    store.complete(&key(a, "Done"), Utc::now(), days_ago(7), 10).await.unwrap();
+    store.complete(&key(a, "Done"), &delivered(Utc::now()), days_ago(7), 10).await.unwrap();
 
     let counts =
         receipt_counts(&db.pool(), Utc::now() - Duration::minutes(10), Utc::now() - Duration::hours(1))

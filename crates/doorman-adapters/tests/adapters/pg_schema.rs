@@ -164,6 +164,7 @@ async fn schema_rs_matches_the_migrated_database() {
                 "uuid" => "Uuid",
                 "text" => "Text",
                 "bool" => "Bool",
+                "int2" => "Int2",
                 "int4" => "Int4",
                 "int8" => "Int8",
                 "timestamptz" => "Timestamptz",
@@ -213,8 +214,8 @@ struct Flag {
 /// every kind of receipt, on either side of the threshold.
 #[tokio::test]
 async fn the_stranded_rule_in_sql_is_the_domains() {
+    use doorman_domain::ReceiptStatus;
     use doorman_domain::ports::{Ledger, OperatorPorts, ReceiptStore};
-    use doorman_domain::{Failure, ReceiptStatus};
     let db = TestDatabase::create().await;
     let op = db.operator();
     let tenant = crate::fixtures::tenant_with_team(&op, "T1").await;
@@ -228,10 +229,15 @@ async fn the_stranded_rule_in_sql_is_the_domains() {
             .unwrap();
     }
     store
-        .complete(&crate::fixtures::key(tenant, "Handled"), now, crate::fixtures::days_ago(7), 10)
+        .complete(
+            &crate::fixtures::key(tenant, "Handled"),
+            &crate::fixtures::delivered(now),
+            crate::fixtures::days_ago(7),
+            10,
+        )
         .await
         .unwrap();
-    let failure = Failure { reason: "agent answered HTTP 500".into(), at: now };
+    let failure = crate::fixtures::failed("agent answered HTTP 500", now);
     store.record_failure(&crate::fixtures::key(tenant, "Failed"), &failure).await.unwrap();
 
     let before = now - chrono::Duration::from_std(after).unwrap();

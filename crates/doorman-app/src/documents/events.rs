@@ -54,23 +54,39 @@ pub struct AttemptDoc {
     pub kind: String,
     /// The replay job it was part of.
     pub job_id: Option<Uuid>,
+    /// When the request was sent (to the millisecond); for a dispatch not on record, when the
+    /// event was claimed.
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
     /// The live dispatch: as the event's status; a replay: its outcome, or `running`.
     #[schema(value_type = words::AttemptOutcome)]
     pub outcome: String,
     pub detail: Option<String>,
+    /// The agent's HTTP status, when it answered and the attempt is on record.
+    pub status: Option<u16>,
+    /// Why it did not end in a 2xx, when it is on record.
+    #[schema(value_type = Option<words::FailureKind>)]
+    pub failure: Option<String>,
+    /// From the request sent to the agent's answer (or the failure), when it is on record.
+    pub latency_ms: Option<i64>,
+    /// The first KiB of the agent's answer body, as text (failed attempts).
+    pub answer: Option<String>,
 }
 
 impl From<Attempt> for AttemptDoc {
     fn from(a: Attempt) -> Self {
+        let answer = a.answer.as_ref();
         Self {
-            kind: if a.job.is_some() { "replay" } else { "live" }.to_owned(),
+            kind: if a.replay { "replay" } else { "live" }.to_owned(),
             job_id: a.job.map(|j| *j.as_uuid()),
             started_at: a.started_at,
             ended_at: a.ended_at,
             outcome: a.outcome,
             detail: a.detail,
+            status: answer.and_then(|answer| answer.status),
+            failure: answer.and_then(|answer| answer.failure).map(|kind| kind.as_str().to_owned()),
+            latency_ms: answer.map(|answer| answer.latency_ms),
+            answer: a.answer.and_then(|answer| answer.body),
         }
     }
 }

@@ -39,6 +39,24 @@ pub enum AttemptKind {
     Replay,
 }
 
+/// Why a dispatch did not end in a 2xx (`doorman_domain::FailureKind`).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    Status,
+    Redirect,
+    BodyTooLarge,
+    Refused,
+    Tls,
+    Dns,
+    Timeout,
+    Interrupted,
+    NotAllowed,
+    NotAdmitted,
+    Token,
+    Internal,
+}
+
 /// How one event's replay ended (or, in a dry run, `would_replay`).
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -166,5 +184,7 @@ mod tests {
         assert_eq!(listed::<AttemptOutcome>(), attempt);
         assert_eq!(listed::<ActorKind>(), ["key", "cli"]);
         assert_eq!(listed::<AttemptKind>(), ["live", "replay"]);
+        let kinds = doorman_domain::FailureKind::ALL.map(doorman_domain::FailureKind::as_str);
+        assert_eq!(listed::<FailureKind>(), strings(&kinds));
     }
 }

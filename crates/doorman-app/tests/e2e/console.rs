@@ -174,6 +174,11 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     browser.find(Locator::LinkText("EvConsoleFail")).await.unwrap().click().await.unwrap();
     arrive(&browser, &format!("/console/tenants/{tenant}/events/EvConsoleFail")).await;
     assert_eq!(text(&browser, "#event-status").await, "failed");
+    // The failed attempt, with what the agent answered (its status and the start of its body).
+    let attempts = text(&browser, "#attempts tbody").await;
+    for said in ["live", "failed (status)", "500", " ms", r#"{"error":"the agent answered 500"}"#] {
+        assert!(attempts.contains(said), "{said} in {attempts}");
+    }
     click(&browser, "#replay").await;
     until_job_finished(&browser).await;
     assert!(text(&browser, "tbody").await.contains("sent"));
@@ -181,6 +186,8 @@ async fn a_support_session_pauses_a_tenant_replays_its_failure_and_reads_it_all_
     browser.find(Locator::LinkText("EvConsoleFail")).await.unwrap().click().await.unwrap();
     arrive(&browser, &format!("/console/tenants/{tenant}/events/EvConsoleFail")).await;
     assert_eq!(text(&browser, "#event-status").await, "handled");
+    let attempts = text(&browser, "#attempts tbody").await;
+    assert!(attempts.contains("replay (job)") && attempts.contains("200"), "{attempts}");
     assert_eq!(agent.count_for("EvConsoleFail"), 1, "accepted once: by the replay");
 
     // All of it in the audit trail, by this key.

@@ -4,6 +4,7 @@
 
 mod access;
 mod admission;
+mod answer;
 mod audit;
 mod directory;
 mod event;
@@ -23,6 +24,7 @@ pub use access::{
     Actor, ApiKey, Caller, KeyId, KeyName, KeyRefusal, KeyScope, KeySecret, KeySummary, RequestId,
 };
 pub use admission::{Busy, Permit};
+pub use answer::{AttemptRecord, Delivered, FailureKind, MAX_ANSWER_EXCERPT, answer_excerpt};
 pub use audit::{AuditAction, AuditEntry, AuditRecord};
 pub use directory::{
     AgentSummary, Created, Idempotency, IdempotencyKey, InstallLink, InstallationSummary, Linked,
@@ -39,8 +41,8 @@ pub use job::Job;
 pub use page::{AuditCursor, Cursor, EventCursor, JobCursor, Page, PageLimit, PageRequest, TenantCursor};
 pub use platform::Platform;
 pub use receipt::{
-    Attempt, Claim, ClaimId, Completion, EventFilter, EventReport, EventState, Failure, NewReceipt, Receipt,
-    ReceiptKey, ReceiptRecord, ReceiptStatus, Retention,
+    Attempt, AttemptAnswer, Claim, ClaimId, Completion, EventFilter, EventReport, EventState, Failure,
+    FirstDelivery, NewReceipt, Receipt, ReceiptKey, ReceiptRecord, ReceiptStatus, Retention,
 };
 pub use replay::{
     JobEvent, JobState, NewReplayJob, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::ValidationError;
-use super::{ExternalEventId, Label, Platform, TenantId};
+use super::{AttemptRecord, ExternalEventId, Label, Platform, TenantId};
 
 /// What identifies a receipt. Uniqueness is tenant-local (decision 4): the same event id
 /// under two tenants is two receipts.
@@ -74,6 +74,16 @@ pub struct Receipt {
     pub failure: Option<Failure>,
     /// How many times an operator replayed it.
     pub replays: u32,
+    /// The first dispatch, when the agent took it: when it started and the agent's status
+    /// (kept with the completion; `None` for one completed before attempts were recorded).
+    pub first_delivery: Option<FirstDelivery>,
+}
+
+/// The first dispatch of an event, when the agent took it, as its receipt keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstDelivery {
+    pub started_at: DateTime<Utc>,
+    pub status: u16,
 }
 
 /// What became of a claimed event, as `doorman receipts show` and the admin API say it.
@@ -173,10 +183,13 @@ pub struct EventReport {
     pub attempts: Vec<Attempt>,
 }
 
-/// One dispatch of an event: the live one, after its claim, or an operator's replay.
+/// One dispatch of an event: Doorman's own (the live one, after its claim), or an operator's
+/// replay; with what the agent answered, when it is on record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
-    /// `None`: the live dispatch; else the replay job it was part of.
+    /// An operator's replay; else Doorman's own dispatch.
+    pub replay: bool,
+    /// The replay job it was part of, if any.
     pub job: Option<super::ReplayJobId>,
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
@@ -184,17 +197,124 @@ pub struct Attempt {
     /// outcome word (`handled`, `failed`, `no_payload`, …), or `running`.
     pub outcome: String,
     pub detail: Option<String>,
+    /// What the agent answered, when the attempt is on record (every one since attempts were
+    /// recorded, but a replay that sent nothing).
+    pub answer: Option<AttemptAnswer>,
+}
+
+/// What an agent answered one attempt, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptAnswer {
+    /// The agent's HTTP status, when it answered.
+    pub status: Option<u16>,
+    /// Why it did not end in a 2xx.
+    pub failure: Option<super::FailureKind>,
+    pub latency_ms: i64,
+    /// The first KiB of the agent's answer body (failures only).
+    pub body: Option<String>,
+}
+
+impl From<&AttemptRecord> for AttemptAnswer {
+    fn from(record: &AttemptRecord) -> Self {
+        Self {
+            status: record.status,
+            failure: record.failure,
+            latency_ms: record.latency_ms(),
+            body: record.answer.clone(),
+        }
+    }
 }
 
 impl Attempt {
-    /// An event's dispatches from its receipt and its replays (oldest first). How the live
-    /// dispatch ended is the receipt's outcome until a replay came; after one, it is what the
-    /// first replay found (the receipt's failure then, or none: acknowledged and unfinished).
+    /// An event's dispatches, oldest first, from its receipt, its replay jobs and the attempts
+    /// on record. Doorman's own dispatch is the receipt's first delivery and every failed
+    /// attempt on record that was not a replay; an event with neither (in flight, stranded,
+    /// or finished before attempts were recorded) shows the one the receipt tells of. Each
+    /// replay job's replay carries the recorded attempt made while it ran; a recorded replay
+    /// no job ran (`doorman receipts replay`) is a replay of its own.
     pub fn history(
         receipt: &Receipt,
         status: &ReceiptStatus,
         replays: Vec<super::ReplayAttempt>,
+        recorded: &[AttemptRecord],
     ) -> Vec<Self> {
+        let mut attempts = Vec::new();
+        let own: Vec<&AttemptRecord> = recorded.iter().filter(|r| !r.replay).collect();
+        if let Some(first) = receipt.first_delivery {
+            let ended_at = receipt.handled_at;
+            attempts.push(Self {
+                replay: false,
+                job: None,
+                started_at: Some(first.started_at),
+                ended_at,
+                outcome: "handled".into(),
+                detail: None,
+                answer: Some(AttemptAnswer {
+                    status: Some(first.status),
+                    failure: None,
+                    latency_ms: ended_at.map_or(0, |at| (at - first.started_at).num_milliseconds().max(0)),
+                    body: None,
+                }),
+            });
+        }
+        attempts.extend(own.iter().map(|record| Self::recorded(record, None, "failed")));
+        if attempts.is_empty() {
+            attempts.push(Self::told_by_the_receipt(receipt, status, &replays));
+        }
+        let mut replayed: Vec<&AttemptRecord> = recorded.iter().filter(|r| r.replay).collect();
+        for replay in replays {
+            let ran = |record: &&AttemptRecord| {
+                replay.started_at.is_some_and(|from| record.started_at >= from)
+                    && replay.ended_at.is_none_or(|to| record.started_at <= to)
+            };
+            let outcome = replay.outcome.unwrap_or_else(|| "running".into());
+            match replayed.iter().position(ran) {
+                Some(at) => {
+                    let record = replayed.remove(at);
+                    attempts.push(Self {
+                        detail: replay.detail,
+                        ..Self::recorded(record, Some(replay.job), &outcome)
+                    });
+                }
+                None => attempts.push(Self {
+                    replay: true,
+                    job: Some(replay.job),
+                    started_at: replay.started_at,
+                    ended_at: replay.ended_at,
+                    outcome,
+                    detail: replay.detail,
+                    answer: None,
+                }),
+            }
+        }
+        attempts.extend(replayed.into_iter().map(|record| {
+            let outcome = if record.failure.is_some() { "failed" } else { "handled" };
+            Self::recorded(record, None, outcome)
+        }));
+        attempts.sort_by_key(|attempt| attempt.started_at);
+        attempts
+    }
+
+    fn recorded(record: &AttemptRecord, job: Option<super::ReplayJobId>, outcome: &str) -> Self {
+        Self {
+            replay: record.replay,
+            job,
+            started_at: Some(record.started_at),
+            ended_at: Some(record.ended_at),
+            outcome: outcome.to_owned(),
+            detail: record.reason.clone(),
+            answer: Some(record.into()),
+        }
+    }
+
+    /// Doorman's own dispatch as the receipt tells of it, with nothing on record: its
+    /// outcome until a replay came; after one, what the first replay found (the receipt's
+    /// failure then, or none: acknowledged and unfinished).
+    fn told_by_the_receipt(
+        receipt: &Receipt,
+        status: &ReceiptStatus,
+        replays: &[super::ReplayAttempt],
+    ) -> Self {
         let replay_handled =
             replays.iter().any(|r| matches!(r.outcome.as_deref(), Some("handled" | "handled_unrecorded")));
         let live_failure = |failure: &Failure| (Some(failure.at), "failed", Some(failure.reason.clone()));
@@ -213,22 +333,15 @@ impl Attempt {
                 }
             },
         };
-        let live = Self {
+        Self {
+            replay: false,
             job: None,
             started_at: Some(receipt.claimed_at),
             ended_at,
             outcome: outcome.to_owned(),
             detail,
-        };
-        std::iter::once(live)
-            .chain(replays.into_iter().map(|r| Self {
-                job: Some(r.job),
-                started_at: r.started_at,
-                ended_at: r.ended_at,
-                outcome: r.outcome.unwrap_or_else(|| "running".into()),
-                detail: r.detail,
-            }))
-            .collect()
+            answer: None,
+        }
     }
 }
 
@@ -321,6 +434,7 @@ mod tests {
             handled_at: handled.then_some(now),
             failure: failed.then(|| Failure { reason: "agent answered HTTP 500".into(), at: now }),
             replays: 2,
+            first_delivery: None,
         };
         assert_eq!(
             receipt(5, true, true).status(now, ten_minutes),

@@ -20,9 +20,9 @@ use chrono::{DateTime, Utc};
 
 use crate::errors::{DispatchError, OAuthError, RefreshError, StorageError};
 use crate::model::{
-    Busy, Claim, Completion, Failure, Fingerprint, Grant, Installation, Job, Lifecycle, LinkState,
-    NewReceipt, OpenedState, Permit, Platform, ReceiptKey, ReceiptRecord, Recorded, ReplaySelection,
-    ReplayTake, TakenState, Tenant, TenantId, WorkspaceRef,
+    AttemptRecord, Busy, Claim, Completion, Delivered, Fingerprint, Grant, Installation, Job, Lifecycle,
+    LinkState, NewReceipt, OpenedState, Permit, Platform, ReceiptKey, ReceiptRecord, Recorded,
+    ReplaySelection, ReplayTake, TakenState, Tenant, TenantId, WorkspaceRef,
 };
 
 /// Finds the tenant a workspace belongs to.
@@ -69,7 +69,11 @@ pub trait AgentBridge: Send + Sync {
 
     /// Delivers one job to the tenant's agent and waits for its answer.
     ///
-    /// - MUST return `Ok(())` only when the agent acknowledged the job (2xx).
+    /// - MUST return `Ok(status)` (the agent's 2xx status) only when the agent acknowledged
+    ///   the job.
+    /// - MUST return `DispatchError::Rejected` with the first KiB of the agent's answer body
+    ///   (as [`crate::answer_excerpt`] makes it) when the agent answered another status, and
+    ///   `DispatchError::Unreachable` with what kept the connection from being made.
     /// - MAY retry internally, but only while the request provably never reached the agent;
     ///   once it may have, a failure is returned, never a second send.
     /// - MUST return within the configured dispatch timeout (`DispatchError::TimedOut`).
@@ -80,7 +84,7 @@ pub trait AgentBridge: Send + Sync {
         &self,
         job: &Job,
         installation: Option<Installation>,
-    ) -> impl Future<Output = Result<(), DispatchError>> + Send;
+    ) -> impl Future<Output = Result<u16, DispatchError>> + Send;
 }
 
 /// The durable record of which numbered events have been claimed.
@@ -126,27 +130,39 @@ pub trait ReceiptStore: Send + Sync {
         fingerprint: &Fingerprint,
     ) -> impl Future<Output = Result<Claim, StorageError>> + Send;
 
-    /// Marks a claimed receipt handled and, in the same transaction, deletes at most
-    /// `prune_batch` receipts of the same tenant claimed before `expired_before`.
+    /// Marks a claimed receipt handled at `delivered.ended_at` and, in the same transaction,
+    /// deletes at most `prune_batch` receipts of the same tenant claimed before
+    /// `expired_before`, with their attempts.
     ///
     /// - MUST NOT touch another tenant's receipts.
     /// - MUST leave `handled_at` unchanged if it was already set (completion is idempotent).
     /// - MUST delete the receipt's kept payload, if any, in the same transaction.
+    /// - MUST keep the first dispatch's start and status with the receipt, in the statement
+    ///   that marks it handled (no statement more than a completion without them); a replay's
+    ///   (`delivered.replay`) is kept as an attempt of its own instead, the receipt's first
+    ///   dispatch left as it was.
     fn complete(
         &self,
         key: &ReceiptKey,
-        handled_at: DateTime<Utc>,
+        delivered: &Delivered,
         expired_before: DateTime<Utc>,
         prune_batch: u32,
     ) -> impl Future<Output = Result<Completion, StorageError>> + Send;
 
-    /// Records that the dispatch of a claimed event failed. `handled_at` stays null: the
-    /// receipt is listed as failed, and a retry of the event is still a duplicate. A kept
-    /// payload stays (for a later replay), released from any replay's hold.
+    /// Records that a dispatch of a claimed event failed (`attempt.failure` is set): the
+    /// attempt as a row of its own, and its reason and end as the receipt's failure.
+    /// `handled_at` stays null: the receipt is listed as failed, and a retry of the event is
+    /// still a duplicate. A kept payload stays (for a later replay), released from any
+    /// replay's hold.
+    ///
+    /// - MUST be idempotent: the same attempt recorded twice is one attempt (an outcome whose
+    ///   write was not confirmed is sent again).
+    /// - MUST keep the attempt in the receipt's tenant scope, and delete it when the receipt's
+    ///   retention ends.
     fn record_failure(
         &self,
         key: &ReceiptKey,
-        failure: &Failure,
+        attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
 }
 

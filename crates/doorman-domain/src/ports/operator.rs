@@ -14,11 +14,11 @@ use chrono::{DateTime, Utc};
 use super::Clock;
 use crate::errors::StorageError;
 use crate::model::{
-    AgentSecret, AgentSummary, AgentUrl, AuditCursor, AuditEntry, AuditRecord, Created, EventCursor,
-    EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId, KeyName, KeyScope,
-    KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest, Platform,
-    ReceiptKey, ReceiptRecord, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,
-    TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch, WorkspaceRef,
+    AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditRecord, Created,
+    EventCursor, EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId, KeyName,
+    KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest,
+    Platform, ReceiptKey, ReceiptRecord, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome,
+    ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch, WorkspaceRef,
 };
 
 /// Tenants.
@@ -204,6 +204,13 @@ pub trait Ledger: Send + Sync {
         filter: &EventFilter,
         page: &PageRequest<EventCursor>,
     ) -> impl Future<Output = Result<Page<ReceiptRecord, EventCursor>, StorageError>> + Send;
+
+    /// The attempts on record of one event (every failed dispatch and every replay), oldest
+    /// first. MUST read them in the event's tenant scope: never another tenant's.
+    fn attempts(
+        &self,
+        key: &ReceiptKey,
+    ) -> impl Future<Output = Result<Vec<AttemptRecord>, StorageError>> + Send;
 }
 
 /// The audit trail.

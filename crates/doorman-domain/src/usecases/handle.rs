@@ -2,21 +2,22 @@
 
 use super::Inbound;
 use crate::errors::{DispatchError, RefreshError, StorageError};
-use crate::model::{Claim, Failure, Freshness, Installation, Job, Lifecycle};
+use crate::model::{AttemptRecord, Claim, Delivered, Freshness, Installation, Job, Lifecycle};
 use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, TenantDirectory, Unready};
 
 /// What became of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Handled {
-    /// The agent took the event; a numbered event's receipt is marked handled and
+    /// The agent took the event; a numbered event's receipt is marked handled (with when the
+    /// dispatch started and the agent's status) and
     /// `pruned` expired receipts of the tenant were deleted with it.
     Delivered { pruned: u64 },
     /// The agent took the event but the receipt could not be marked handled. The receipt
     /// stays claimed and unhandled, so operators see it as stranded; a retry is still a
     /// duplicate, so nothing is dispatched twice.
     DeliveredUnrecorded(StorageError),
-    /// The agent did not take the event. For a numbered event the failure is stored on the
-    /// receipt when `recorded` is true; the receipt is never marked handled.
+    /// The agent did not take the event. For a numbered event the attempt is on record and
+    /// its reason on the receipt when `recorded` is true; the receipt is never marked handled.
     Failed { error: DispatchError, recorded: bool },
     /// Nothing was sent: the job's unconfirmed claim does not hold the event, or could not
     /// be settled.
@@ -88,23 +89,31 @@ where
             };
         }
         let key = job.receipt_key();
-        let outcome = match admitted {
+        // The attempt runs from just before the request to its answer (a refreshed token's
+        // wait is before it, not in the agent's latency).
+        let (started_at, outcome) = match admitted {
             Ok(()) => match self.authorization(&job).await {
-                Ok(installation) => self.bridge.dispatch(&job, installation).await,
-                Err(error) => Err(error),
+                Ok(installation) => {
+                    let started_at = self.clock.now();
+                    (started_at, self.bridge.dispatch(&job, installation).await)
+                }
+                Err(error) => (self.clock.now(), Err(error)),
             },
-            Err(error) => Err(error),
+            Err(error) => (self.clock.now(), Err(error)),
         };
+        let ended_at = self.clock.now();
         if let Some(lifecycle) = &job.event().lifecycle {
             self.apply(&job, lifecycle).await;
         }
         let now = self.clock.now();
+        let replay = job.event().delivery.replay;
 
         match (outcome, key) {
-            (Ok(()), None) => Handled::Delivered { pruned: 0 },
-            (Ok(()), Some(key)) => {
+            (Ok(_), None) => Handled::Delivered { pruned: 0 },
+            (Ok(status), Some(key)) => {
                 let cutoff = self.retention.expiry_cutoff(now);
-                match self.receipts.complete(&key, now, cutoff, self.retention.prune_batch()).await {
+                let delivered = Delivered { started_at, ended_at, status, replay };
+                match self.receipts.complete(&key, &delivered, cutoff, self.retention.prune_batch()).await {
                     Ok(completion) => Handled::Delivered { pruned: completion.pruned },
                     Err(error) => {
                         tracing::error!(
@@ -122,8 +131,8 @@ where
                 Handled::Failed { error, recorded: false }
             }
             (Err(error), Some(key)) => {
-                let failure = Failure { reason: error.to_string(), at: now };
-                let recorded = match self.receipts.record_failure(&key, &failure).await {
+                let attempt = AttemptRecord::failed(started_at, ended_at, replay, &error);
+                let recorded = match self.receipts.record_failure(&key, &attempt).await {
                     Ok(()) => true,
                     Err(store_error) => {
                         tracing::error!(

@@ -1,18 +1,22 @@
 //! Receipts as operators read them: one, or a page of failed or stranded ones, each with
 //! whether its payload is kept.
 
+use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::Ledger;
 use doorman_domain::{
-    EventCursor, EventFilter, EventState, Page, PageRequest, ReceiptKey, ReceiptRecord, StorageError,
-    TenantId,
+    AttemptRecord, EventCursor, EventFilter, EventState, FailureKind, Page, PageRequest, ReceiptKey,
+    ReceiptRecord, StorageError, TenantId,
 };
 
 use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, act_for};
 use crate::postgres::receipt_row::{ReceiptRow, stranded_before, sweep_watermark};
-use crate::postgres::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
+use crate::postgres::schema::{
+    messaging_event_attempts as attempts, messaging_event_payloads as payloads,
+    messaging_event_receipts as receipts,
+};
 
 type Boxed<'a> = receipts::BoxedQuery<'a, diesel::pg::Pg>;
 
@@ -191,5 +195,50 @@ impl Ledger for PgLedger {
             },
             event_id: r.receipt.key.external_id.clone(),
         }))
+    }
+
+    /// Through the attempts' primary key (tenant, platform, event, start): on Citus the
+    /// tenant's one shard.
+    async fn attempts(&self, key: &ReceiptKey) -> Result<Vec<AttemptRecord>, StorageError> {
+        type Row =
+            (DateTime<Utc>, DateTime<Utc>, bool, Option<i16>, Option<String>, Option<String>, Option<String>);
+        let mut unit = self.pool.unit().await?;
+        let rows: Result<Vec<Row>, StorageError> = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, key.tenant).await?;
+                attempts::table
+                    .filter(attempts::tenant_id.eq(key.tenant.as_uuid()))
+                    .filter(attempts::platform.eq(key.platform.as_str()))
+                    .filter(attempts::external_event_id.eq(key.external_id.as_str()))
+                    .order(attempts::started_at.asc())
+                    .select((
+                        attempts::started_at,
+                        attempts::ended_at,
+                        attempts::replay,
+                        attempts::status,
+                        attempts::failure,
+                        attempts::reason,
+                        attempts::answer,
+                    ))
+                    .load::<Row>(conn)
+                    .await
+            })
+            .await
+            .map_err(from_diesel);
+        Ok(unit
+            .finish(rows)
+            .await?
+            .into_iter()
+            .map(|(started_at, ended_at, replay, status, failure, reason, answer)| AttemptRecord {
+                started_at,
+                ended_at,
+                replay,
+                status: status.and_then(|s| u16::try_from(s).ok()),
+                // A word a later release wrote reads as the catch-all.
+                failure: failure.map(|word| FailureKind::parse(&word).unwrap_or(FailureKind::Internal)),
+                reason,
+                answer,
+            })
+            .collect())
     }
 }

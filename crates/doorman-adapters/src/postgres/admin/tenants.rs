@@ -14,8 +14,8 @@ use super::{Stop, audit};
 use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, across_tenants, act_for};
 use crate::postgres::schema::{
-    admin_idempotency, deleted_tenants, messaging_event_payloads, messaging_request_replays,
-    messaging_workspaces, tenants,
+    admin_idempotency, deleted_tenants, messaging_event_attempts, messaging_event_payloads,
+    messaging_request_replays, messaging_workspaces, tenants,
 };
 use crate::secrets::token_hash;
 
@@ -316,8 +316,13 @@ impl Tenants for PgTenants {
     }
 }
 
-/// A deleted (or being deleted) tenant's kept payloads and request fingerprints.
+/// A deleted (or being deleted) tenant's kept payloads, request fingerprints and attempts.
 async fn purge_kept(conn: &mut AsyncPgConnection, tenant: TenantId) -> Result<(), diesel::result::Error> {
+    diesel::delete(
+        messaging_event_attempts::table.filter(messaging_event_attempts::tenant_id.eq(tenant.as_uuid())),
+    )
+    .execute(conn)
+    .await?;
     diesel::delete(
         messaging_event_payloads::table.filter(messaging_event_payloads::tenant_id.eq(tenant.as_uuid())),
     )

@@ -32,13 +32,15 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use diesel::QueryResult;
-use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{
+    Array, BigInt, Bool, Integer, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
+};
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, RunQueryDsl, TransactionManager};
 use doorman_domain::Fingerprint;
 use uuid::Uuid;
 
 use super::super::claims::SealedClaim;
-use super::super::outcomes::{PendingKind, PendingOutcome};
+use super::super::outcomes::{PendingKind, PendingOutcome, status_column};
 use super::super::statement::{Bind, Kept, Part, bind};
 use super::rows::{BatchRows, Row};
 
@@ -70,14 +72,56 @@ struct TenantRows<'a> {
 }
 
 /// A tenant's outcomes on one platform, as the statements' arrays: the completed events and
-/// the failed ones, each with its values.
+/// the failed ones, each with its values, and the attempts that are rows of their own.
 struct Outcomes<'a> {
     platform: &'static str,
     handled: Vec<&'a str>,
     handled_at: Vec<DateTime<Utc>>,
+    /// A first dispatch's start and status, kept on the receipt (none for a replay's).
+    dispatched_at: Vec<Option<DateTime<Utc>>>,
+    statuses: Vec<Option<i16>>,
     failed: Vec<&'a str>,
     reasons: Vec<&'a str>,
     failed_at: Vec<DateTime<Utc>>,
+    attempts: AttemptRows<'a>,
+}
+
+/// Attempts written as rows: every failed dispatch and every replay, each kept even when the
+/// same event also completed in the batch.
+#[derive(Default)]
+struct AttemptRows<'a> {
+    event_ids: Vec<&'a str>,
+    started_at: Vec<DateTime<Utc>>,
+    ended_at: Vec<DateTime<Utc>>,
+    replays: Vec<bool>,
+    statuses: Vec<Option<i16>>,
+    failures: Vec<Option<&'a str>>,
+    reasons: Vec<Option<&'a str>>,
+    answers: Vec<Option<&'a str>>,
+}
+
+impl<'a> AttemptRows<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        event_id: &'a str,
+        started_at: DateTime<Utc>,
+        ended_at: DateTime<Utc>,
+        replay: bool,
+        status: Option<u16>,
+        failure: Option<&'a str>,
+        reason: Option<&'a str>,
+        answer: Option<&'a str>,
+    ) {
+        self.event_ids.push(event_id);
+        self.started_at.push(started_at);
+        self.ended_at.push(ended_at);
+        self.replays.push(replay);
+        self.statuses.push(status.map(status_column));
+        self.failures.push(failure);
+        self.reasons.push(reason);
+        self.answers.push(answer);
+    }
 }
 
 impl<'a> NodeBatch<'a> {
@@ -133,9 +177,12 @@ impl<'a> Outcomes<'a> {
             platform,
             handled: Vec::new(),
             handled_at: Vec::new(),
+            dispatched_at: Vec::new(),
+            statuses: Vec::new(),
             failed: Vec::new(),
             reasons: Vec::new(),
             failed_at: Vec::new(),
+            attempts: AttemptRows::default(),
         }
     }
 
@@ -143,11 +190,27 @@ impl<'a> Outcomes<'a> {
     /// says so (as the outcomes, written in order, leave it), else with its first failure.
     fn push(&mut self, outcome: &'a PendingOutcome) {
         let event_id = outcome.key.external_id.as_str();
+        match &outcome.kind {
+            PendingKind::Handled { at, started_at, replay: true, status, .. } => {
+                self.attempts.push(event_id, *started_at, *at, true, Some(*status), None, None, None);
+            }
+            PendingKind::Failed(attempt) => self.attempts.push(
+                event_id,
+                attempt.started_at,
+                attempt.ended_at,
+                attempt.replay,
+                attempt.status,
+                attempt.failure.map(|kind| kind.as_str()),
+                attempt.reason.as_deref(),
+                attempt.answer.as_deref(),
+            ),
+            PendingKind::Handled { .. } => {}
+        }
         if self.handled.contains(&event_id) {
             return;
         }
         match &outcome.kind {
-            PendingKind::Handled { at, .. } => {
+            PendingKind::Handled { at, started_at, status, replay, .. } => {
                 if let Some(at) = self.failed.iter().position(|id| *id == event_id) {
                     self.failed.remove(at);
                     self.reasons.remove(at);
@@ -155,12 +218,14 @@ impl<'a> Outcomes<'a> {
                 }
                 self.handled.push(event_id);
                 self.handled_at.push(*at);
+                self.dispatched_at.push((!replay).then_some(*started_at));
+                self.statuses.push((!replay).then(|| status_column(*status)));
             }
-            PendingKind::Failed { .. } if self.failed.contains(&event_id) => {}
-            PendingKind::Failed { reason, at } => {
+            PendingKind::Failed(_) if self.failed.contains(&event_id) => {}
+            PendingKind::Failed(attempt) => {
                 self.failed.push(event_id);
-                self.reasons.push(reason.as_str());
-                self.failed_at.push(*at);
+                self.reasons.push(attempt.reason.as_deref().unwrap_or("failed"));
+                self.failed_at.push(attempt.ended_at);
             }
         }
     }
@@ -336,6 +401,9 @@ async fn write_rows(
                 tenant.failures_update(outcomes).execute(conn).await?;
                 tenant.payloads_unlease(outcomes).execute(conn).await?;
             }
+            if !outcomes.attempts.event_ids.is_empty() {
+                tenant.attempts_insert(outcomes).execute(conn).await?;
+            }
             if !outcomes.handled.is_empty() {
                 tenant.completions_update(outcomes).execute(conn).await?;
                 tenant.payloads_release(outcomes).execute(conn).await?;
@@ -382,10 +450,50 @@ impl<'a> TenantRows<'a> {
         self.update_unhandled(
             of,
             &of.handled,
-            "UPDATE public.messaging_event_receipts AS r SET handled_at = u.handled_at FROM unnest(",
-            vec![bind::<Array<Timestamptz>, _>(&of.handled_at)],
-            ") AS u(event_id, handled_at) WHERE r.tenant_id = ",
+            "UPDATE public.messaging_event_receipts AS r SET handled_at = u.handled_at, \
+             dispatched_at = u.dispatched_at, answer_status = u.status FROM unnest(",
+            vec![
+                bind::<Array<Timestamptz>, _>(&of.handled_at),
+                bind::<Array<Nullable<Timestamptz>>, _>(&of.dispatched_at),
+                bind::<Array<Nullable<SmallInt>>, _>(&of.statuses),
+            ],
+            ") AS u(event_id, handled_at, dispatched_at, status) WHERE r.tenant_id = ",
         )
+    }
+
+    /// The attempts that are rows of their own (failures, replays), as
+    /// `doorman_write_outcomes` writes them: the same attempt written again is one.
+    fn attempts_insert(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
+        let rows = &of.attempts;
+        Kept(vec![
+            Part::Sql(
+                "INSERT INTO public.messaging_event_attempts AS a (tenant_id, platform, external_event_id, \
+                 started_at, ended_at, replay, status, failure, reason, answer) SELECT ",
+            ),
+            Part::Bind(self.tenant()),
+            Part::Sql(", "),
+            Part::Bind(bind::<Text, _>(of.platform)),
+            Part::Sql(", u.* FROM unnest("),
+            Part::Bind(bind::<Array<Text>, _>(&rows.event_ids)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Timestamptz>, _>(&rows.started_at)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Timestamptz>, _>(&rows.ended_at)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Bool>, _>(&rows.replays)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Nullable<SmallInt>>, _>(&rows.statuses)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Nullable<Text>>, _>(&rows.failures)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Nullable<Text>>, _>(&rows.reasons)),
+            Part::Sql(", "),
+            Part::Bind(bind::<Array<Nullable<Text>>, _>(&rows.answers)),
+            Part::Sql(
+                ") AS u(event_id, started_at, ended_at, replay, status, failure, reason, answer) \
+                 ON CONFLICT ON CONSTRAINT messaging_event_attempts_pkey DO NOTHING",
+            ),
+        ])
     }
 
     fn failures_update(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
@@ -537,7 +645,7 @@ fn padded<T: Clone>(mut rows: Vec<T>) -> Vec<T> {
 
 #[cfg(test)]
 mod tests {
-    use doorman_domain::{ExternalEventId, Platform, ReceiptKey, TenantId};
+    use doorman_domain::{AttemptRecord, DispatchError, ExternalEventId, Platform, ReceiptKey, TenantId};
 
     use super::*;
 
@@ -557,9 +665,17 @@ mod tests {
         };
         let at = chrono::Utc::now();
         let kind = if handled {
-            PendingKind::Handled { at, expired_before: at, prune_batch: 1 }
+            PendingKind::Handled {
+                at,
+                started_at: at,
+                status: 200,
+                replay: false,
+                expired_before: at,
+                prune_batch: 1,
+            }
         } else {
-            PendingKind::Failed { reason: format!("failed {event}"), at }
+            let error = DispatchError::Rejected { status: 500, answer: Some(format!("failed {event}")) };
+            PendingKind::Failed(AttemptRecord::failed(at, at, false, &error))
         };
         PendingOutcome { key, kind }
     }
@@ -580,7 +696,15 @@ mod tests {
         }
         assert_eq!(of.handled, vec!["a", "c"]);
         assert_eq!(of.failed, vec!["b"]);
-        assert_eq!(of.reasons, vec!["failed b"]);
+        assert_eq!(of.reasons, vec!["agent answered HTTP 500"]);
+        assert_eq!(
+            of.statuses,
+            vec![Some(200), Some(200)],
+            "a first dispatch's status rides on its completion"
+        );
+        // Every failed attempt is a row, even one whose event completed in the same batch.
+        assert_eq!(of.attempts.event_ids, vec!["a", "b", "b"]);
+        assert_eq!(of.attempts.answers, vec![Some("failed a"), Some("failed b"), Some("failed b")]);
         let mut done_first = Outcomes::on("slack");
         done_first.push(&done_a);
         done_first.push(&fail_a);

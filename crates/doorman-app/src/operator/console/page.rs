@@ -91,6 +91,14 @@ pub fn maybe(at: impl Borrow<Option<DateTime<Utc>>>) -> String {
     at.borrow().as_ref().map(when).unwrap_or_else(|| "—".into())
 }
 
+/// An optional instant to the millisecond (an attempt's start and end), or a dash.
+pub fn maybe_ms(at: impl Borrow<Option<DateTime<Utc>>>) -> String {
+    at.borrow()
+        .as_ref()
+        .map(|at| at.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string())
+        .unwrap_or_else(|| "—".into())
+}
+
 #[cfg(test)]
 mod tests {
     use doorman_domain::{Cursor, TenantCursor};

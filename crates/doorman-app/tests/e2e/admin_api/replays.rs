@@ -143,9 +143,29 @@ async fn failed_events_are_replayed_as_a_job_whose_every_outcome_is_shown_and_au
         (Some("live"), Some("failed"))
     );
     assert!(attempts[0]["detail"].as_str().unwrap().contains("500"), "{event:?}");
+    // Every attempt on record says what the agent answered, and when, to the millisecond.
+    assert_eq!(
+        (attempts[0]["status"].as_u64(), attempts[0]["failure"].as_str(), attempts[0]["answer"].as_str()),
+        (Some(500), Some("status"), Some(r#"{"error":"the agent answered 500"}"#)),
+        "{event:?}"
+    );
     assert_eq!(
         (attempts[1]["kind"].as_str(), attempts[1]["outcome"].as_str(), attempts[1]["job_id"].as_str()),
         (Some("replay"), Some("handled"), Some(job_id))
+    );
+    assert_eq!((attempts[1]["status"].as_u64(), &attempts[1]["answer"]), (Some(200), &json!(null)));
+    for attempt in attempts {
+        assert!(attempt["latency_ms"].as_i64().is_some_and(|ms| ms >= 0), "{attempt}");
+        let started: chrono::DateTime<chrono::Utc> = attempt["started_at"].as_str().unwrap().parse().unwrap();
+        let ended: chrono::DateTime<chrono::Utc> = attempt["ended_at"].as_str().unwrap().parse().unwrap();
+        assert!(started <= ended, "{attempt}");
+    }
+    let handled = admin.get(&t("/events/EvOk"), &root).await;
+    let first = &handled.body["attempts"][0];
+    assert_eq!(
+        (first["kind"].as_str(), first["outcome"].as_str(), first["status"].as_u64()),
+        (Some("live"), Some("handled"), Some(200)),
+        "a first delivery is read from its receipt: {handled:?}"
     );
 
     // The trail: the job, then each event's outcome.

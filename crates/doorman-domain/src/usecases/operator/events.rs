@@ -37,8 +37,9 @@ impl<P: OperatorPorts> Operator<P> {
         let record = found
             .ok_or_else(|| OperatorError::NotFound { what: "event", id: key.external_id.to_string() })?;
         let replays = self.ports.jobs().attempts(&key).await?;
+        let recorded = self.ports.ledger().attempts(&key).await?;
         let mut report = self.report(record);
-        report.attempts = Attempt::history(&report.receipt, &report.status, replays);
+        report.attempts = Attempt::history(&report.receipt, &report.status, replays, &recorded);
         Ok(report)
     }
 

@@ -719,6 +719,7 @@ fn receipt(claimed_ago_s: i64) -> Receipt {
         handled_at: None,
         failure: None,
         replays: 0,
+        first_delivery: None,
     }
 }
 
@@ -731,6 +732,7 @@ async fn an_event_reads_in_flight_then_stranded_and_an_absent_one_is_not_found()
             .expect_receipt()
             .returning(move |_| ready(Ok(Some(ReceiptRecord { receipt: receipt(ago), payload_kept: true }))));
         ports.jobs.expect_attempts().returning(|_| ready(Ok(vec![])));
+        ports.ledger.expect_attempts().returning(|_| ready(Ok(vec![])));
         let report =
             ports.build().event(&key(Some(own()), true), own(), ExternalEventId::new("Ev1").unwrap()).await;
         assert_eq!(report.map(|r| (r.status, r.payload_kept)), Ok((status, true)));
@@ -783,6 +785,7 @@ async fn an_events_history_is_its_live_dispatch_then_each_replay() {
             failure_before: Some(Failure { reason: "agent answered HTTP 500".into(), at: failed_at }),
         }]))
     });
+    ports.ledger.expect_attempts().returning(|_| ready(Ok(vec![])));
     let report = ports.build().event(&cli(), own(), ExternalEventId::new("Ev1").unwrap()).await.unwrap();
     let summary: Vec<_> = report
         .attempts
@@ -1284,4 +1287,92 @@ mod maintenance {
             assert!(matches!(refused, Err(OperatorError::Forbidden(_))), "{refused:?}");
         }
     }
+}
+
+#[tokio::test]
+async fn an_events_history_shows_every_attempt_on_record_with_what_the_agent_answered() {
+    let mut ports = Ports::new().with_own_tenant();
+    let at = |ago_ms: i64| now() - chrono::Duration::milliseconds(ago_ms);
+    let mut handled = receipt(900);
+    handled.handled_at = Some(at(1_000));
+    handled.failure = Some(Failure { reason: "agent answered HTTP 503".into(), at: at(299_000) });
+    handled.replays = 2;
+    ports
+        .ledger
+        .expect_receipt()
+        .returning(move |_| ready(Ok(Some(ReceiptRecord { receipt: handled.clone(), payload_kept: true }))));
+    let job = ReplayJobId::generate();
+    ports.jobs.expect_attempts().returning(move |_| {
+        ready(Ok(vec![ReplayAttempt {
+            job,
+            started_at: Some(at(120_500)),
+            ended_at: Some(at(119_000)),
+            outcome: Some("failed".into()),
+            detail: Some("agent answered HTTP 500".into()),
+            failure_before: Some(Failure { reason: "agent answered HTTP 503".into(), at: at(299_000) }),
+        }]))
+    });
+    let attempt =
+        move |started: i64, ended: i64, replay: bool, status: Option<u16>, failure: Option<FailureKind>| {
+            AttemptRecord {
+                started_at: at(started),
+                ended_at: at(ended),
+                replay,
+                status,
+                failure,
+                reason: failure.map(|_| format!("agent answered HTTP {}", status.unwrap_or(0))),
+                answer: failure.map(|_| "{\"error\":\"down\"}".to_owned()),
+            }
+        };
+    ports
+        .ledger
+        .expect_attempts()
+        .withf(|key| key.tenant == own() && key.external_id.as_str() == "Ev1")
+        .returning(move |_| {
+            ready(Ok(vec![
+                attempt(300_000, 299_000, false, Some(503), Some(FailureKind::Status)),
+                attempt(120_000, 119_000, true, Some(500), Some(FailureKind::Status)),
+                attempt(1_250, 1_000, true, Some(202), None),
+            ]))
+        });
+    let report = ports.build().event(&cli(), own(), ExternalEventId::new("Ev1").unwrap()).await.unwrap();
+    let summary: Vec<_> = report
+        .attempts
+        .iter()
+        .map(|a| {
+            let answer = a.answer.as_ref().unwrap();
+            (a.replay, a.job, a.outcome.as_str(), answer.status, answer.latency_ms, answer.body.as_deref())
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (false, None, "failed", Some(503), 1_000, Some("{\"error\":\"down\"}")),
+            (true, Some(job), "failed", Some(500), 1_000, Some("{\"error\":\"down\"}")),
+            (true, None, "handled", Some(202), 250, None),
+        ],
+        "Doorman's failed dispatch, the job's replay with what it met, then a replay by hand that handled it"
+    );
+    assert_eq!(report.attempts[1].detail.as_deref(), Some("agent answered HTTP 500"));
+}
+
+#[tokio::test]
+async fn a_first_delivery_is_read_from_its_receipt_with_its_status_and_latency() {
+    let mut ports = Ports::new().with_own_tenant();
+    let mut handled = receipt(60);
+    handled.handled_at = Some(now() - chrono::Duration::seconds(59));
+    handled.first_delivery =
+        Some(FirstDelivery { started_at: now() - chrono::Duration::milliseconds(59_120), status: 200 });
+    ports
+        .ledger
+        .expect_receipt()
+        .returning(move |_| ready(Ok(Some(ReceiptRecord { receipt: handled.clone(), payload_kept: false }))));
+    ports.jobs.expect_attempts().returning(|_| ready(Ok(vec![])));
+    ports.ledger.expect_attempts().returning(|_| ready(Ok(vec![])));
+    let report = ports.build().event(&cli(), own(), ExternalEventId::new("Ev1").unwrap()).await.unwrap();
+    assert_eq!(report.attempts.len(), 1);
+    let first = &report.attempts[0];
+    assert_eq!((first.replay, first.outcome.as_str()), (false, "handled"));
+    let answer = first.answer.as_ref().unwrap();
+    assert_eq!((answer.status, answer.failure, answer.latency_ms), (Some(200), None, 120));
 }

@@ -351,7 +351,7 @@ async fn an_unconfirmed_claim_that_holds_the_event_is_dispatched_once_settled() 
         .in_sequence(&mut seq)
         .returning(|_| ready(Ok(Claim::Claimed)));
     ports.bridge.expect_admit().times(1).in_sequence(&mut seq).returning(|_| Ok(Permit::unbounded()));
-    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(())));
+    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(200)));
     ports
         .receipts
         .expect_complete()
@@ -397,7 +397,11 @@ async fn an_unconfirmed_claim_gives_its_place_back_while_it_settles() {
     ports
         .receipts
         .expect_record_failure()
-        .withf(|_, failure| failure.reason == "not_admitted: the agent's circuit is open")
+        .withf(|_, attempt| {
+            attempt.reason.as_deref() == Some("not_admitted: the agent's circuit is open")
+                && attempt.failure == Some(FailureKind::NotAdmitted)
+                && attempt.status.is_none()
+        })
         .times(1)
         .returning(|_, _| ready(Ok(())));
     let handled = ports.build().handle(job).await;
@@ -544,7 +548,7 @@ async fn the_claim_returns_before_any_dispatch_can_start() {
     let at_dispatch = committed.clone();
     ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(move |_, _| {
         assert!(at_dispatch.load(Ordering::SeqCst), "dispatch started before the claim returned");
-        ready(Ok(()))
+        ready(Ok(200))
     });
     ports
         .receipts
@@ -562,7 +566,7 @@ async fn the_claim_returns_before_any_dispatch_can_start() {
 #[tokio::test]
 async fn an_unnumbered_event_never_claims_and_always_dispatches() {
     let mut ports = Ports::new().with_healthy_tenant().never_claims().never_writes_after_dispatch();
-    ports.bridge.expect_dispatch().times(2).returning(|_, _| ready(Ok(())));
+    ports.bridge.expect_dispatch().times(2).returning(|_, _| ready(Ok(200)));
 
     let inbound = ports.build();
     for _ in 0..2 {
@@ -582,15 +586,15 @@ fn claimed_job() -> Job {
 async fn complete_happens_only_after_a_successful_dispatch() {
     let mut ports = Ports::new();
     let mut seq = Sequence::new();
-    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(())));
+    ports.bridge.expect_dispatch().times(1).in_sequence(&mut seq).returning(|_, _| ready(Ok(202)));
     let cutoff = retention().expiry_cutoff(now());
     ports
         .receipts
         .expect_complete()
-        .withf(move |key, handled_at, expired_before, batch| {
+        .withf(move |key, delivered, expired_before, batch| {
             key.tenant == tenant_id()
                 && key.external_id.as_str() == "Ev0PV52K25"
-                && *handled_at == now()
+                && *delivered == Delivered { started_at: now(), ended_at: now(), status: 202, replay: false }
                 && *expired_before == cutoff
                 && *batch == 50
         })
@@ -611,14 +615,22 @@ async fn a_failed_dispatch_records_the_failure_and_never_completes() {
         .expect_dispatch()
         .times(1)
         .in_sequence(&mut seq)
-        .returning(|_, _| ready(Err(DispatchError::Rejected(502))));
+        .returning(|_, _| ready(Err(DispatchError::Rejected { status: 502, answer: Some("down".into()) })));
     ports
         .receipts
         .expect_record_failure()
-        .withf(|key, failure| {
+        .withf(|key, attempt| {
             key.external_id.as_str() == "Ev0PV52K25"
-                && failure.reason == "agent answered HTTP 502"
-                && failure.at == now()
+                && *attempt
+                    == AttemptRecord {
+                        started_at: now(),
+                        ended_at: now(),
+                        replay: false,
+                        status: Some(502),
+                        failure: Some(FailureKind::Status),
+                        reason: Some("agent answered HTTP 502".into()),
+                        answer: Some("down".into()),
+                    }
         })
         .times(1)
         .in_sequence(&mut seq)
@@ -626,7 +638,13 @@ async fn a_failed_dispatch_records_the_failure_and_never_completes() {
     ports.receipts.expect_complete().never();
 
     let handled = ports.build().handle(claimed_job()).await;
-    assert_eq!(handled, Handled::Failed { error: DispatchError::Rejected(502), recorded: true });
+    assert_eq!(
+        handled,
+        Handled::Failed {
+            error: DispatchError::Rejected { status: 502, answer: Some("down".into()) },
+            recorded: true
+        }
+    );
 }
 
 #[tokio::test]
@@ -642,7 +660,7 @@ async fn a_failed_unnumbered_dispatch_writes_nothing() {
 #[tokio::test]
 async fn a_completion_the_store_cannot_write_is_reported_not_retried() {
     let mut ports = Ports::new();
-    ports.bridge.expect_dispatch().times(1).returning(|_, _| ready(Ok(())));
+    ports.bridge.expect_dispatch().times(1).returning(|_, _| ready(Ok(200)));
     let down = StorageError::Unavailable("connection reset".into());
     let returned = down.clone();
     ports.receipts.expect_complete().times(1).returning(move |_, _, _, _| ready(Err(returned.clone())));
@@ -654,11 +672,9 @@ async fn a_completion_the_store_cannot_write_is_reported_not_retried() {
 #[tokio::test]
 async fn a_failure_the_store_cannot_write_is_reported_unrecorded() {
     let mut ports = Ports::new();
-    ports
-        .bridge
-        .expect_dispatch()
-        .times(1)
-        .returning(|_, _| ready(Err(DispatchError::Unreachable("refused".into()))));
+    ports.bridge.expect_dispatch().times(1).returning(|_, _| {
+        ready(Err(DispatchError::Unreachable { kind: FailureKind::Refused, reason: "refused".into() }))
+    });
     ports
         .receipts
         .expect_record_failure()
@@ -723,7 +739,10 @@ async fn acknowledge_accepts_only_once_its_claim_has_finished_and_claims_only_on
 
 #[tokio::test]
 async fn handle_records_the_outcome_only_once_the_dispatch_has_finished() {
-    for (outcome, written) in [(Ok(()), "complete"), (Err(DispatchError::Rejected(500)), "record_failure")] {
+    for (outcome, written) in [
+        (Ok(200), "complete"),
+        (Err(DispatchError::Rejected { status: 500, answer: None }), "record_failure"),
+    ] {
         let journal = Journal::default();
         let mut ports = Ports::new();
         let j = journal.clone();
@@ -790,7 +809,7 @@ async fn the_place_is_held_until_the_dispatch_has_ended() {
     let during = given_back.clone();
     ports.bridge.expect_dispatch().times(1).returning(move |_, _| {
         assert!(!during.load(Ordering::SeqCst), "the place was given back before the dispatch");
-        ready(Ok(()))
+        ready(Ok(200))
     });
     ports.receipts.expect_complete().returning(|_, _, _, _| ready(Ok(Completion::default())));
 
@@ -903,7 +922,7 @@ async fn a_dispatch_carries_the_installation_and_needs_no_refresh_while_the_toke
             inst.as_ref().and_then(|i| i.bot_token.as_ref()).map(|t| t.expose()) == Some("xoxe.xoxb-old")
         })
         .times(1)
-        .returning(|_, _| ready(Ok(())));
+        .returning(|_, _| ready(Ok(200)));
     ports.receipts.expect_complete().returning(|_, _, _, _| ready(Ok(Completion::default())));
     assert_eq!(ports.build().handle(installed_job(Some(3600))).await, Handled::Delivered { pruned: 0 });
 }
@@ -925,7 +944,7 @@ async fn a_token_about_to_expire_is_refreshed_before_the_dispatch_carries_it() {
         })
         .times(1)
         .in_sequence(&mut seq)
-        .returning(|_, _| ready(Ok(())));
+        .returning(|_, _| ready(Ok(200)));
     ports.receipts.expect_complete().returning(|_, _, _, _| ready(Ok(Completion::default())));
     assert_eq!(ports.build().handle(installed_job(Some(120))).await, Handled::Delivered { pruned: 0 });
 }
@@ -956,7 +975,7 @@ async fn a_failed_refresh_is_recorded_saying_whose_failure_it_is_and_nothing_is_
         ports
             .receipts
             .expect_record_failure()
-            .withf(move |_, failure| failure.reason == says)
+            .withf(move |_, attempt| attempt.reason.as_deref() == Some(says))
             .times(1)
             .returning(|_, _| ready(Ok(())));
         let handled = ports.build().handle(installed_job(Some(60))).await;
@@ -974,7 +993,10 @@ async fn an_expired_token_that_cannot_be_refreshed_is_never_sent() {
     ports
         .receipts
         .expect_record_failure()
-        .withf(|_, failure| failure.reason.starts_with("token_refresh_failed"))
+        .withf(|_, attempt| {
+            attempt.reason.as_deref().is_some_and(|r| r.starts_with("token_refresh_failed"))
+                && attempt.failure == Some(FailureKind::Token)
+        })
         .times(1)
         .returning(|_, _| ready(Ok(())));
     let expired = Installation { refreshable: false, ..installation(Some(-1)) };
@@ -987,7 +1009,7 @@ async fn an_expired_token_that_cannot_be_refreshed_is_never_sent() {
 
 #[tokio::test]
 async fn an_uninstall_is_dispatched_first_and_applied_after_whatever_the_agent_said() {
-    for agent_answer in [Ok(()), Err(DispatchError::Rejected(500))] {
+    for agent_answer in [Ok(200), Err(DispatchError::Rejected { status: 500, answer: None })] {
         let mut ports = Ports::new();
         let mut seq = Sequence::new();
         ports

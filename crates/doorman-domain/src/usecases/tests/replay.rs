@@ -22,6 +22,7 @@ fn candidate(handled: bool, payload_kept: bool) -> ReceiptRecord {
             handled_at: handled.then(now),
             failure: Some(Failure { reason: "agent answered HTTP 500".into(), at: now() }),
             replays: 0,
+            first_delivery: None,
         },
         payload_kept,
     }
@@ -67,11 +68,11 @@ async fn a_kept_event_is_held_then_dispatched_as_a_replay_and_its_receipt_comple
         })
         .times(1)
         .in_sequence(&mut seq)
-        .returning(|_, _| ready(Ok(())));
+        .returning(|_, _| ready(Ok(200)));
     ports
         .receipts
         .expect_complete()
-        .withf(|k, _, _, _| *k == key())
+        .withf(|k, delivered, _, _| *k == key() && delivered.replay && delivered.status == 200)
         .times(1)
         .in_sequence(&mut seq)
         .returning(|_, _, _, _| ready(Ok(Completion::default())));
@@ -133,11 +134,17 @@ async fn a_workspace_now_linked_to_another_tenant_is_not_sent_there() {
 #[tokio::test]
 async fn a_failed_replay_is_recorded_on_the_receipt() {
     let mut ports = Ports::new().with_healthy_tenant();
-    ports.bridge.expect_dispatch().times(1).returning(|_, _| ready(Err(DispatchError::Rejected(502))));
+    ports
+        .bridge
+        .expect_dispatch()
+        .times(1)
+        .returning(|_, _| ready(Err(DispatchError::Rejected { status: 502, answer: None })));
     ports
         .receipts
         .expect_record_failure()
-        .withf(|k, failure| *k == key() && failure.reason.contains("502"))
+        .withf(|k, attempt| {
+            *k == key() && attempt.replay && attempt.reason.as_deref().is_some_and(|r| r.contains("502"))
+        })
         .times(1)
         .returning(|_, _| ready(Ok(())));
     let mut stored = stored_with(vec![candidate(false, true)]);

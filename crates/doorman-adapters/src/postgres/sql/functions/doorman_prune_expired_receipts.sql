@@ -1,5 +1,6 @@
 -- Deletes up to p_limit of a tenant's receipts claimed before p_expired_before, and the kept
--- payloads of the receipts it expires; returns how many receipts it deleted.
+-- payloads of the receipts it expires and the attempts started before it; returns how many
+-- receipts it deleted.
 -- Its history: migrations/ up to 2026-11-30-000008_accounting_and_replay.
 CREATE OR REPLACE FUNCTION public.doorman_prune_expired_receipts(p_tenant uuid, p_expired_before timestamptz, p_limit bigint)
 RETURNS bigint
@@ -27,6 +28,16 @@ BEGIN
             SELECT e.tenant_id, e.platform, e.external_event_id
               FROM public.messaging_event_payloads AS e
              WHERE e.tenant_id = p_tenant AND e.claimed_at < p_expired_before
+             LIMIT p_limit
+               FOR UPDATE SKIP LOCKED);
+    END IF;
+    IF EXISTS (SELECT FROM public.messaging_event_attempts AS e
+                WHERE e.tenant_id = p_tenant AND e.started_at < p_expired_before) THEN
+        DELETE FROM public.messaging_event_attempts AS r
+         WHERE (r.tenant_id, r.platform, r.external_event_id, r.started_at) IN (
+            SELECT e.tenant_id, e.platform, e.external_event_id, e.started_at
+              FROM public.messaging_event_attempts AS e
+             WHERE e.tenant_id = p_tenant AND e.started_at < p_expired_before
              LIMIT p_limit
                FOR UPDATE SKIP LOCKED);
     END IF;

@@ -1,8 +1,13 @@
--- The hot path's outcomes: each event's handled_at or failure written in one batch, and the
--- bounded prune of the tenants named in p_prune_tenants; one row per tenant pruned.
--- Its history: migrations/ up to 2026-12-03-000001_tenant_settings_reach_every_node.
-CREATE OR REPLACE FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint)
- RETURNS TABLE(outcome_tenant uuid, pruned bigint)
+-- The hot path's outcomes: each event's handled_at or failure written in one batch (with the
+-- attempt: doorman_write_outcomes), and the bounded prune of the tenants named in
+-- p_prune_tenants; one row per tenant pruned.
+-- Its history: migrations/ up to 2026-12-07-000001_every_attempt_on_record.
+CREATE OR REPLACE FUNCTION public.doorman_record_outcomes(
+    p_tenants uuid[], p_platforms text[], p_event_ids text[],
+    p_handled_at timestamptz[], p_failure_reasons text[], p_failed_at timestamptz[],
+    p_started_at timestamptz[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[],
+    p_prune_tenants uuid[], p_expired_before timestamptz, p_prune_batch bigint
+) RETURNS TABLE(outcome_tenant uuid, pruned bigint)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET enable_seqscan TO 'off'
@@ -17,7 +22,8 @@ DECLARE
     v_ignored text;
 BEGIN
     PERFORM public.doorman_set_local('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text);
-    PERFORM public.doorman_write_outcomes(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at);
+    PERFORM public.doorman_write_outcomes(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at,
+        p_started_at, p_statuses, p_failures, p_answers, p_replays);
     v_ignored := public.doorman_set_local('app.tenant_ids', coalesce(v_callers, ''));
     IF cardinality(p_prune_tenants) > 0 THEN
         FOR v_tenant IN SELECT DISTINCT t FROM unnest(p_prune_tenants) AS t ORDER BY t LOOP
@@ -28,6 +34,22 @@ BEGIN
         END LOOP;
         v_ignored := public.doorman_set_local('app.tenant_id', coalesce(v_caller, ''));
     END IF;
+END
+$function$
+;
+
+-- The previous release's form (its servers, and its admin processes' replays, call it): the
+-- same, with nothing known of the attempts but their ends and reasons. Contract: drop it (a
+-- migration) once deploy/previous-release includes 2026-12-07-000001.
+CREATE OR REPLACE FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint)
+ RETURNS TABLE(outcome_tenant uuid, pruned bigint)
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+BEGIN
+    RETURN QUERY SELECT o.outcome_tenant, o.pruned FROM public.doorman_record_outcomes(p_tenants, p_platforms, p_event_ids,
+        p_handled_at, p_failure_reasons, p_failed_at, NULL::timestamptz[], NULL::smallint[], NULL::text[], NULL::text[],
+        NULL::boolean[], p_prune_tenants, p_expired_before, p_prune_batch) AS o;
 END
 $function$
 ;

@@ -1,0 +1,224 @@
+//! What one dispatch of a numbered event met: when it started and ended, the agent's status or
+//! why there was none, and the first KiB of the agent's answer. A first dispatch that succeeds
+//! rides on its receipt's completion ([`Delivered`]); every other one is an attempt on record
+//! ([`AttemptRecord`]).
+
+use chrono::{DateTime, Utc};
+
+use crate::errors::DispatchError;
+
+/// The most of an agent's answer body kept with an attempt.
+pub const MAX_ANSWER_EXCERPT: usize = 1024;
+
+/// Why a dispatch did not end in a 2xx: what an operator filters on and a chart counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// The agent answered with a status that is not 2xx (and not one of the two below).
+    Status,
+    /// A 3xx: redirects are not followed.
+    Redirect,
+    /// 413: the agent refused the document's size.
+    BodyTooLarge,
+    /// No connection: refused, reset before sending, or no answer to the connect in time.
+    Refused,
+    /// The TLS handshake failed (certificate, name, protocol).
+    Tls,
+    /// The agent's host did not resolve.
+    Dns,
+    /// No answer within the dispatch timeout.
+    Timeout,
+    /// The exchange broke after the request may have been read.
+    Interrupted,
+    /// The destination is not allowed (private address, not https); nothing was sent.
+    NotAllowed,
+    /// The agent's bound or circuit refused a settled claim; nothing was sent.
+    NotAdmitted,
+    /// The bot token could not be refreshed, or kept; nothing was sent.
+    Token,
+    /// A bug: the dispatch could not be built.
+    Internal,
+}
+
+impl FailureKind {
+    pub const ALL: [FailureKind; 12] = [
+        Self::Status,
+        Self::Redirect,
+        Self::BodyTooLarge,
+        Self::Refused,
+        Self::Tls,
+        Self::Dns,
+        Self::Timeout,
+        Self::Interrupted,
+        Self::NotAllowed,
+        Self::NotAdmitted,
+        Self::Token,
+        Self::Internal,
+    ];
+
+    /// The word stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Status => "status",
+            Self::Redirect => "redirect",
+            Self::BodyTooLarge => "body_too_large",
+            Self::Refused => "refused",
+            Self::Tls => "tls",
+            Self::Dns => "dns",
+            Self::Timeout => "timeout",
+            Self::Interrupted => "interrupted",
+            Self::NotAllowed => "not_allowed",
+            Self::NotAdmitted => "not_admitted",
+            Self::Token => "token",
+            Self::Internal => "internal",
+        }
+    }
+
+    /// The kind a stored word names; `None` for one this release does not know (a later
+    /// release's), which is shown as it is stored.
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == word)
+    }
+
+    /// The kind of a failed dispatch.
+    pub fn of(error: &DispatchError) -> Self {
+        match error {
+            DispatchError::Rejected { status, .. } => match status {
+                300..=399 => Self::Redirect,
+                413 => Self::BodyTooLarge,
+                _ => Self::Status,
+            },
+            DispatchError::Unreachable { kind, .. } => *kind,
+            DispatchError::TimedOut(_) => Self::Timeout,
+            DispatchError::Interrupted(_) => Self::Interrupted,
+            DispatchError::DestinationNotAllowed(_) => Self::NotAllowed,
+            DispatchError::NotAdmitted(_) => Self::NotAdmitted,
+            DispatchError::TokenRefreshFailed(_) | DispatchError::TokenStorageFailed(_) => Self::Token,
+            DispatchError::Internal(_) => Self::Internal,
+        }
+    }
+}
+
+/// The first KiB of an agent's answer body, as text: cut at a character boundary, with
+/// anything that is not printable text (control characters but line breaks and tabs)
+/// replaced, so a page or a log shows it as it is without being steered by it. `None` for an
+/// empty body.
+pub fn answer_excerpt(body: &[u8]) -> Option<String> {
+    let taken = &body[..body.len().min(MAX_ANSWER_EXCERPT)];
+    let text = String::from_utf8_lossy(taken);
+    // A multi-byte character cut at the limit reads as one replacement character: dropped.
+    let text = if taken.len() < body.len() { text.trim_end_matches('\u{fffd}') } else { &text };
+    let cleaned: String = text
+        .chars()
+        .map(|c| if c.is_control() && !matches!(c, '\n' | '\t') { '\u{fffd}' } else { c })
+        .collect();
+    (!cleaned.trim().is_empty()).then_some(cleaned)
+}
+
+/// A first dispatch that the agent took: written with the receipt's completion (the same
+/// statement), so a success costs nothing more than it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivered {
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    /// The agent's 2xx status.
+    pub status: u16,
+    /// A replay's success: recorded as an attempt row, the receipt's own first dispatch left
+    /// as it was.
+    pub replay: bool,
+}
+
+/// One dispatch of an event that is on record as a row: every failed one and every replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRecord {
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    /// An operator's replay (`delivery.replay`), not Doorman's own dispatch.
+    pub replay: bool,
+    /// The agent's HTTP status, when it answered.
+    pub status: Option<u16>,
+    /// Why it did not end in a 2xx; `None` for a replay that succeeded. A stored word this
+    /// release does not know reads as `Internal`.
+    pub failure: Option<FailureKind>,
+    /// The one-line reason (as on the receipt).
+    pub reason: Option<String>,
+    /// The first KiB of the agent's answer body, as text.
+    pub answer: Option<String>,
+}
+
+impl AttemptRecord {
+    /// How long the agent took, in milliseconds.
+    pub fn latency_ms(&self) -> i64 {
+        (self.ended_at - self.started_at).num_milliseconds().max(0)
+    }
+
+    /// An attempt that failed with `error`.
+    pub fn failed(
+        started_at: DateTime<Utc>,
+        ended_at: DateTime<Utc>,
+        replay: bool,
+        error: &DispatchError,
+    ) -> Self {
+        let (status, answer) = match error {
+            DispatchError::Rejected { status, answer } => (Some(*status), answer.clone()),
+            _ => (None, None),
+        };
+        Self {
+            started_at,
+            ended_at,
+            replay,
+            status,
+            failure: Some(FailureKind::of(error)),
+            reason: Some(error.to_string()),
+            answer,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_reads_back_from_its_word() {
+        for kind in FailureKind::ALL {
+            assert_eq!(FailureKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(FailureKind::parse("from_a_later_release"), None);
+    }
+
+    #[test]
+    fn statuses_say_what_kind_of_failure_they_are() {
+        let rejected = |status| DispatchError::Rejected { status, answer: None };
+        assert_eq!(FailureKind::of(&rejected(500)), FailureKind::Status);
+        assert_eq!(FailureKind::of(&rejected(302)), FailureKind::Redirect);
+        assert_eq!(FailureKind::of(&rejected(413)), FailureKind::BodyTooLarge);
+        assert_eq!(FailureKind::of(&DispatchError::TimedOut(60)), FailureKind::Timeout);
+        let unreachable = DispatchError::Unreachable { kind: FailureKind::Tls, reason: "handshake".into() };
+        assert_eq!(FailureKind::of(&unreachable), FailureKind::Tls);
+    }
+
+    #[test]
+    fn an_excerpt_is_the_first_kib_of_text_cut_at_a_character() {
+        assert_eq!(answer_excerpt(b""), None);
+        assert_eq!(answer_excerpt(b"  \n"), None);
+        assert_eq!(answer_excerpt(b"{\"error\":\"down\"}\n").as_deref(), Some("{\"error\":\"down\"}\n"));
+        let long = "é".repeat(600); // 1,200 bytes: the 513th character is cut at byte 1,024
+        let excerpt = answer_excerpt(long.as_bytes()).unwrap();
+        assert_eq!(excerpt, "é".repeat(512));
+        assert_eq!(answer_excerpt(b"a\x1b[31mb\0").as_deref(), Some("a\u{fffd}[31mb\u{fffd}"));
+        assert_eq!(answer_excerpt(&[0xff, b'o', b'k']).as_deref(), Some("\u{fffd}ok"));
+    }
+
+    #[test]
+    fn an_attempt_keeps_the_status_and_answer_of_a_rejection() {
+        let t0 = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        let t1 = t0 + chrono::Duration::milliseconds(1_234);
+        let error = DispatchError::Rejected { status: 503, answer: Some("busy".into()) };
+        let attempt = AttemptRecord::failed(t0, t1, false, &error);
+        assert_eq!(attempt.status, Some(503));
+        assert_eq!(attempt.answer.as_deref(), Some("busy"));
+        assert_eq!(attempt.failure, Some(FailureKind::Status));
+        assert_eq!(attempt.reason.as_deref(), Some("agent answered HTTP 503"));
+        assert_eq!(attempt.latency_ms(), 1_234);
+    }
+}
