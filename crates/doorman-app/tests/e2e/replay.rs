@@ -4,7 +4,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use doorman_adapters::postgres::schema::messaging_event_payloads as payloads;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, doorman, ok, serve_config};
 
@@ -41,7 +41,15 @@ async fn events_failed_while_the_agent_was_down_are_replayed_once_each_and_then_
     }
     app.quiesce().await;
     assert_eq!(app.db.operator().failed().await.len(), 3);
-    assert_eq!(json(&ok(&show(&app, &tenant, "EvDown1")))["status"], "failed");
+    let shown = json(&ok(&show(&app, &tenant, "EvDown1")));
+    assert_eq!(shown["status"], "failed");
+    // The attempt on record says why: nothing reached the agent (its connection was refused).
+    let live = &shown["attempts"][0];
+    assert_eq!(
+        (live["kind"].as_str(), live["failure"].as_str(), &live["status"]),
+        (Some("live"), Some("refused"), &json!(null)),
+        "{shown}"
+    );
     assert_eq!(kept_payloads(&app).await, 3, "kept while unhandled");
     proxy.restore().await;
 
@@ -63,7 +71,21 @@ async fn events_failed_while_the_agent_was_down_are_replayed_once_each_and_then_
         assert_eq!(shown["status"], "handled", "{shown}");
         assert_eq!(shown["dispatches"], 2, "the live one that failed, and the replay");
         assert_eq!(shown["payload_kept"], false, "deleted once handled");
+        let attempts: Vec<String> = shown["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| format!("{} {} {} {}", a["kind"], a["outcome"], a["status"], a["failure"]))
+            .collect();
+        assert_eq!(
+            attempts,
+            [r#""live" "failed" null "refused""#, r#""replay" "handled" 200 null"#],
+            "a replay by hand is an attempt on record too: {shown}"
+        );
     }
+    let human =
+        ok(&doorman(app.db.url(), &["receipts", "show", "--tenant", &tenant, "--event-id", "EvDown1"]));
+    assert!(human.contains(": failed, refused in ") && human.contains(": handled, HTTP 200 in "), "{human}");
     assert_eq!(kept_payloads(&app).await, 0);
 
     // Nothing is failed any more, and a handled event is refused by name.

@@ -199,7 +199,35 @@ async fn show(
         plural(receipt.replays, "time"),
         if report.payload_kept { "yes" } else { "no" }
     ));
+    for attempt in &report.attempts {
+        output::line(&format!("  {}", attempt_line(attempt)));
+    }
     Ok(())
+}
+
+/// One attempt, as `receipts show` prints it: kind, start (to the millisecond), outcome, and
+/// what the agent answered when it is on record.
+fn attempt_line(attempt: &doorman_domain::Attempt) -> String {
+    let started = attempt
+        .started_at
+        .map_or_else(|| "—".to_owned(), |at| at.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string());
+    let mut line =
+        format!("{} {started}: {}", if attempt.replay { "replay" } else { "dispatch" }, attempt.outcome);
+    if let Some(answer) = &attempt.answer {
+        match (answer.status, answer.failure) {
+            (Some(status), _) => line += &format!(", HTTP {status}"),
+            (None, Some(kind)) => line += &format!(", {}", kind.as_str()),
+            (None, None) => {}
+        }
+        line += &format!(" in {} ms", answer.latency_ms);
+    }
+    if let Some(detail) = &attempt.detail {
+        line += &format!(" ({detail})");
+    }
+    if let Some(body) = attempt.answer.as_ref().and_then(|answer| answer.body.as_deref()) {
+        line += &format!("; the agent said: {}", body.replace('\n', " "));
+    }
+    line
 }
 
 /// `receipts replay`: the same path as the admin API's replays (`crate::replays`), as
