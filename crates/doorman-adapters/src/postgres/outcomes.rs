@@ -113,9 +113,11 @@ pub(super) struct OutcomeRows<'a> {
     failed_at: Vec<Option<DateTime<Utc>>>,
     started_at: Vec<DateTime<Utc>>,
     statuses: Vec<Option<i16>>,
-    failures: Vec<Option<&'a str>>,
-    answers: Vec<Option<&'a str>>,
-    replays: Vec<bool>,
+    /// These three are `None` (sent as NULL) for a batch of first deliveries only, the hot
+    /// path without failures: nothing of them to send.
+    failures: Option<Vec<Option<&'a str>>>,
+    answers: Option<Vec<Option<&'a str>>>,
+    replays: Option<Vec<bool>>,
     prune_tenants: Vec<Uuid>,
     expired_before: Option<DateTime<Utc>>,
     prune_batch: Option<i64>,
@@ -133,22 +135,23 @@ impl<'a> OutcomeRows<'a> {
             failed_at: Vec::with_capacity(batch.len()),
             started_at: Vec::with_capacity(batch.len()),
             statuses: Vec::with_capacity(batch.len()),
-            failures: Vec::with_capacity(batch.len()),
-            answers: Vec::with_capacity(batch.len()),
-            replays: Vec::with_capacity(batch.len()),
+            failures: None,
+            answers: None,
+            replays: None,
             prune_tenants: Vec::new(),
             expired_before: None,
             prune_batch: None,
         };
         // Every completion of a process uses the same retention: the earliest cutoff and the
         // smallest batch of the group are the ones every request agrees to.
+        let (mut failures, mut answers, mut replays) = (Vec::new(), Vec::new(), Vec::new());
         for outcome in batch {
             let (started_at, status, failure, answer, replay) = outcome.kind.attempt();
             rows.started_at.push(started_at);
             rows.statuses.push(status);
-            rows.failures.push(failure);
-            rows.answers.push(answer);
-            rows.replays.push(replay);
+            failures.push(failure);
+            answers.push(answer);
+            replays.push(replay);
             match &outcome.kind {
                 PendingKind::Handled { at, expired_before: cutoff, prune_batch: limit, .. } => {
                     rows.handled_at.push(Some(*at));
@@ -172,6 +175,9 @@ impl<'a> OutcomeRows<'a> {
                 }
             }
         }
+        if failures.iter().any(Option::is_some) || replays.contains(&true) {
+            (rows.failures, rows.answers, rows.replays) = (Some(failures), Some(answers), Some(replays));
+        }
         rows
     }
 
@@ -189,9 +195,9 @@ impl<'a> OutcomeRows<'a> {
                 bind::<Array<Nullable<Timestamptz>>, _>(&self.failed_at),
                 bind::<Array<Timestamptz>, _>(&self.started_at),
                 bind::<Array<Nullable<SmallInt>>, _>(&self.statuses),
-                bind::<Array<Nullable<Text>>, _>(&self.failures),
-                bind::<Array<Nullable<Text>>, _>(&self.answers),
-                bind::<Array<Bool>, _>(&self.replays),
+                bind::<Nullable<Array<Nullable<Text>>>, _>(&self.failures),
+                bind::<Nullable<Array<Nullable<Text>>>, _>(&self.answers),
+                bind::<Nullable<Array<Bool>>, _>(&self.replays),
                 bind::<Array<SqlUuid>, _>(&self.prune_tenants),
                 // Both are null when the batch holds only failures: nothing is pruned then.
                 bind::<Nullable<Timestamptz>, _>(&self.expired_before),
@@ -222,9 +228,9 @@ impl OutcomeRows<'_> {
                 bind::<Array<Nullable<Timestamptz>>, _>(&self.failed_at),
                 bind::<Array<Timestamptz>, _>(&self.started_at),
                 bind::<Array<Nullable<SmallInt>>, _>(&self.statuses),
-                bind::<Array<Nullable<Text>>, _>(&self.failures),
-                bind::<Array<Nullable<Text>>, _>(&self.answers),
-                bind::<Array<Bool>, _>(&self.replays),
+                bind::<Nullable<Array<Nullable<Text>>>, _>(&self.failures),
+                bind::<Nullable<Array<Nullable<Text>>>, _>(&self.answers),
+                bind::<Nullable<Array<Bool>>, _>(&self.replays),
             ],
         )
     }
