@@ -11,7 +11,10 @@
 //! - The app crate maps outcomes to HTTP in one place. Messages here are for operators'
 //!   logs; they never carry a secret, and clients never see them.
 
+use chrono::{DateTime, Utc};
 use thiserror::Error;
+
+use crate::model::{AttemptRecord, FailureKind};
 
 // The model's constructors' error lives beside them (the model depends on nothing above it);
 // it is part of this policy all the same.
@@ -113,7 +116,7 @@ pub enum DispatchError {
     /// The request provably never reached the agent (connection refused, DNS or TLS failure
     /// before sending), even after the bridge's own short retries.
     #[error("agent unreachable: {reason}")]
-    Unreachable { kind: crate::model::FailureKind, reason: String },
+    Unreachable { kind: FailureKind, reason: String },
     /// The agent answered with a non-success status; `answer` is the first KiB of its body, as
     /// text (kept with the attempt, never in the one-line reason).
     #[error("agent answered HTTP {status}")]
@@ -147,6 +150,43 @@ pub enum DispatchError {
     Internal(String),
 }
 
+impl DispatchError {
+    /// Why the dispatch did not end in a 2xx, as an attempt's record says it.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            Self::Rejected { status, .. } => match status {
+                300..=399 => FailureKind::Redirect,
+                413 => FailureKind::BodyTooLarge,
+                _ => FailureKind::Status,
+            },
+            Self::Unreachable { kind, .. } => *kind,
+            Self::TimedOut(_) => FailureKind::Timeout,
+            Self::Interrupted(_) => FailureKind::Interrupted,
+            Self::DestinationNotAllowed(_) => FailureKind::NotAllowed,
+            Self::NotAdmitted(_) => FailureKind::NotAdmitted,
+            Self::TokenRefreshFailed(_) | Self::TokenStorageFailed(_) => FailureKind::Token,
+            Self::Internal(_) => FailureKind::Internal,
+        }
+    }
+
+    /// The attempt this failure ended, started at `started_at` and ended at `ended_at`.
+    pub fn attempt(&self, started_at: DateTime<Utc>, ended_at: DateTime<Utc>, replay: bool) -> AttemptRecord {
+        let (status, answer) = match self {
+            Self::Rejected { status, answer } => (Some(*status), answer.clone()),
+            _ => (None, None),
+        };
+        AttemptRecord {
+            started_at,
+            ended_at,
+            replay,
+            status,
+            failure: Some(self.kind()),
+            reason: Some(self.to_string()),
+            answer,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +198,29 @@ mod tests {
             DispatchError::Rejected { status: 502, answer: Some("down".into()) }.to_string(),
             "agent answered HTTP 502"
         );
+    }
+
+    #[test]
+    fn statuses_say_what_kind_of_failure_they_are() {
+        let rejected = |status| DispatchError::Rejected { status, answer: None };
+        assert_eq!(rejected(500).kind(), FailureKind::Status);
+        assert_eq!(rejected(302).kind(), FailureKind::Redirect);
+        assert_eq!(rejected(413).kind(), FailureKind::BodyTooLarge);
+        assert_eq!(DispatchError::TimedOut(60).kind(), FailureKind::Timeout);
+        let unreachable = DispatchError::Unreachable { kind: FailureKind::Tls, reason: "handshake".into() };
+        assert_eq!(unreachable.kind(), FailureKind::Tls);
+    }
+
+    #[test]
+    fn an_attempt_keeps_the_status_and_answer_of_a_rejection() {
+        let t0 = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        let t1 = t0 + chrono::Duration::milliseconds(1_234);
+        let error = DispatchError::Rejected { status: 503, answer: Some("busy".into()) };
+        let attempt = error.attempt(t0, t1, false);
+        assert_eq!(attempt.status, Some(503));
+        assert_eq!(attempt.answer.as_deref(), Some("busy"));
+        assert_eq!(attempt.failure, Some(FailureKind::Status));
+        assert_eq!(attempt.reason.as_deref(), Some("agent answered HTTP 503"));
+        assert_eq!(attempt.latency_ms(), 1_234);
     }
 }

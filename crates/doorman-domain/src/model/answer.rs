@@ -5,8 +5,6 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::errors::DispatchError;
-
 /// The most of an agent's answer body kept with an attempt.
 pub const MAX_ANSWER_EXCERPT: usize = 1024;
 
@@ -78,24 +76,6 @@ impl FailureKind {
     pub fn parse(word: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|kind| kind.as_str() == word)
     }
-
-    /// The kind of a failed dispatch.
-    pub fn of(error: &DispatchError) -> Self {
-        match error {
-            DispatchError::Rejected { status, .. } => match status {
-                300..=399 => Self::Redirect,
-                413 => Self::BodyTooLarge,
-                _ => Self::Status,
-            },
-            DispatchError::Unreachable { kind, .. } => *kind,
-            DispatchError::TimedOut(_) => Self::Timeout,
-            DispatchError::Interrupted(_) => Self::Interrupted,
-            DispatchError::DestinationNotAllowed(_) => Self::NotAllowed,
-            DispatchError::NotAdmitted(_) => Self::NotAdmitted,
-            DispatchError::TokenRefreshFailed(_) | DispatchError::TokenStorageFailed(_) => Self::Token,
-            DispatchError::Internal(_) => Self::Internal,
-        }
-    }
 }
 
 /// The first KiB of an agent's answer body, as text: cut at a character boundary, with
@@ -150,28 +130,6 @@ impl AttemptRecord {
     pub fn latency_ms(&self) -> i64 {
         (self.ended_at - self.started_at).num_milliseconds().max(0)
     }
-
-    /// An attempt that failed with `error`.
-    pub fn failed(
-        started_at: DateTime<Utc>,
-        ended_at: DateTime<Utc>,
-        replay: bool,
-        error: &DispatchError,
-    ) -> Self {
-        let (status, answer) = match error {
-            DispatchError::Rejected { status, answer } => (Some(*status), answer.clone()),
-            _ => (None, None),
-        };
-        Self {
-            started_at,
-            ended_at,
-            replay,
-            status,
-            failure: Some(FailureKind::of(error)),
-            reason: Some(error.to_string()),
-            answer,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -187,17 +145,6 @@ mod tests {
     }
 
     #[test]
-    fn statuses_say_what_kind_of_failure_they_are() {
-        let rejected = |status| DispatchError::Rejected { status, answer: None };
-        assert_eq!(FailureKind::of(&rejected(500)), FailureKind::Status);
-        assert_eq!(FailureKind::of(&rejected(302)), FailureKind::Redirect);
-        assert_eq!(FailureKind::of(&rejected(413)), FailureKind::BodyTooLarge);
-        assert_eq!(FailureKind::of(&DispatchError::TimedOut(60)), FailureKind::Timeout);
-        let unreachable = DispatchError::Unreachable { kind: FailureKind::Tls, reason: "handshake".into() };
-        assert_eq!(FailureKind::of(&unreachable), FailureKind::Tls);
-    }
-
-    #[test]
     fn an_excerpt_is_the_first_kib_of_text_cut_at_a_character() {
         assert_eq!(answer_excerpt(b""), None);
         assert_eq!(answer_excerpt(b"  \n"), None);
@@ -207,18 +154,5 @@ mod tests {
         assert_eq!(excerpt, "é".repeat(512));
         assert_eq!(answer_excerpt(b"a\x1b[31mb\0").as_deref(), Some("a\u{fffd}[31mb\u{fffd}"));
         assert_eq!(answer_excerpt(&[0xff, b'o', b'k']).as_deref(), Some("\u{fffd}ok"));
-    }
-
-    #[test]
-    fn an_attempt_keeps_the_status_and_answer_of_a_rejection() {
-        let t0 = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
-        let t1 = t0 + chrono::Duration::milliseconds(1_234);
-        let error = DispatchError::Rejected { status: 503, answer: Some("busy".into()) };
-        let attempt = AttemptRecord::failed(t0, t1, false, &error);
-        assert_eq!(attempt.status, Some(503));
-        assert_eq!(attempt.answer.as_deref(), Some("busy"));
-        assert_eq!(attempt.failure, Some(FailureKind::Status));
-        assert_eq!(attempt.reason.as_deref(), Some("agent answered HTTP 503"));
-        assert_eq!(attempt.latency_ms(), 1_234);
     }
 }

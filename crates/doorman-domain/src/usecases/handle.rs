@@ -2,7 +2,7 @@
 
 use super::Inbound;
 use crate::errors::{DispatchError, RefreshError, StorageError};
-use crate::model::{AttemptRecord, Claim, Delivered, Freshness, Installation, Job, Lifecycle};
+use crate::model::{Claim, Delivered, Freshness, Installation, Job, Lifecycle};
 use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, TenantDirectory, Unready};
 
 /// What became of a job.
@@ -131,7 +131,7 @@ where
                 Handled::Failed { error, recorded: false }
             }
             (Err(error), Some(key)) => {
-                let attempt = AttemptRecord::failed(started_at, ended_at, replay, &error);
+                let attempt = error.attempt(started_at, ended_at, replay);
                 let recorded = match self.receipts.record_failure(&key, &attempt).await {
                     Ok(()) => true,
                     Err(store_error) => {

@@ -645,7 +645,7 @@ fn padded<T: Clone>(mut rows: Vec<T>) -> Vec<T> {
 
 #[cfg(test)]
 mod tests {
-    use doorman_domain::{AttemptRecord, DispatchError, ExternalEventId, Platform, ReceiptKey, TenantId};
+    use doorman_domain::{DispatchError, ExternalEventId, Platform, ReceiptKey, TenantId};
 
     use super::*;
 
@@ -675,7 +675,7 @@ mod tests {
             }
         } else {
             let error = DispatchError::Rejected { status: 500, answer: Some(format!("failed {event}")) };
-            PendingKind::Failed(AttemptRecord::failed(at, at, false, &error))
+            PendingKind::Failed(error.attempt(at, at, false))
         };
         PendingOutcome { key, kind }
     }
