@@ -274,11 +274,29 @@ $$;
 CREATE FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) RETURNS TABLE(outcome_tenant uuid, pruned bigint)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
+DECLARE
+    v_tenant uuid;
+    v_caller text := current_setting('app.tenant_id', true);
+    v_callers text := current_setting('app.tenant_ids', true);
+    v_ignored text;
 BEGIN
-    RETURN QUERY SELECT o.outcome_tenant, o.pruned FROM public.doorman_record_outcomes(p_tenants, p_platforms, p_event_ids,
-        p_handled_at, p_failure_reasons, p_failed_at, NULL::timestamptz[], NULL::smallint[], NULL::text[], NULL::text[],
-        NULL::boolean[], p_prune_tenants, p_expired_before, p_prune_batch) AS o;
+    PERFORM public.doorman_set_local('app.tenant_ids', ARRAY(SELECT DISTINCT t FROM unnest(p_tenants) AS t)::text);
+    PERFORM public.doorman_write_outcomes(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at);
+    v_ignored := public.doorman_set_local('app.tenant_ids', coalesce(v_callers, ''));
+    IF cardinality(p_prune_tenants) > 0 THEN
+        FOR v_tenant IN SELECT DISTINCT t FROM unnest(p_prune_tenants) AS t ORDER BY t LOOP
+            v_ignored := public.doorman_set_local('app.tenant_id', v_tenant::text);
+            outcome_tenant := v_tenant;
+            pruned := public.doorman_prune_expired_receipts(v_tenant, p_expired_before, p_prune_batch);
+            RETURN NEXT;
+        END LOOP;
+        v_ignored := public.doorman_set_local('app.tenant_id', coalesce(v_caller, ''));
+    END IF;
 END
 $$;
 
@@ -542,21 +560,10 @@ BEGIN
                failure_reason = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.reason ELSE r.failure_reason END,
                failed_at = CASE WHEN r.handled_at IS NULL AND u.handled_at IS NULL THEN u.failed_at ELSE r.failed_at END
           FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at,
-                      p_started_at, p_statuses, p_failures, p_answers, p_replays)
-               AS u(tenant, platform, event_id, handled_at, reason, failed_at, started_at, status, failure, answer, replay)
+                      p_started_at, p_statuses, p_replays)
+               AS u(tenant, platform, event_id, handled_at, reason, failed_at, started_at, status, replay)
          WHERE r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id
-        RETURNING r.tenant_id, r.platform, r.external_event_id, u.handled_at IS NOT NULL AS completed,
-                  u.handled_at, u.reason, u.failed_at, u.started_at, u.status, u.failure, u.answer,
-                  coalesce(u.replay, false) AS replay
-    ), attempted AS (
-        INSERT INTO public.messaging_event_attempts AS a
-            (tenant_id, platform, external_event_id, started_at, ended_at, replay, status, failure, reason, answer)
-        SELECT d.tenant_id, d.platform, d.external_event_id,
-               coalesce(d.started_at, d.failed_at, d.handled_at), coalesce(d.failed_at, d.handled_at),
-               d.replay, d.status, d.failure, d.reason, d.answer
-          FROM recorded AS d
-         WHERE NOT d.completed OR d.replay
-        ON CONFLICT ON CONSTRAINT messaging_event_attempts_pkey DO NOTHING
+        RETURNING r.tenant_id, r.platform, r.external_event_id, u.handled_at IS NOT NULL AS completed
     ), released AS (
         DELETE FROM public.messaging_event_payloads AS p
          USING recorded AS d
@@ -568,6 +575,22 @@ BEGIN
       FROM recorded AS d
      WHERE NOT d.completed AND p.leased_until IS NOT NULL
        AND p.tenant_id = d.tenant_id AND p.platform = d.platform AND p.external_event_id = d.external_event_id;
+    -- A batch of first deliveries only (the hot path without failures) writes no attempt row,
+    -- and runs no statement for them: a data-modifying CTE would run even with nothing to
+    -- insert.
+    IF array_position(p_handled_at, NULL) IS NOT NULL OR true = ANY (p_replays) THEN
+        INSERT INTO public.messaging_event_attempts AS a
+            (tenant_id, platform, external_event_id, started_at, ended_at, replay, status, failure, reason, answer)
+        SELECT u.tenant, u.platform, u.event_id, coalesce(u.started_at, u.failed_at, u.handled_at),
+               coalesce(u.failed_at, u.handled_at), coalesce(u.replay, false), u.status, u.failure, u.reason, u.answer
+          FROM unnest(p_tenants, p_platforms, p_event_ids, p_handled_at, p_failure_reasons, p_failed_at,
+                      p_started_at, p_statuses, p_failures, p_answers, p_replays)
+               AS u(tenant, platform, event_id, handled_at, reason, failed_at, started_at, status, failure, answer, replay)
+         WHERE (u.handled_at IS NULL OR coalesce(u.replay, false))
+           AND EXISTS (SELECT FROM public.messaging_event_receipts AS r
+                        WHERE r.tenant_id = u.tenant AND r.platform = u.platform AND r.external_event_id = u.event_id)
+        ON CONFLICT ON CONSTRAINT messaging_event_attempts_pkey DO NOTHING;
+    END IF;
 END
 $$;
 
