@@ -417,10 +417,12 @@ async fn read_answer(
     }
 }
 
-/// Keeps the start of `bytes` in `kept`, up to [`MAX_ANSWER_EXCERPT`] in all.
+/// Keeps the start of `bytes` in `kept`, up to [`MAX_ANSWER_EXCERPT`] and one byte more in all:
+/// the byte more tells [`answer_excerpt`] that the body went on, so that it drops a character
+/// the cut split.
 fn keep_start(kept: Option<&mut Vec<u8>>, bytes: &[u8]) {
     if let Some(kept) = kept {
-        let room = MAX_ANSWER_EXCERPT.saturating_sub(kept.len());
+        let room = (MAX_ANSWER_EXCERPT + 1).saturating_sub(kept.len());
         kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 }

@@ -284,3 +284,46 @@ async fn https_verifies_the_agents_certificate_and_names_its_host() {
         other => panic!("an untrusted certificate must fail before anything is sent: {other:?}"),
     }
 }
+
+/// A non-2xx answer's body is kept, its first KiB, whatever its framing: by length, chunked,
+/// until the agent closes, and from a body too long to read whole (what had arrived with the
+/// head). Cut at 1 KiB, a two-byte character split by the cut is dropped, not shown as `�`.
+#[tokio::test]
+async fn an_error_answers_first_kib_is_kept_whatever_its_framing() {
+    const LONG: &[u8] = concat!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 1201\r\n\r\n",
+        "a",
+        "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé",
+        "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé",
+        "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé",
+        "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé",
+        "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé",
+        "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé",
+    )
+    .as_bytes();
+    let agent = ScriptedAgent::start(vec![
+        Step::Answer(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 5\r\n\r\noops!"),
+        Step::Answer(b"HTTP/1.1 502 Bad Gateway\r\ntransfer-encoding: chunked\r\n\r\n3\r\nbad\r\n8\r\n gateway\r\n0\r\n\r\n"),
+        Step::Answer(LONG),
+        Step::Answer(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 999999999\r\n\r\nthe start"),
+        Step::AnswerAndClose(b"HTTP/1.1 500 Internal Server Error\r\n\r\nuntil the agent closes"),
+    ])
+    .await;
+    let client = client();
+    let mut excerpts = Vec::new();
+    for _ in 0..5 {
+        excerpts.push(post(&client, &agent.url, b"{}").await.unwrap().excerpt);
+    }
+    let long = format!("a{}", "é".repeat(511));
+    assert_eq!(long.len(), 1_023, "the cut at 1,024 bytes fell inside the 512th é");
+    assert_eq!(
+        excerpts,
+        [
+            Some("oops!".to_owned()),
+            Some("bad gateway".to_owned()),
+            Some(long),
+            Some("the start".to_owned()),
+            Some("until the agent closes".to_owned()),
+        ]
+    );
+}

@@ -72,26 +72,32 @@ impl FailureKind {
     }
 
     /// The kind a stored word names; `None` for one this release does not know (a later
-    /// release's), which is shown as it is stored.
+    /// release's: readers show it as `internal`).
     pub fn parse(word: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|kind| kind.as_str() == word)
     }
 }
 
-/// The first KiB of an agent's answer body, as text: cut at a character boundary, with
-/// anything that is not printable text (control characters but line breaks and tabs)
-/// replaced, so a page or a log shows it as it is without being steered by it. `None` for an
+/// The first KiB of an agent's answer body, as text: cut at a character boundary (a body that
+/// goes on past the KiB drops the character the cut split), with control characters (but line
+/// breaks and tabs) and characters that reorder text replaced, so a page or a log shows it as it is without being steered by it. `None` for an
 /// empty body.
 pub fn answer_excerpt(body: &[u8]) -> Option<String> {
     let taken = &body[..body.len().min(MAX_ANSWER_EXCERPT)];
     let text = String::from_utf8_lossy(taken);
     // A multi-byte character cut at the limit reads as one replacement character: dropped.
     let text = if taken.len() < body.len() { text.trim_end_matches('\u{fffd}') } else { &text };
-    let cleaned: String = text
-        .chars()
-        .map(|c| if c.is_control() && !matches!(c, '\n' | '\t') { '\u{fffd}' } else { c })
-        .collect();
+    let cleaned: String = text.chars().map(|c| if shown_as_is(c) { c } else { '\u{fffd}' }).collect();
     (!cleaned.trim().is_empty()).then_some(cleaned)
+}
+
+/// Whether a character of an agent's answer is shown as it is: not a control character (but
+/// line breaks and tabs), nor one that reorders the text around it (bidirectional marks,
+/// overrides, embeddings and isolates, which could make a page or a terminal show other words
+/// than the agent sent).
+fn shown_as_is(c: char) -> bool {
+    let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    !reorders && (!c.is_control() || matches!(c, '\n' | '\r' | '\t'))
 }
 
 /// A first dispatch that the agent took: written with the receipt's completion (the same
@@ -153,6 +159,7 @@ mod tests {
         let excerpt = answer_excerpt(long.as_bytes()).unwrap();
         assert_eq!(excerpt, "é".repeat(512));
         assert_eq!(answer_excerpt(b"a\x1b[31mb\0").as_deref(), Some("a\u{fffd}[31mb\u{fffd}"));
+        assert_eq!(answer_excerpt("ab\u{202e}cd\r\n".as_bytes()).as_deref(), Some("ab\u{fffd}cd\r\n"));
         assert_eq!(answer_excerpt(&[0xff, b'o', b'k']).as_deref(), Some("\u{fffd}ok"));
     }
 }

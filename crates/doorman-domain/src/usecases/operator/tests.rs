@@ -1331,6 +1331,8 @@ async fn an_events_history_shows_every_attempt_on_record_with_what_the_agent_ans
         .returning(move |_| {
             ready(Ok(vec![
                 attempt(300_000, 299_000, false, Some(503), Some(FailureKind::Status)),
+                // A replay by hand before the job ran: not the job's, though it comes first.
+                attempt(200_000, 199_000, true, Some(502), Some(FailureKind::Status)),
                 attempt(120_000, 119_000, true, Some(500), Some(FailureKind::Status)),
                 attempt(1_250, 1_000, true, Some(202), None),
             ]))
@@ -1348,12 +1350,13 @@ async fn an_events_history_shows_every_attempt_on_record_with_what_the_agent_ans
         summary,
         [
             (false, None, "failed", Some(503), 1_000, Some("{\"error\":\"down\"}")),
+            (true, None, "failed", Some(502), 1_000, Some("{\"error\":\"down\"}")),
             (true, Some(job), "failed", Some(500), 1_000, Some("{\"error\":\"down\"}")),
             (true, None, "handled", Some(202), 250, None),
         ],
         "Doorman's failed dispatch, the job's replay with what it met, then a replay by hand that handled it"
     );
-    assert_eq!(report.attempts[1].detail.as_deref(), Some("agent answered HTTP 500"));
+    assert_eq!(report.attempts[2].detail.as_deref(), Some("agent answered HTTP 500"), "the job's own words");
 }
 
 #[tokio::test]
