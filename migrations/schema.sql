@@ -330,6 +330,17 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.doorman_redelivery_tenants() RETURNS TABLE(tenant_id uuid, schedule integer[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT t.id, t.redelivery_schedule
+      FROM public.tenants AS t
+      JOIN public.agent_bridges AS b ON b.tenant_id = t.id
+     WHERE t.redelivery_schedule IS NOT NULL AND NOT b.paused
+     ORDER BY t.id
+$$;
+
 CREATE FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) RETURNS TABLE(link_removed boolean, installation_removed boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -377,7 +388,7 @@ BEGIN
         SELECT v_tenant, b.url, b.signing_secret, b.paused,
                i.team_id, i.enterprise_id, i.bot_user_id, i.bot_token, i.scopes,
                i.token_expires_at, i.refresh_token IS NOT NULL,
-               coalesce(t.retain_payloads, false)
+               coalesce(t.retain_payloads OR t.redelivery_schedule IS NOT NULL, false)
           FROM (SELECT 1) AS one
           LEFT JOIN public.tenants AS t ON t.id = v_tenant
           LEFT JOIN public.agent_bridges AS b ON b.tenant_id = v_tenant
@@ -748,9 +759,12 @@ CREATE TABLE public.messaging_event_receipts (
     swept_at timestamp with time zone,
     dispatched_at timestamp with time zone,
     answer_status smallint,
+    redeliveries smallint DEFAULT 0 NOT NULL,
+    gave_up_at timestamp with time zone,
     CONSTRAINT failure_is_whole CHECK (((failure_reason IS NULL) = (failed_at IS NULL))),
     CONSTRAINT messaging_event_receipts_delivery_attempt_check CHECK ((delivery_attempt >= 0)),
     CONSTRAINT messaging_event_receipts_external_event_id_check CHECK (((length(external_event_id) >= 1) AND (length(external_event_id) <= 255))),
+    CONSTRAINT messaging_event_receipts_redeliveries_check CHECK ((redeliveries >= 0)),
     CONSTRAINT messaging_event_receipts_replays_check CHECK ((replays >= 0))
 )
 WITH (fillfactor='70');
@@ -838,7 +852,9 @@ CREATE TABLE public.tenants (
     name text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     retain_payloads boolean DEFAULT false NOT NULL,
-    CONSTRAINT tenants_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200)))
+    redelivery_schedule integer[],
+    CONSTRAINT tenants_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+    CONSTRAINT tenants_redelivery_schedule_check CHECK (((redelivery_schedule IS NULL) OR (((cardinality(redelivery_schedule) >= 1) AND (cardinality(redelivery_schedule) <= 20)) AND (0 <= ALL (redelivery_schedule)) AND (86400 >= ALL (redelivery_schedule)) AND (array_position(redelivery_schedule, NULL::integer) IS NULL))))
 );
 
 ALTER TABLE ONLY public.admin_audit
@@ -1120,6 +1136,9 @@ GRANT ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platfor
 
 REVOKE ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_started_at timestamp with time zone[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_record_outcomes(p_tenants uuid[], p_platforms text[], p_event_ids text[], p_handled_at timestamp with time zone[], p_failure_reasons text[], p_failed_at timestamp with time zone[], p_started_at timestamp with time zone[], p_statuses smallint[], p_failures text[], p_answers text[], p_replays boolean[], p_prune_tenants uuid[], p_expired_before timestamp with time zone, p_prune_batch bigint) TO doorman_app;
+
+REVOKE ALL ON FUNCTION public.doorman_redelivery_tenants() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_redelivery_tenants() TO doorman_app;
 
 REVOKE ALL ON FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_remove_installation(p_tenant uuid, p_platform text, p_team_id text, p_enterprise_id text, p_org_wide boolean) TO doorman_app;

@@ -46,6 +46,8 @@ struct Delivery {
     attempt: u32,
     retry_reason: Option<&'static str>,
     replay: bool,
+    /// Which redelivery this is (ADR 26); 0 for the live delivery and a replay.
+    redelivery: u32,
 }
 
 /// Renders the document for a job. The payload is embedded as the JSON text the platform
@@ -69,6 +71,7 @@ pub fn render(job: &Job, installation: Option<&Installation>) -> Result<Vec<u8>,
             attempt: event.delivery.attempt,
             retry_reason: event.delivery.retry_reason.map(|r| r.as_str()),
             replay: event.delivery.replay,
+            redelivery: event.delivery.redelivery,
         },
         received_at: job.received_at().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         payload,

@@ -110,6 +110,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!(Function, "functions", "doorman_receipt_counts"),
     definition!(Function, "functions", "doorman_record_installation"),
     definition!(Function, "functions", "doorman_record_outcomes"),
+    definition!(Function, "functions", "doorman_redelivery_tenants"),
     definition!(Function, "functions", "doorman_remove_installation"),
     definition!(Function, "functions", "doorman_resolve"),
     definition!(Function, "functions", "doorman_resolve_workspace"),

@@ -150,6 +150,8 @@ diesel::table! {
         swept_at -> Nullable<Timestamptz>,
         dispatched_at -> Nullable<Timestamptz>,
         answer_status -> Nullable<Int2>,
+        redeliveries -> Int2,
+        gave_up_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -225,6 +227,7 @@ diesel::table! {
         name -> Text,
         created_at -> Timestamptz,
         retain_payloads -> Bool,
+        redelivery_schedule -> Nullable<Array<Nullable<Int4>>>,
     }
 }
 

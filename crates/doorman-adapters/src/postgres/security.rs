@@ -18,6 +18,8 @@
 ///   link and unlink a workspace (it cannot write the directory itself), each for one tenant.
 /// - `doorman_receipt_counts`: every tenant's stranded and recently failed receipts, as two
 ///   numbers, for the server's gauges.
+/// - `doorman_redelivery_tenants`: which tenants have redelivery on (and an agent not paused),
+///   with their schedules, for the redelivery runner (ADR 26); ids and delays, nothing else.
 /// - `doorman_sweep_receipts`: marks, across tenants, the receipts that had no outcome when it
 ///   looked, so the stranded are found through an index (decision 18); it returns a count.
 /// - `doorman_sweep_watermark`: how far the sweep has looked (a timestamp), for a claim
@@ -27,6 +29,7 @@ pub const SECURITY_DEFINER_ALLOWLIST: &[&str] = &[
     "doorman_link_taken",
     "doorman_receipt_counts",
     "doorman_record_installation",
+    "doorman_redelivery_tenants",
     "doorman_remove_installation",
     "doorman_resolve_workspace",
     "doorman_resolve_workspace",

@@ -48,8 +48,12 @@ impl PgStoredEvents {
             .keys
             .open(sealed, SealedIn { tenant: key.tenant, column: PAYLOAD_COLUMN })
             .map_err(|e| format!("the kept payload does not open: {e}"))?;
-        let delivery =
-            Delivery { attempt: u32::try_from(attempt).unwrap_or(0), retry_reason: None, replay: true };
+        let delivery = Delivery {
+            attempt: u32::try_from(attempt).unwrap_or(0),
+            retry_reason: None,
+            replay: true,
+            redelivery: 0,
+        };
         match parse_events(Some("application/json"), &body, delivery) {
             Ok(Parsed::Event(event)) if event.external_id.as_ref() == Some(&key.external_id) => Ok(event),
             Ok(_) => Err("the kept payload is not this event".into()),

@@ -9,7 +9,12 @@ const MAX_REASON_LEN: usize = 64;
 /// overflowing number reads as 0; a reason that is not one of the six documented ones reads
 /// as `Other`. The raw header text is never kept, so it cannot reach a log.
 pub fn delivery_from_headers(retry_num: Option<&[u8]>, retry_reason: Option<&[u8]>) -> Delivery {
-    Delivery { attempt: attempt(retry_num), retry_reason: retry_reason.map(reason), replay: false }
+    Delivery {
+        attempt: attempt(retry_num),
+        retry_reason: retry_reason.map(reason),
+        replay: false,
+        redelivery: 0,
+    }
 }
 
 fn attempt(raw: Option<&[u8]>) -> u32 {

@@ -31,7 +31,12 @@ fn job(url: &str, secret: &str, event_id: Option<&str>) -> Job {
             .unwrap(),
             kind: EventKind::Callback { event_type: Label::new("event type", "app_mention").unwrap() },
             external_id: event_id.map(|id| ExternalEventId::new(id).unwrap()),
-            delivery: Delivery { attempt: 2, retry_reason: Some(RetryReason::HttpTimeout), replay: false },
+            delivery: Delivery {
+                attempt: 2,
+                retry_reason: Some(RetryReason::HttpTimeout),
+                replay: false,
+                redelivery: 0,
+            },
             payload: Payload::from_json_text(r#"{"type":"event_callback","event":{"text":"hi \"there\""}}"#),
             fingerprint: None,
             lifecycle: None,

@@ -166,6 +166,8 @@ async fn schema_rs_matches_the_migrated_database() {
                 "bool" => "Bool",
                 "int2" => "Int2",
                 "int4" => "Int4",
+                // As `diesel print-schema` prints it: PostgreSQL arrays may hold nulls.
+                "_int4" => "Array<Nullable<Int4>>",
                 "int8" => "Int8",
                 "timestamptz" => "Timestamptz",
                 other => panic!("extend this test for column type {other}"),

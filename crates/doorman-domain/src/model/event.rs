@@ -173,6 +173,9 @@ pub struct Delivery {
     /// An operator replayed it (`doorman receipts replay`); the attempt is the one that was
     /// claimed originally.
     pub replay: bool,
+    /// Which of the tenant's redeliveries this is (ADR 26): 0 for the live delivery and an
+    /// operator's replay, 1 for the first redelivery, and so on.
+    pub redelivery: u32,
 }
 
 /// The platform's payload, as JSON text, forwarded to the agent untouched. The domain

@@ -14,6 +14,7 @@ mod job;
 mod page;
 mod platform;
 mod receipt;
+mod redelivery;
 mod replay;
 mod tenant;
 mod text;
@@ -44,6 +45,7 @@ pub use receipt::{
     Attempt, AttemptAnswer, Claim, ClaimId, Completion, EventFilter, EventReport, EventState, Failure,
     FirstDelivery, NewReceipt, Receipt, ReceiptKey, ReceiptRecord, ReceiptStatus, Retention,
 };
+pub use redelivery::{Redelivery, RedeliverySchedule};
 pub use replay::{
     JobEvent, JobState, NewReplayJob, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,
     ReplaySelection, ReplayTake, Replayed,

@@ -59,6 +59,7 @@ fn callback(event_id: Option<&str>, attempt: u32) -> InboundEvent {
             attempt,
             retry_reason: (attempt > 0).then_some(RetryReason::HttpTimeout),
             replay: false,
+            redelivery: 0,
         },
         payload: Payload::from_json_text("{}"),
         fingerprint: None,

@@ -1,6 +1,9 @@
 -- Which tenant, agent and installation a delivery goes to, with what the delivery says of its
 -- installation (p_scope: org_wide, team or unstated; ADR 20); see doorman_link_named.sql.
--- Its history: migrations/ up to 2026-12-02-000003_one_rule_for_org_wide_links.
+-- retain_payloads: whether the claim keeps the payload, for an operator's replay or for the
+-- tenant's redelivery (ADR 26).
+-- Its history: migrations/ up to 2026-12-02-000003_one_rule_for_org_wide_links; its body since
+-- 2026-12-08-000001_redelivery.
 CREATE OR REPLACE FUNCTION public.doorman_resolve(p_platform text, p_team_id text, p_enterprise_id text, p_scope text)
 RETURNS TABLE(tenant_id uuid, agent_url text, agent_secret text, agent_paused boolean, install_team_id text,
               install_enterprise_id text, install_bot_user_id text, install_bot_token text, install_scopes text,
@@ -20,7 +23,7 @@ BEGIN
         SELECT v_tenant, b.url, b.signing_secret, b.paused,
                i.team_id, i.enterprise_id, i.bot_user_id, i.bot_token, i.scopes,
                i.token_expires_at, i.refresh_token IS NOT NULL,
-               coalesce(t.retain_payloads, false)
+               coalesce(t.retain_payloads OR t.redelivery_schedule IS NOT NULL, false)
           FROM (SELECT 1) AS one
           LEFT JOIN public.tenants AS t ON t.id = v_tenant
           LEFT JOIN public.agent_bridges AS b ON b.tenant_id = v_tenant
