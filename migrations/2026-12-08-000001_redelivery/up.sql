@@ -26,9 +26,10 @@ ALTER TABLE messaging_event_receipts
 ALTER TABLE messaging_event_receipts
     ADD CONSTRAINT messaging_event_receipts_redeliveries_check CHECK (redeliveries >= 0);
 
--- The tenants with redelivery on and an agent not paused, and their schedules: the runner's list,
--- across tenants (its body is postgres/sql/functions/doorman_redelivery_tenants.sql).
-CREATE FUNCTION doorman_redelivery_tenants() RETURNS TABLE(tenant_id uuid, schedule integer[])
+-- The tenants with redelivery on and an agent not paused, their schedules and whether they keep
+-- payloads for replay: the runner's list, across tenants (its body is
+-- postgres/sql/functions/doorman_redelivery_tenants.sql).
+CREATE FUNCTION doorman_redelivery_tenants() RETURNS TABLE(tenant_id uuid, schedule integer[], retain_payloads boolean)
 LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'defined by postgres/sql/functions/doorman_redelivery_tenants.sql: run doorman migrate';

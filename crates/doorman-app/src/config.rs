@@ -67,6 +67,19 @@ pub struct ServeConfig {
     pub keys: Arc<Keyring>,
     /// `None`: installs are off (no client id and secret).
     pub slack_app: Option<SlackInstall>,
+    pub redelivery: RedeliveryConfig,
+}
+
+/// The redelivery runner's settings (ADR 26).
+#[derive(Debug, Clone, Copy)]
+pub struct RedeliveryConfig {
+    /// How often the runner looks for due events.
+    pub every: Duration,
+    /// Redeliveries in flight in the process at once; 0: the runner does not run.
+    pub in_flight: u32,
+    pub in_flight_per_tenant: u32,
+    /// How long a taken event is held; longer than a dispatch may take.
+    pub hold: Duration,
 }
 
 /// The Slack app's install settings, when installs are on.

@@ -37,23 +37,22 @@ impl PgStoredEvents {
         Self { pool, keys }
     }
 
-    /// The kept payload opened and parsed as the delivery it was, marked as a replay.
-    fn reopen(
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The kept payload opened and parsed as the delivery it was, as `delivery` says it is now
+    /// (a replay, or a redelivery).
+    pub(crate) fn reopen(
         &self,
         key: &ReceiptKey,
         sealed: &str,
-        attempt: i32,
+        delivery: Delivery,
     ) -> Result<doorman_domain::InboundEvent, String> {
         let body = self
             .keys
             .open(sealed, SealedIn { tenant: key.tenant, column: PAYLOAD_COLUMN })
             .map_err(|e| format!("the kept payload does not open: {e}"))?;
-        let delivery = Delivery {
-            attempt: u32::try_from(attempt).unwrap_or(0),
-            retry_reason: None,
-            replay: true,
-            redelivery: 0,
-        };
         match parse_events(Some("application/json"), &body, delivery) {
             Ok(Parsed::Event(event)) if event.external_id.as_ref() == Some(&key.external_id) => Ok(event),
             Ok(_) => Err("the kept payload is not this event".into()),
@@ -175,7 +174,13 @@ impl StoredEvents for PgStoredEvents {
                 if leased_until.is_some_and(|until| until > Utc::now()) {
                     return Err(Stop::Answer(ReplayTake::InProgress));
                 }
-                let event = self.reopen(key, &sealed, attempt).map_err(Stop::Unreadable)?;
+                let delivery = Delivery {
+                    attempt: u32::try_from(attempt).unwrap_or(0),
+                    retry_reason: None,
+                    replay: true,
+                    redelivery: 0,
+                };
+                let event = self.reopen(key, &sealed, delivery).map_err(Stop::Unreadable)?;
                 diesel::update(payloads::table.filter(payload_key))
                     .set(payloads::leased_until.eq(Some(hold_until)))
                     .execute(conn)

@@ -16,12 +16,12 @@ use doorman_adapters::slack::{SigningSecret, Verifier};
 use doorman_domain::Retention;
 
 use super::args::{
-    AdminServeArgs, CitusWritesArg, DbPoolMode, DestinationArgs, DispatchArgs, KeysArgs, Secret, ServeArgs,
-    SlackAppArgs,
+    AdminServeArgs, CitusWritesArg, DbPoolMode, DestinationArgs, DispatchArgs, KeysArgs, RedeliveryArgs,
+    Secret, ServeArgs, SlackAppArgs,
 };
 use crate::config::{
     ACKNOWLEDGEMENT_LIMITS, AdminConfig, BACKGROUND_LIMITS, ConsoleAddress, DispatchConfig,
-    MAX_ACQUIRE_TIMEOUT, OPERATOR_LIMITS, ServeConfig, SlackInstall,
+    MAX_ACQUIRE_TIMEOUT, OPERATOR_LIMITS, RedeliveryConfig, ServeConfig, SlackInstall,
 };
 
 /// The Slack app's install settings from their flags, or `None` without a client id and secret.
@@ -117,6 +117,32 @@ impl AdminConfig {
     }
 }
 
+/// The redelivery runner's settings: a hold longer than a dispatch may take.
+fn redelivery(args: &RedeliveryArgs, dispatch_timeout: Duration) -> anyhow::Result<RedeliveryConfig> {
+    if args.redelivery_every.is_zero() {
+        bail!("DOORMAN_REDELIVERY_EVERY must be above zero");
+    }
+    if args.redelivery_in_flight > 0 && args.redelivery_in_flight_per_tenant == 0 {
+        bail!(
+            "DOORMAN_REDELIVERY_IN_FLIGHT_PER_TENANT must be above zero (DOORMAN_REDELIVERY_IN_FLIGHT=0 turns redelivery off in this process)"
+        );
+    }
+    let hold = args.redelivery_hold.map_or_else(|| crate::replays::hold(dispatch_timeout), |hold| *hold);
+    if hold <= dispatch_timeout {
+        bail!(
+            "DOORMAN_REDELIVERY_HOLD ({}) must be longer than DOORMAN_DISPATCH_TIMEOUT ({}): a redelivery holds its event while it may still be sent",
+            humantime::format_duration(hold),
+            humantime::format_duration(dispatch_timeout)
+        );
+    }
+    Ok(RedeliveryConfig {
+        every: *args.redelivery_every,
+        in_flight: args.redelivery_in_flight,
+        in_flight_per_tenant: args.redelivery_in_flight_per_tenant,
+        hold,
+    })
+}
+
 /// `0` is one worker per CPU.
 fn workers(asked: usize) -> usize {
     if asked == 0 { std::thread::available_parallelism().map(usize::from).unwrap_or(2) } else { asked }
@@ -161,6 +187,7 @@ impl ServeConfig {
         };
         let DispatchConfig { retention, bridge, keys, slack_app } =
             DispatchConfig::from_args(&args.dispatch)?;
+        let redelivery = redelivery(&args.redelivery, bridge.dispatch_timeout)?;
         let workers = workers(args.workers);
         Ok(Self {
             database_url: args.db.database_url.clone(),
@@ -197,6 +224,7 @@ impl ServeConfig {
             body_read_timeout: *args.body_read_timeout,
             keys,
             slack_app,
+            redelivery,
         })
     }
 }

@@ -70,6 +70,9 @@ pub struct Metrics {
     receipts_stranded: Gauge,
     receipts_failed_recent: Gauge,
     ready: Gauge,
+    redeliveries: Family<OutcomeLabel, Counter>,
+    redeliveries_in_flight: Gauge,
+    redeliveries_given_up: Counter,
 }
 
 /// Gauges read from their owners at scrape time.
@@ -210,8 +213,29 @@ impl Metrics {
             "1 while the database answers and has every migration (checked once a minute and by /readyz)",
             ready.clone(),
         );
+        let redeliveries = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "redeliveries",
+            "Redeliveries of tenants with redelivery on (ADR 26) that ended, by outcome (as doorman_dispatches)",
+            redeliveries.clone(),
+        );
+        let redeliveries_in_flight = Gauge::default();
+        registry.register(
+            "redeliveries_in_flight",
+            "Redeliveries taken by this process and not yet ended",
+            redeliveries_in_flight.clone(),
+        );
+        let redeliveries_given_up = Counter::default();
+        registry.register(
+            "redeliveries_given_up",
+            "Events whose redelivery schedule was spent without the agent taking them: failed for good",
+            redeliveries_given_up.clone(),
+        );
         Self {
             registry,
+            redeliveries,
+            redeliveries_in_flight,
+            redeliveries_given_up,
             receipts_stranded,
             receipts_failed_recent,
             ready,
@@ -295,15 +319,22 @@ impl Metrics {
 
     pub fn dispatch_finished(&self, handled: &Handled, elapsed: Duration) {
         self.dispatches_in_flight.dec();
-        let outcome = match handled {
-            Handled::Delivered { .. } => "delivered",
-            Handled::DeliveredUnrecorded(_) => "delivered_unrecorded",
-            Handled::Failed { .. } => "failed",
-            Handled::NotSent(NotSent::ClaimedElsewhere) => "claimed_elsewhere",
-            Handled::NotSent(NotSent::Unsettled(_)) => "unsettled",
-        };
-        self.dispatches.get_or_create(&OutcomeLabel { outcome }).inc();
+        self.dispatches.get_or_create(&OutcomeLabel { outcome: outcome(handled) }).inc();
         self.dispatch_seconds.observe(elapsed.as_secs_f64());
+    }
+
+    pub fn redelivery_started(&self) {
+        self.redeliveries_in_flight.inc();
+    }
+
+    /// A redelivery ended (it was counted as a dispatch too).
+    pub fn redelivery_finished(&self, handled: &Handled) {
+        self.redeliveries_in_flight.dec();
+        self.redeliveries.get_or_create(&OutcomeLabel { outcome: outcome(handled) }).inc();
+    }
+
+    pub fn redeliveries_given_up(&self, count: usize) {
+        self.redeliveries_given_up.inc_by(u64::try_from(count).unwrap_or(u64::MAX));
     }
 
     /// Renders every metric, with the gauges read at scrape time.
@@ -319,5 +350,16 @@ impl Metrics {
         // Encoding into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// A handled job's outcome word, for the dispatch and redelivery counters.
+fn outcome(handled: &Handled) -> &'static str {
+    match handled {
+        Handled::Delivered { .. } => "delivered",
+        Handled::DeliveredUnrecorded(_) => "delivered_unrecorded",
+        Handled::Failed { .. } => "failed",
+        Handled::NotSent(NotSent::ClaimedElsewhere) => "claimed_elsewhere",
+        Handled::NotSent(NotSent::Unsettled(_)) => "unsettled",
     }
 }

@@ -11,6 +11,7 @@
 //! - [`metrics`], [`log_summary`]: its Prometheus metrics, and its repeated log lines
 //!   summarised once a second.
 //! - [`watch`]: the once-a-minute count of stranded and failed receipts behind the gauges.
+//! - [`redelivery`]: the redelivery runner, for tenants that turned redelivery on (ADR 26).
 
 mod body;
 pub mod deliveries;
@@ -18,6 +19,7 @@ mod install;
 pub mod log_summary;
 pub mod metrics;
 pub mod ops;
+pub mod redelivery;
 pub mod responses;
 pub mod runner;
 pub mod server;

@@ -8,7 +8,8 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{
-    self, PgInstallStore, PgInstallations, PgReceiptStore, PgTenantDirectory, PoolSettings,
+    self, PgInstallStore, PgInstallations, PgReceiptStore, PgRedeliveries, PgStoredEvents, PgTenantDirectory,
+    PoolSettings,
 };
 use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
@@ -16,6 +17,7 @@ use doorman_domain::usecases::install::Installs;
 
 use super::log_summary::LogSummary;
 use super::metrics::Metrics;
+use super::redelivery::RedeliveryTask;
 use super::runner::DeliveryRunner;
 use super::{AppState, InstallFlow, deliveries, ops};
 use crate::config::ServeConfig;
@@ -37,6 +39,7 @@ pub struct RunningServer {
     watch: tokio::task::JoinHandle<()>,
     refusal_flush: tokio::task::JoinHandle<()>,
     runner: DeliveryRunner,
+    redelivery: Option<RedeliveryTask>,
     drain_timeout: Duration,
 }
 
@@ -67,6 +70,10 @@ impl RunningServer {
         );
         self.handle.stop(true).await;
         let _ = self.task.await;
+        // No redelivery is taken once draining starts: what was taken drains with the rest.
+        if let Some(redelivery) = self.redelivery {
+            redelivery.stop().await;
+        }
         let unfinished = self.runner.drain(self.drain_timeout).await;
         self.metrics.stop().await;
         self.directory_listener.abort();
@@ -126,6 +133,12 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let metrics = Arc::new(Metrics::new());
     let watch = super::watch::spawn(background_pool.clone(), metrics.clone());
     let runner = DeliveryRunner::new(doorman, metrics.clone());
+    let redelivery = RedeliveryTask::spawn(
+        runner.clone(),
+        PgRedeliveries::new(PgStoredEvents::new(background_pool.clone(), config.keys.clone())),
+        metrics.clone(),
+        config.redelivery,
+    );
     let refusals = Arc::new(deliveries::refusal_summary());
     let refusal_flush = spawn_refusal_flush(refusals.clone());
     let state = web::Data::new(AppState {
@@ -166,6 +179,8 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         retention = %humantime::format_duration(config.retention.keep_for()),
         dispatch_timeout = %humantime::format_duration(config.bridge.dispatch_timeout),
         drain_timeout = %humantime::format_duration(config.drain_timeout),
+        redelivery_in_flight = config.redelivery.in_flight,
+        redelivery_hold = %humantime::format_duration(config.redelivery.hold),
         "doorman listening"
     );
     Ok(RunningServer {
@@ -177,6 +192,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         watch,
         refusal_flush,
         runner,
+        redelivery,
         drain_timeout: config.drain_timeout,
     })
 }

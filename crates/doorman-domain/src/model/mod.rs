@@ -45,7 +45,7 @@ pub use receipt::{
     Attempt, AttemptAnswer, Claim, ClaimId, Completion, EventFilter, EventReport, EventState, Failure,
     FirstDelivery, NewReceipt, Receipt, ReceiptKey, ReceiptRecord, ReceiptStatus, Retention,
 };
-pub use redelivery::{Redelivery, RedeliverySchedule};
+pub use redelivery::{Redelivery, RedeliverySchedule, ScheduledTenant};
 pub use replay::{
     JobEvent, JobState, NewReplayJob, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,
     ReplaySelection, ReplayTake, Replayed,

@@ -110,6 +110,17 @@ impl fmt::Display for RedeliverySchedule {
     }
 }
 
+/// A tenant whose events are redelivered, as the runner finds it: redelivery on, an agent set
+/// and not paused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledTenant {
+    pub tenant: super::TenantId,
+    pub schedule: RedeliverySchedule,
+    /// The tenant keeps payloads for an operator's replay: a spent schedule leaves the payload
+    /// (else it is released).
+    pub retains_payloads: bool,
+}
+
 /// An event taken for a redelivery: held for this sender until its outcome is recorded (or
 /// the hold expires), and counted.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,8 +21,9 @@ use chrono::{DateTime, Utc};
 use crate::errors::{DispatchError, OAuthError, RefreshError, StorageError};
 use crate::model::{
     AttemptRecord, Busy, Claim, Completion, Delivered, Fingerprint, Grant, Installation, Job, Lifecycle,
-    LinkState, NewReceipt, OpenedState, Permit, Platform, ReceiptKey, ReceiptRecord, Recorded,
-    ReplaySelection, ReplayTake, TakenState, Tenant, TenantId, WorkspaceRef,
+    LinkState, NewReceipt, OpenedState, Permit, Platform, ReceiptKey, ReceiptRecord, Recorded, Redelivery,
+    RedeliverySchedule, ReplaySelection, ReplayTake, ScheduledTenant, TakenState, Tenant, TenantId,
+    WorkspaceRef,
 };
 
 /// Finds the tenant a workspace belongs to.
@@ -195,6 +196,57 @@ pub trait StoredEvents: Send + Sync {
     /// Ends a hold whose replay sent nothing: MUST release it and take back the replay that
     /// `take` counted.
     fn release(&self, key: &ReceiptKey) -> impl Future<Output = Result<(), StorageError>> + Send;
+}
+
+/// The events of tenants with redelivery on, as the redelivery runner takes them (ADR 26).
+///
+/// An event is *due* a redelivery when its receipt is not handled and not given up, its
+/// payload is kept and not held (by a redelivery or an operator's replay; an expired hold is
+/// no hold), it has had fewer redeliveries than the schedule has delays, and the delay before
+/// its next one has passed since its last attempt ended: its recorded failure's time or, for
+/// an event no attempt finished, its claim plus `unfinished_after`. Its schedule is *spent*
+/// when it is neither handled nor given up, has had as many redeliveries as the schedule has
+/// delays, and is not held.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait Redeliveries: Send + Sync {
+    /// The tenants with redelivery on whose agent is set and not paused (a paused tenant's
+    /// redeliveries wait for the resume).
+    fn scheduled(&self) -> impl Future<Output = Result<Vec<ScheduledTenant>, StorageError>> + Send;
+
+    /// Takes at most `limit` of `tenant`'s events due a redelivery, oldest claim first.
+    ///
+    /// - MUST, atomically with the take, hold each event until `hold_until` (as an operator's
+    ///   replay holds it, so neither sends it while the other does) and count the redelivery
+    ///   on its receipt; the count is spent even if the sender dies.
+    /// - MUST NOT give one event to two concurrent takers, in this process or another.
+    /// - MUST return each event as it was received, `delivery.redelivery` its new count.
+    /// - MUST NOT return another tenant's events.
+    fn take_due(
+        &self,
+        tenant: TenantId,
+        schedule: &RedeliverySchedule,
+        limit: u32,
+        unfinished_after: std::time::Duration,
+        hold_until: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<Redelivery>, StorageError>> + Send;
+
+    /// Gives back a taken event that was not sent (its workspace moved, its agent was paused
+    /// meanwhile): MUST end its hold and take back the redelivery counted.
+    fn put_back(&self, key: &ReceiptKey) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Gives up on at most `limit` of `tenant`'s events whose schedule is spent, and returns
+    /// them.
+    ///
+    /// - MUST mark each given up once (a second call does not return it again); it then
+    ///   reads as failed with its last attempt's reason (or stranded, if none finished).
+    /// - MUST release each one's kept payload unless `keep_payloads`.
+    fn give_up(
+        &self,
+        tenant: TenantId,
+        schedule: &RedeliverySchedule,
+        limit: u32,
+        keep_payloads: bool,
+    ) -> impl Future<Output = Result<Vec<ReceiptKey>, StorageError>> + Send;
 }
 
 /// The app's installations, after an event's answer (never on the acknowledgement path).

@@ -216,20 +216,10 @@ where
     /// Resolves the event's tenant, checks its agent is set and not paused, and takes a place
     /// with the bridge (circuit and bounds). Writes nothing.
     pub(super) async fn admit(&self, event: &InboundEvent) -> Admission {
-        let tenant = match self.directory.resolve(event.platform, &event.workspace).await {
-            Ok(Some(tenant)) => tenant,
-            Ok(None) => return Admission::Ignored,
-            Err(error) => return Admission::Unavailable(Unavailability::Storage(error)),
-        };
-        let agent = match &tenant.agent {
-            Agent::NotSet => return Admission::Unavailable(Unavailability::NoAgent { tenant: tenant.id }),
-            Agent::Unusable(_) => {
-                return Admission::Unavailable(Unavailability::Misconfigured { tenant: tenant.id });
-            }
-            Agent::Ready(agent) if agent.paused => {
-                return Admission::Unavailable(Unavailability::Paused { tenant: tenant.id });
-            }
-            Agent::Ready(agent) => agent.clone(),
+        let (tenant, agent) = match self.agent_for(event).await {
+            Ok(found) => found,
+            Err(Unresolved::Ignored) => return Admission::Ignored,
+            Err(Unresolved::Unavailable(why)) => return Admission::Unavailable(why),
         };
         // A place in the bounded work, before anything is written: a delivery refused here is
         // answered 503 and its retry is handled afresh (decision 5).
@@ -242,6 +232,44 @@ where
                 Admission::Unavailable(Unavailability::Busy { tenant: tenant.id, limit })
             }
         }
+    }
+}
+
+/// Why an event's tenant and agent were not found ready.
+pub(super) enum Unresolved {
+    /// No tenant has linked the workspace.
+    Ignored,
+    Unavailable(Unavailability),
+}
+
+impl<D, B, R, I, C> Inbound<D, B, R, I, C>
+where
+    D: TenantDirectory,
+{
+    /// Resolves the event's tenant and checks its agent is set and not paused. Writes nothing
+    /// and takes no place with the bridge.
+    pub(super) async fn agent_for(
+        &self,
+        event: &InboundEvent,
+    ) -> Result<(Tenant, AgentEndpoint), Unresolved> {
+        let tenant = match self.directory.resolve(event.platform, &event.workspace).await {
+            Ok(Some(tenant)) => tenant,
+            Ok(None) => return Err(Unresolved::Ignored),
+            Err(error) => return Err(Unresolved::Unavailable(Unavailability::Storage(error))),
+        };
+        let agent = match &tenant.agent {
+            Agent::NotSet => {
+                return Err(Unresolved::Unavailable(Unavailability::NoAgent { tenant: tenant.id }));
+            }
+            Agent::Unusable(_) => {
+                return Err(Unresolved::Unavailable(Unavailability::Misconfigured { tenant: tenant.id }));
+            }
+            Agent::Ready(agent) if agent.paused => {
+                return Err(Unresolved::Unavailable(Unavailability::Paused { tenant: tenant.id }));
+            }
+            Agent::Ready(agent) => agent.clone(),
+        };
+        Ok((tenant, agent))
     }
 }
 

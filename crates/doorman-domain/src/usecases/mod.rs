@@ -8,6 +8,8 @@
 //!
 //! 3. [`Inbound::replay`] is an operator's: it sends kept events again through the same steps
 //!    as a live delivery after its claim (see `replay.rs`).
+//! 4. [`Inbound::take_redeliveries`] is the redelivery runner's, for tenants that opted in: it
+//!    takes the events due to be sent again and makes them jobs for `handle` (`redeliver.rs`).
 //!
 //! The operator's actions (tenants, workspaces, agents, install links, installations, event
 //! accounting, replays, keys, the audit trail) are [`operator::Operator`]'s: the command line
@@ -22,6 +24,7 @@ mod acknowledge;
 mod handle;
 pub mod install;
 pub mod operator;
+mod redeliver;
 mod replay;
 #[cfg(test)]
 mod tests;

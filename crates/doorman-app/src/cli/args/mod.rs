@@ -9,6 +9,6 @@ mod tenants;
 
 pub use self::admin::{AdminCommand, AdminServeArgs, ApiKeysCommand};
 pub use self::receipts::{ReceiptsCommand, ReplayArgs};
-pub use self::serve::{DestinationArgs, DispatchArgs, ServeArgs, SlackAppArgs};
+pub use self::serve::{DestinationArgs, DispatchArgs, RedeliveryArgs, ServeArgs, SlackAppArgs};
 pub use self::storage::{CitusWritesArg, DatabaseArgs, DbPoolMode, KeysArgs, Secret, SecretsCommand};
 pub use self::tenants::{AgentCommand, OnOff, SlackCommand, TenantCommand, TenantTarget, WorkspaceCommand};

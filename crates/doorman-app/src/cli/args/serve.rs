@@ -91,6 +91,33 @@ pub struct ServeArgs {
     /// How dispatches are made (shared with `receipts replay`).
     #[command(flatten)]
     pub dispatch: DispatchArgs,
+
+    #[command(flatten)]
+    pub redelivery: RedeliveryArgs,
+}
+
+/// The redelivery runner (ADR 26): for tenants that turned redelivery on, each serving process
+/// sends their failed and stranded events again on the tenant's schedule.
+#[derive(Debug, Clone, Args)]
+pub struct RedeliveryArgs {
+    /// How often this process looks for events due a redelivery (sooner while a backlog drains).
+    #[arg(long, env = "DOORMAN_REDELIVERY_EVERY", default_value = "1s")]
+    pub redelivery_every: humantime::Duration,
+
+    /// Redeliveries in flight in this process at once (0: this process sends none). Live
+    /// deliveries have bounds of their own and go first.
+    #[arg(long, env = "DOORMAN_REDELIVERY_IN_FLIGHT", default_value_t = 32)]
+    pub redelivery_in_flight: u32,
+
+    /// Redeliveries of one tenant in flight in this process at once.
+    #[arg(long, env = "DOORMAN_REDELIVERY_IN_FLIGHT_PER_TENANT", default_value_t = 8)]
+    pub redelivery_in_flight_per_tenant: u32,
+
+    /// How long a redelivery holds its event (no other process or replay sends it meanwhile),
+    /// and how long an event that no attempt finished waits before it is due. Longer than the
+    /// dispatch timeout; default: the dispatch timeout plus 30 s.
+    #[arg(long, env = "DOORMAN_REDELIVERY_HOLD")]
+    pub redelivery_hold: Option<humantime::Duration>,
 }
 
 /// How events are dispatched to agents and their outcomes kept: `doorman serve` and

@@ -1034,4 +1034,5 @@ async fn an_uninstall_is_dispatched_first_and_applied_after_whatever_the_agent_s
     }
 }
 
+mod redeliver;
 mod replay;

@@ -1,0 +1,325 @@
+//! The events of tenants with redelivery on, as the redelivery runner takes them (ADR 26).
+//!
+//! Whether an event is due is worked out here, from what its receipt already keeps (its last
+//! failure's time, or its claim's for one no attempt finished), its count of redeliveries and
+//! the tenant's schedule: the outcome writes of the hot path are not touched. The runner's
+//! lease is the payload's hold, the one an operator's replay takes (`PgStoredEvents::take`), so
+//! the two never send one event at once; the row locks taken with `SKIP LOCKED` keep two
+//! runners (in one process or two) from taking the same event.
+//!
+//! Each statement names one tenant (`tenant_id = $1` on both tables), under that tenant's
+//! row-level security: on Citus it is routed to the tenant's shard and node.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{Array, Bool, Integer, Interval, Nullable, SmallInt, Text, Timestamptz};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use doorman_domain::ports::Redeliveries;
+use doorman_domain::{
+    Delivery, ExternalEventId, Platform, ReceiptKey, Redelivery, RedeliverySchedule, ScheduledTenant,
+    StorageError, TenantId,
+};
+
+use super::errors::from_diesel;
+use super::pool::act_for;
+use super::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
+use super::stored_events::PgStoredEvents;
+
+/// The redelivery runner's store: over the same pool and keyring as replays'.
+#[derive(Debug, Clone)]
+pub struct PgRedeliveries {
+    stored: PgStoredEvents,
+}
+
+impl PgRedeliveries {
+    pub fn new(stored: PgStoredEvents) -> Self {
+        Self { stored }
+    }
+}
+
+#[derive(QueryableByName)]
+struct ScheduledRow {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    tenant_id: uuid::Uuid,
+    #[diesel(sql_type = Array<Nullable<Integer>>)]
+    schedule: Vec<Option<i32>>,
+    #[diesel(sql_type = Bool)]
+    retain_payloads: bool,
+}
+
+#[derive(QueryableByName)]
+struct DueRow {
+    #[diesel(sql_type = Text)]
+    platform: String,
+    #[diesel(sql_type = Text)]
+    external_event_id: String,
+    #[diesel(sql_type = Integer)]
+    delivery_attempt: i32,
+    #[diesel(sql_type = SmallInt)]
+    redeliveries: i16,
+    #[diesel(sql_type = Text)]
+    payload: String,
+    #[diesel(sql_type = Timestamptz)]
+    claimed_at: DateTime<Utc>,
+}
+
+#[derive(QueryableByName)]
+struct KeyRow {
+    #[diesel(sql_type = Text)]
+    platform: String,
+    #[diesel(sql_type = Text)]
+    external_event_id: String,
+}
+
+/// What makes a receipt and its kept payload one of the tenant's ($1) that no one holds and no
+/// one has finished: not handled, not given up, the payload not held (an expired hold is none).
+const OPEN_AND_UNHELD: &str = "\
+FROM messaging_event_receipts AS r \
+JOIN messaging_event_payloads AS p \
+  ON p.tenant_id = r.tenant_id AND p.platform = r.platform AND p.external_event_id = r.external_event_id \
+WHERE r.tenant_id = $1 AND p.tenant_id = $1 \
+  AND r.handled_at IS NULL AND r.gave_up_at IS NULL \
+  AND (p.leased_until IS NULL OR p.leased_until <= now())";
+
+/// Due: fewer redeliveries than the schedule ($2) has delays, and the next one's delay passed
+/// since the last attempt ended (the last failure, or the claim plus $3 when none finished).
+fn due_query() -> String {
+    format!(
+        "SELECT r.platform, r.external_event_id, r.delivery_attempt, r.redeliveries, p.payload, p.claimed_at \
+         {OPEN_AND_UNHELD} \
+           AND r.redeliveries < cardinality($2::int4[]) \
+           AND coalesce(r.failed_at, r.claimed_at + $3) \
+               + make_interval(secs => ($2::int4[])[r.redeliveries + 1]) <= now() \
+         ORDER BY p.claimed_at, r.external_event_id \
+         LIMIT $4 \
+         FOR UPDATE OF r, p SKIP LOCKED"
+    )
+}
+
+/// Spent: as many redeliveries as the schedule ($2) has delays.
+fn spent_query() -> String {
+    format!(
+        "SELECT r.platform, r.external_event_id \
+         {OPEN_AND_UNHELD} \
+           AND r.redeliveries >= cardinality($2::int4[]) \
+         ORDER BY p.claimed_at, r.external_event_id \
+         LIMIT $3 \
+         FOR UPDATE OF r, p SKIP LOCKED"
+    )
+}
+
+fn schedule_seconds(schedule: &RedeliverySchedule) -> Vec<i32> {
+    schedule.seconds().into_iter().map(|s| i32::try_from(s).unwrap_or(i32::MAX)).collect()
+}
+
+/// The keys' event ids, by platform: each write names one platform and its ids.
+fn by_platform(keys: &[ReceiptKey]) -> Vec<(Platform, Vec<&str>)> {
+    let mut grouped: Vec<(Platform, Vec<&str>)> = Vec::new();
+    for key in keys {
+        match grouped.iter_mut().find(|(platform, _)| *platform == key.platform) {
+            Some((_, ids)) => ids.push(key.external_id.as_str()),
+            None => grouped.push((key.platform, vec![key.external_id.as_str()])),
+        }
+    }
+    grouped
+}
+
+fn key_of(tenant: TenantId, platform: &str, id: &str) -> Result<ReceiptKey, StorageError> {
+    let platform: Platform = platform.parse().map_err(|e| StorageError::Unexpected(format!("{e}")))?;
+    let external_id = ExternalEventId::new(id).map_err(|e| StorageError::Unexpected(format!("{e}")))?;
+    Ok(ReceiptKey { tenant, platform, external_id })
+}
+
+impl Redeliveries for PgRedeliveries {
+    async fn scheduled(&self) -> Result<Vec<ScheduledTenant>, StorageError> {
+        let mut unit = self.stored.pool().unit().await?;
+        let rows: Result<Vec<ScheduledRow>, StorageError> = diesel::sql_query(
+            "SELECT tenant_id, schedule, retain_payloads FROM doorman_redelivery_tenants()",
+        )
+        .load(&mut *unit)
+        .await
+        .map_err(from_diesel);
+        let rows = unit.finish(rows).await?;
+        rows.into_iter()
+            .filter_map(|row| {
+                let tenant = TenantId::from_uuid(row.tenant_id);
+                let seconds: Option<Vec<i64>> = row.schedule.iter().map(|s| s.map(i64::from)).collect();
+                match seconds.map(|s| RedeliverySchedule::from_seconds(&s)) {
+                    Some(Ok(schedule)) => {
+                        Some(Ok(ScheduledTenant { tenant, schedule, retains_payloads: row.retain_payloads }))
+                    }
+                    // The table's check refuses such a schedule; one that slipped past is left out.
+                    _ => {
+                        tracing::error!(tenant.id = %tenant, "the tenant's stored redelivery schedule is not valid; its events are not redelivered");
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    async fn take_due(
+        &self,
+        tenant: TenantId,
+        schedule: &RedeliverySchedule,
+        limit: u32,
+        unfinished_after: Duration,
+        hold_until: DateTime<Utc>,
+    ) -> Result<Vec<Redelivery>, StorageError> {
+        let seconds = schedule_seconds(schedule);
+        let unfinished_after = diesel::data_types::PgInterval::from_microseconds(
+            i64::try_from(unfinished_after.as_micros()).unwrap_or(i64::MAX),
+        );
+        let mut unit = self.stored.pool().unit().await?;
+        let taken = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let rows: Vec<DueRow> = diesel::sql_query(due_query())
+                    .bind::<diesel::sql_types::Uuid, _>(*tenant.as_uuid())
+                    .bind::<Array<Integer>, _>(&seconds)
+                    .bind::<Interval, _>(unfinished_after)
+                    .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+                    .load(conn)
+                    .await?;
+                for platform in
+                    rows.iter().map(|r| r.platform.as_str()).collect::<std::collections::BTreeSet<_>>()
+                {
+                    let ids: Vec<&str> = rows
+                        .iter()
+                        .filter(|r| r.platform == platform)
+                        .map(|r| r.external_event_id.as_str())
+                        .collect();
+                    diesel::update(
+                        payloads::table
+                            .filter(payloads::tenant_id.eq(*tenant.as_uuid()))
+                            .filter(payloads::platform.eq(platform))
+                            .filter(payloads::external_event_id.eq_any(&ids)),
+                    )
+                    .set(payloads::leased_until.eq(Some(hold_until)))
+                    .execute(conn)
+                    .await?;
+                    diesel::update(
+                        receipts::table
+                            .filter(receipts::tenant_id.eq(*tenant.as_uuid()))
+                            .filter(receipts::platform.eq(platform))
+                            .filter(receipts::external_event_id.eq_any(&ids)),
+                    )
+                    .set(receipts::redeliveries.eq(receipts::redeliveries + 1))
+                    .execute(conn)
+                    .await?;
+                }
+                Ok(rows)
+            })
+            .await
+            .map_err(from_diesel);
+        let rows = unit.finish(taken).await?;
+        let mut redeliveries = Vec::with_capacity(rows.len());
+        for row in rows {
+            let key = key_of(tenant, &row.platform, &row.external_event_id)?;
+            let delivery = Delivery {
+                attempt: u32::try_from(row.delivery_attempt).unwrap_or(0),
+                retry_reason: None,
+                replay: false,
+                redelivery: u32::try_from(row.redeliveries).unwrap_or(0) + 1,
+            };
+            match self.stored.reopen(&key, &row.payload, delivery) {
+                Ok(event) => redeliveries.push(Redelivery { event, claimed_at: row.claimed_at }),
+                // Held and counted: it is taken again when the hold expires, until its schedule
+                // is spent and it is given up.
+                Err(problem) => tracing::error!(
+                    tenant.id = %tenant,
+                    event.id = %key.external_id,
+                    problem = %problem,
+                    "a redelivery's kept payload cannot be sent"
+                ),
+            }
+        }
+        Ok(redeliveries)
+    }
+
+    async fn put_back(&self, key: &ReceiptKey) -> Result<(), StorageError> {
+        let mut unit = self.stored.pool().unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, key.tenant).await?;
+                let released = diesel::update(
+                    payloads::table
+                        .filter(payloads::tenant_id.eq(*key.tenant.as_uuid()))
+                        .filter(payloads::platform.eq(key.platform.as_str()))
+                        .filter(payloads::external_event_id.eq(key.external_id.as_str()))
+                        .filter(payloads::leased_until.is_not_null()),
+                )
+                .set(payloads::leased_until.eq(None::<DateTime<Utc>>))
+                .execute(conn)
+                .await?;
+                if released > 0 {
+                    diesel::update(
+                        receipts::table
+                            .filter(receipts::tenant_id.eq(*key.tenant.as_uuid()))
+                            .filter(receipts::platform.eq(key.platform.as_str()))
+                            .filter(receipts::external_event_id.eq(key.external_id.as_str()))
+                            .filter(receipts::redeliveries.gt(0)),
+                    )
+                    .set(receipts::redeliveries.eq(receipts::redeliveries - 1))
+                    .execute(conn)
+                    .await?;
+                }
+                Ok(())
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
+    }
+
+    async fn give_up(
+        &self,
+        tenant: TenantId,
+        schedule: &RedeliverySchedule,
+        limit: u32,
+        keep_payloads: bool,
+    ) -> Result<Vec<ReceiptKey>, StorageError> {
+        let seconds = schedule_seconds(schedule);
+        let mut unit = self.stored.pool().unit().await?;
+        let spent = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let rows: Vec<KeyRow> = diesel::sql_query(spent_query())
+                    .bind::<diesel::sql_types::Uuid, _>(*tenant.as_uuid())
+                    .bind::<Array<Integer>, _>(&seconds)
+                    .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+                    .load(conn)
+                    .await?;
+                let keys: Vec<ReceiptKey> = rows
+                    .iter()
+                    .filter_map(|row| key_of(tenant, &row.platform, &row.external_event_id).ok())
+                    .collect();
+                for (platform, ids) in by_platform(&keys) {
+                    diesel::update(
+                        receipts::table
+                            .filter(receipts::tenant_id.eq(*tenant.as_uuid()))
+                            .filter(receipts::platform.eq(platform.as_str()))
+                            .filter(receipts::external_event_id.eq_any(&ids)),
+                    )
+                    .set(receipts::gave_up_at.eq(Some(Utc::now())))
+                    .execute(conn)
+                    .await?;
+                    if !keep_payloads {
+                        diesel::delete(
+                            payloads::table
+                                .filter(payloads::tenant_id.eq(*tenant.as_uuid()))
+                                .filter(payloads::platform.eq(platform.as_str()))
+                                .filter(payloads::external_event_id.eq_any(&ids)),
+                        )
+                        .execute(conn)
+                        .await?;
+                    }
+                }
+                Ok(keys)
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(spent).await
+    }
+}
