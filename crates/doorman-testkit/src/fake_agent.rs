@@ -38,6 +38,9 @@ pub struct Arrival {
     pub peer: Option<SocketAddr>,
     /// Its place among every signed request the agent received, from 0.
     pub seq: usize,
+    /// Which redelivery the document says it is (`delivery.redelivery`; 0 for a live delivery,
+    /// and always 0 for an agent started with [`FakeAgent::start_counting`]).
+    pub redelivery: u64,
 }
 
 /// The fields a counting agent reads from each document.
@@ -215,11 +218,21 @@ async fn receive(request: HttpRequest, body: web::Bytes, shared: web::Data<Share
     {
         let mut recorded = shared.recorded.lock().unwrap();
         let seq = recorded.arrivals.len();
+        // Read only by an agent that keeps documents (a counting one, in a load test, saves it).
+        let redelivery = if shared.keep_documents {
+            serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|document| document["delivery"]["redelivery"].as_u64())
+                .unwrap_or(0)
+        } else {
+            0
+        };
         recorded.arrivals.push(Arrival {
             webhook_id: id.clone(),
             webhook_timestamp: timestamp,
             peer: request.peer_addr(),
             seq,
+            redelivery,
         });
     }
     {

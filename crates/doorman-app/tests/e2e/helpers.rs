@@ -485,6 +485,19 @@ pub async fn post_event(http: &reqwest::Client, base: &str, team: &str, event_id
     post_event_attempt(http, base, team, event_id, 0).await
 }
 
+/// The same; `None` when nothing answered (a server that is down).
+pub async fn try_post_event(http: &reqwest::Client, base: &str, team: &str, event_id: &str) -> Option<u16> {
+    try_post_signed(
+        http,
+        &format!("{base}/slack/events"),
+        "application/json",
+        event_body(team, event_id),
+        &[],
+    )
+    .await
+    .ok()
+}
+
 /// The same as Slack's `attempt`th re-send of it (`X-Slack-Retry-Num`, outside the signature;
 /// 0: the first delivery, without the header).
 pub async fn post_event_attempt(
@@ -528,6 +541,17 @@ async fn post_signed(
     body: String,
     unsigned: &[(&str, &str)],
 ) -> u16 {
+    try_post_signed(http, url, content_type, body, unsigned).await.expect("request sent")
+}
+
+/// The same; an error when nothing answered (a server that is down).
+async fn try_post_signed(
+    http: &reqwest::Client,
+    url: &str,
+    content_type: &str,
+    body: String,
+    unsigned: &[(&str, &str)],
+) -> Result<u16, reqwest::Error> {
     let now = Utc::now().timestamp();
     let mut request = http
         .post(url)
@@ -537,7 +561,7 @@ async fn post_signed(
     for (name, value) in unsigned {
         request = request.header(*name, *value);
     }
-    request.body(body).send().await.expect("request sent").status().as_u16()
+    request.body(body).send().await.map(|answer| answer.status().as_u16())
 }
 
 /// Delivers an event as Slack does: re-sent after each 503 (a 503 is not an acknowledgement)

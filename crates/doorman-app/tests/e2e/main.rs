@@ -19,6 +19,7 @@ mod org_wide;
 mod pooler;
 mod processes;
 mod protocol;
+mod redelivery;
 mod replay;
 mod rolling_deploy;
 mod security;
