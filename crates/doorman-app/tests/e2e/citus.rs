@@ -1246,3 +1246,74 @@ impl Load {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_an_agent_down_then_back_gets_every_acknowledged_event_of_tenants_with_redelivery_on_each_worker()
+ {
+    let flags = [
+        "--dispatch-timeout",
+        "2s",
+        "--redelivery-hold",
+        "5s",
+        "--redelivery-every",
+        "200ms",
+        "--circuit-cooldown",
+        "1s",
+    ];
+    let run = Run::start_with(2, &flags).await;
+    for placed in &run.placed {
+        run.cluster
+            .coordinator_sql(&format!(
+                "UPDATE tenants SET redelivery_schedule = '{{1,2,4,8,16,32,60}}' WHERE id = '{}'",
+                placed.tenant
+            ))
+            .expect("redelivery on");
+    }
+    run.agent.answer_with(503);
+    let mut acknowledged: Vec<String> = Vec::new();
+    for n in 0..12 {
+        for placed in &run.placed {
+            let id = format!("EvBack{}x{n:02}", placed.worker);
+            if post(&run.http, &run.bases()[n % 2], &placed.team, &id, 0).await == Some(200) {
+                acknowledged.push(format!("evt_{id}"));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    run.agent.answer_with(200);
+
+    let expected: std::collections::HashSet<String> = acknowledged.iter().cloned().collect();
+    let taken = |agent: &FakeAgent| -> std::collections::HashSet<String> {
+        agent.received().into_iter().map(|r| r.webhook_id).filter(|id| id.starts_with("evt_EvBack")).collect()
+    };
+    run.agent
+        .wait_until("every acknowledged event taken", Duration::from_secs(120), |a| {
+            expected.is_subset(&taken(a))
+        })
+        .await;
+    assert_eq!(taken(&run.agent), expected, "the agent's distinct ids are the events acknowledged");
+    let mut attempts = std::collections::HashMap::new();
+    for arrival in run.agent.arrivals() {
+        *attempts.entry((arrival.webhook_id, arrival.redelivery)).or_insert(0) += 1;
+    }
+    assert!(attempts.values().all(|n| *n == 1), "no attempt sent twice: {attempts:?}");
+    assert!(attempts.keys().any(|(_, n)| *n > 0), "the failed events came back as redeliveries");
+    for placed in &run.placed {
+        let w = placed.worker;
+        assert_eq!(
+            run.rows_on_worker_where(
+                w,
+                "messaging_event_receipts",
+                placed.tenant,
+                "external_event_id LIKE 'EvBack%' AND handled_at IS NULL"
+            ),
+            0,
+            "none unhandled on worker {w}"
+        );
+        assert!(
+            run.rows_on_worker_where(w, "messaging_event_receipts", placed.tenant, "redeliveries > 0") > 0,
+            "redelivered events counted on their worker {w}"
+        );
+    }
+}
