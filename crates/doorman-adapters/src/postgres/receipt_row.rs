@@ -92,6 +92,8 @@ pub(crate) struct ReceiptRow {
     replays: i32,
     dispatched_at: Option<DateTime<Utc>>,
     answer_status: Option<i16>,
+    redeliveries: i16,
+    gave_up_at: Option<DateTime<Utc>>,
 }
 
 impl ReceiptRow {
@@ -116,6 +118,8 @@ impl ReceiptRow {
                 _ => None,
             },
             replays: u32::try_from(self.replays).unwrap_or(0),
+            redeliveries: u32::try_from(self.redeliveries).unwrap_or(0),
+            gave_up_at: self.gave_up_at,
             first_delivery: match (self.dispatched_at, self.answer_status.and_then(|s| u16::try_from(s).ok()))
             {
                 (Some(started_at), Some(status)) => Some(FirstDelivery { started_at, status }),

@@ -37,12 +37,16 @@ pub struct EventDoc {
     /// `stranded`: unfinished for over 10 minutes.
     #[schema(value_type = words::EventStatus)]
     pub status: String,
-    /// The live dispatch and each replay.
+    /// The live dispatch, each redelivery and each replay.
     pub dispatches: u32,
     pub replays: u32,
+    /// Redeliveries taken (its tenant's redelivery is on: ADR 26).
+    pub redeliveries: u32,
+    /// When its spent redelivery schedule was given up: it stays failed.
+    pub gave_up_at: Option<DateTime<Utc>>,
     /// Its payload is kept (sealed), so it can be replayed.
     pub payload_kept: bool,
-    /// Each dispatch, oldest first: the live one, then every replay, with when and how it
+    /// Each dispatch, oldest first: the live one, each redelivery, every replay, with when and how it
     /// ended. Only when one event is read; a listing leaves it empty.
     pub attempts: Vec<AttemptDoc>,
 }
@@ -77,7 +81,12 @@ impl From<Attempt> for AttemptDoc {
     fn from(a: Attempt) -> Self {
         let answer = a.answer.as_ref();
         Self {
-            kind: if a.replay { "replay" } else { "live" }.to_owned(),
+            kind: match (a.replay, a.redelivery) {
+                (true, _) => "replay",
+                (false, true) => "redelivery",
+                (false, false) => "live",
+            }
+            .to_owned(),
             job_id: a.job.map(|j| *j.as_uuid()),
             started_at: a.started_at,
             ended_at: a.ended_at,
@@ -191,6 +200,8 @@ impl From<EventReport> for EventDoc {
             status: report.status.as_str().to_owned(),
             dispatches: r.dispatches(),
             replays: r.replays,
+            redeliveries: r.redeliveries,
+            gave_up_at: r.gave_up_at,
             payload_kept: report.payload_kept,
             attempts: report.attempts.into_iter().map(AttemptDoc::from).collect(),
         }

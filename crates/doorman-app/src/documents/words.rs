@@ -31,11 +31,12 @@ pub enum JobState {
     Finished,
 }
 
-/// A dispatch: the live one after the claim, or a replay.
+/// A dispatch: the live one after the claim, one of the tenant's redeliveries, or a replay.
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptKind {
     Live,
+    Redelivery,
     Replay,
 }
 
@@ -183,7 +184,7 @@ mod tests {
         }
         assert_eq!(listed::<AttemptOutcome>(), attempt);
         assert_eq!(listed::<ActorKind>(), ["key", "cli"]);
-        assert_eq!(listed::<AttemptKind>(), ["live", "replay"]);
+        assert_eq!(listed::<AttemptKind>(), ["live", "redelivery", "replay"]);
         let kinds = doorman_domain::FailureKind::ALL.map(doorman_domain::FailureKind::as_str);
         assert_eq!(listed::<FailureKind>(), strings(&kinds));
     }

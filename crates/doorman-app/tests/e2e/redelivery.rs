@@ -12,7 +12,9 @@ use diesel_async::RunQueryDsl;
 use doorman_testkit::database::{self, TestDatabase};
 use doorman_testkit::{FakeAgent, ServeProcess};
 
-use crate::helpers::{AGENT_SECRET, http_client, spawn_serve, try_post_event};
+use doorman_domain::TenantId;
+
+use crate::helpers::{AGENT_SECRET, doorman, http_client, ok, spawn_serve, try_post_event};
 
 /// Short settings, so the whole story fits in a test: a dispatch may take 2 s, a redelivery
 /// holds its event 5 s, the runner looks every 200 ms, an open circuit lets a probe through
@@ -42,7 +44,7 @@ async fn owner_runs(db: &TestDatabase, sql: &str) {
     diesel::sql_query(sql).execute(&mut db.owner().await).await.unwrap();
 }
 
-async fn tenant(db: &TestDatabase, agent: &FakeAgent, team: &str, redelivery: bool) {
+async fn tenant(db: &TestDatabase, agent: &FakeAgent, team: &str, redelivery: bool) -> TenantId {
     let tenant = database::tenant_with_agent(&db.operator(), team, agent.url(), AGENT_SECRET).await;
     if redelivery {
         owner_runs(
@@ -51,6 +53,7 @@ async fn tenant(db: &TestDatabase, agent: &FakeAgent, team: &str, redelivery: bo
         )
         .await;
     }
+    tenant
 }
 
 /// Sends unique events for `team` at a steady pace (one every `pace`) for `length`, round
@@ -139,7 +142,7 @@ fn serve(db: &TestDatabase) -> ServeProcess {
 async fn an_agent_down_for_30_s_under_load_gets_every_acknowledged_event_once_it_is_back() {
     let db = TestDatabase::create().await;
     let agent = Arc::new(FakeAgent::start(AGENT_SECRET));
-    tenant(&db, &agent, "TRE", true).await;
+    let with_redelivery = tenant(&db, &agent, "TRE", true).await;
     tenant(&db, &agent, "TOFF", false).await;
     let server = serve(&db);
     let bases = vec![server.base().to_owned()];
@@ -157,9 +160,26 @@ async fn an_agent_down_for_30_s_under_load_gets_every_acknowledged_event_once_it
     until_all_taken(&agent, "TRE", &with).await;
     assert_eq!(taken(&agent, "TRE"), ids(&with), "the agent's distinct ids are the events acknowledged");
     assert_eq!(unhandled(&db, "TRE").await, [], "none stranded, failed or lost");
-    let sent_again = agent.arrivals().iter().filter(|a| a.redelivery > 0).count();
-    assert!(sent_again > 0, "the outage's events came back as redeliveries");
+    let again: Vec<_> = agent
+        .received()
+        .into_iter()
+        .filter(|r| r.document["delivery"]["redelivery"].as_u64() > Some(0))
+        .collect();
+    assert!(!again.is_empty(), "the outage's events came back as redeliveries");
     each_attempt_sent_once(&agent);
+    // Its history: the live dispatch failed, then the redeliveries, the last one taken.
+    let id = again[0].external_event_id.clone().unwrap();
+    let shown = ok(&doorman(
+        db.url(),
+        &["receipts", "show", "--tenant", &with_redelivery.to_string(), "--event-id", &id],
+    ));
+    assert!(shown.contains("redelivered"), "{shown}");
+    let lines: Vec<&str> = shown.lines().filter(|l| l.trim_start().starts_with(['d', 'r'])).collect();
+    assert!(lines.iter().any(|l| l.trim_start().starts_with("dispatch") && l.contains("failed")), "{shown}");
+    assert!(
+        lines.iter().any(|l| l.trim_start().starts_with("redelivery") && l.contains("handled")),
+        "{shown}"
+    );
 
     // Without redelivery, as before: what failed during the outage stays failed, sent once.
     let failed = unhandled(&db, "TOFF").await;

@@ -74,8 +74,13 @@ pub struct Receipt {
     pub failure: Option<Failure>,
     /// How many times an operator replayed it.
     pub replays: u32,
-    /// The first dispatch, when the agent took it: when it started and the agent's status
-    /// (kept with the completion; `None` for one completed before attempts were recorded).
+    /// How many redeliveries of it were taken (its tenant's redelivery, ADR 26).
+    pub redeliveries: u32,
+    /// When its spent redelivery schedule was given up: it stays failed for good.
+    pub gave_up_at: Option<DateTime<Utc>>,
+    /// Doorman's own dispatch the agent took (the live one, or a redelivery): when it started
+    /// and the agent's status (kept with the completion; `None` for one completed before
+    /// attempts were recorded).
     pub first_delivery: Option<FirstDelivery>,
 }
 
@@ -189,6 +194,8 @@ pub struct EventReport {
 pub struct Attempt {
     /// An operator's replay; else Doorman's own dispatch.
     pub replay: bool,
+    /// Doorman's own dispatch after the live one: one of the tenant's redeliveries.
+    pub redelivery: bool,
     /// The replay job it was part of, if any.
     pub job: Option<super::ReplayJobId>,
     pub started_at: Option<DateTime<Utc>>,
@@ -244,6 +251,7 @@ impl Attempt {
             let ended_at = receipt.handled_at;
             attempts.push(Self {
                 replay: false,
+                redelivery: false,
                 job: None,
                 started_at: Some(first.started_at),
                 ended_at,
@@ -260,6 +268,15 @@ impl Attempt {
         attempts.extend(own.iter().map(|record| Self::recorded(record, None, "failed")));
         if attempts.is_empty() {
             attempts.push(Self::told_by_the_receipt(receipt, status, &replays));
+        }
+        // Doorman's own attempts after the first are the tenant's redeliveries. (A live
+        // dispatch that never finished leaves no record: its first redelivery then reads as
+        // the first attempt.)
+        if receipt.redeliveries > 0 {
+            attempts.sort_by_key(|attempt| attempt.started_at);
+            for attempt in attempts.iter_mut().skip(1) {
+                attempt.redelivery = true;
+            }
         }
         let mut replayed: Vec<&AttemptRecord> = recorded.iter().filter(|r| r.replay).collect();
         for replay in replays {
@@ -278,6 +295,7 @@ impl Attempt {
                 }
                 None => attempts.push(Self {
                     replay: true,
+                    redelivery: false,
                     job: Some(replay.job),
                     started_at: replay.started_at,
                     ended_at: replay.ended_at,
@@ -298,6 +316,7 @@ impl Attempt {
     fn recorded(record: &AttemptRecord, job: Option<super::ReplayJobId>, outcome: &str) -> Self {
         Self {
             replay: record.replay,
+            redelivery: false,
             job,
             started_at: Some(record.started_at),
             ended_at: Some(record.ended_at),
@@ -335,6 +354,7 @@ impl Attempt {
         };
         Self {
             replay: false,
+            redelivery: false,
             job: None,
             started_at: Some(receipt.claimed_at),
             ended_at,
@@ -364,7 +384,7 @@ impl Receipt {
 
     /// Dispatches attempted: the live one and each replay.
     pub fn dispatches(&self) -> u32 {
-        1 + self.replays
+        1 + self.replays + self.redeliveries
     }
 }
 
@@ -434,6 +454,8 @@ mod tests {
             handled_at: handled.then_some(now),
             failure: failed.then(|| Failure { reason: "agent answered HTTP 500".into(), at: now }),
             replays: 2,
+            redeliveries: 0,
+            gave_up_at: None,
             first_delivery: None,
         };
         assert_eq!(

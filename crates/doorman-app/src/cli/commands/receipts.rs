@@ -193,10 +193,12 @@ async fn show(
         receipt.key.external_id, receipt.event_type, receipt.key.tenant
     ));
     output::line(&format!(
-        "claimed at {} on delivery attempt {}; replayed {}; payload kept: {}",
+        "claimed at {} on delivery attempt {}; replayed {}; redelivered {}{}; payload kept: {}",
         when(receipt.claimed_at),
         receipt.attempt,
         plural(receipt.replays, "time"),
+        plural(receipt.redeliveries, "time"),
+        receipt.gave_up_at.map_or_else(String::new, |at| format!(" (given up at {})", when(at))),
         if report.payload_kept { "yes" } else { "no" }
     ));
     for attempt in &report.attempts {
@@ -211,8 +213,12 @@ fn attempt_line(attempt: &doorman_domain::Attempt) -> String {
     let started = attempt
         .started_at
         .map_or_else(|| "—".to_owned(), |at| at.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string());
-    let mut line =
-        format!("{} {started}: {}", if attempt.replay { "replay" } else { "dispatch" }, attempt.outcome);
+    let kind = match (attempt.replay, attempt.redelivery) {
+        (true, _) => "replay",
+        (false, true) => "redelivery",
+        (false, false) => "dispatch",
+    };
+    let mut line = format!("{kind} {started}: {}", attempt.outcome);
     if let Some(answer) = &attempt.answer {
         match (answer.status, answer.failure) {
             (Some(status), _) => line += &format!(", HTTP {status}"),

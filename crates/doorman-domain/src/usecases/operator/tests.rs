@@ -719,6 +719,8 @@ fn receipt(claimed_ago_s: i64) -> Receipt {
         handled_at: None,
         failure: None,
         replays: 0,
+        redeliveries: 0,
+        gave_up_at: None,
         first_delivery: None,
     }
 }
@@ -1378,4 +1380,34 @@ async fn a_first_delivery_is_read_from_its_receipt_with_its_status_and_latency()
     assert_eq!((first.replay, first.outcome.as_str()), (false, "handled"));
     let answer = first.answer.as_ref().unwrap();
     assert_eq!((answer.status, answer.failure, answer.latency_ms), (Some(200), None, 120));
+}
+
+#[tokio::test]
+async fn a_redelivered_events_history_is_its_live_failure_then_each_redelivery_the_last_taken() {
+    let mut ports = Ports::new().with_own_tenant();
+    let at = |ago_ms: i64| now() - chrono::Duration::milliseconds(ago_ms);
+    let mut handled = receipt(900);
+    handled.handled_at = Some(at(1_000));
+    handled.redeliveries = 2;
+    // The redelivery the agent took rides on the receipt, as a live dispatch's would.
+    handled.first_delivery = Some(FirstDelivery { started_at: at(1_100), status: 200 });
+    ports
+        .ledger
+        .expect_receipt()
+        .returning(move |_| ready(Ok(Some(ReceiptRecord { receipt: handled.clone(), payload_kept: false }))));
+    ports.jobs.expect_attempts().returning(|_| ready(Ok(vec![])));
+    let failed = move |started: i64| AttemptRecord {
+        started_at: at(started),
+        ended_at: at(started - 10),
+        replay: false,
+        status: Some(503),
+        failure: Some(FailureKind::Status),
+        reason: Some("agent answered HTTP 503".into()),
+        answer: None,
+    };
+    ports.ledger.expect_attempts().returning(move |_| ready(Ok(vec![failed(6_000), failed(300_000)])));
+    let report = ports.build().event(&cli(), own(), ExternalEventId::new("Ev1").unwrap()).await.unwrap();
+    let summary: Vec<_> =
+        report.attempts.iter().map(|a| (a.replay, a.redelivery, a.outcome.as_str())).collect();
+    assert_eq!(summary, [(false, false, "failed"), (false, true, "failed"), (false, true, "handled")]);
 }

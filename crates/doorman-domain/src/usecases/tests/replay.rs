@@ -22,6 +22,8 @@ fn candidate(handled: bool, payload_kept: bool) -> ReceiptRecord {
             handled_at: handled.then(now),
             failure: Some(Failure { reason: "agent answered HTTP 500".into(), at: now() }),
             replays: 0,
+            redeliveries: 0,
+            gave_up_at: None,
             first_delivery: None,
         },
         payload_kept,
