@@ -15,7 +15,8 @@ use doorman_domain::ports::{OperatorPorts, ReceiptStore, Tenants};
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
 use doorman_domain::{
     Actor, ApiKey, AuditCursor, Caller, IdempotencyKey, KeyId, KeyName, KeyRefusal, KeyScope, OperatorError,
-    PageLimit, PageRequest, RequestId, TenantCursor, TenantId, TenantName, TenantSearch, WorkspaceId,
+    PageLimit, PageRequest, RedeliverySchedule, RequestId, TenantCursor, TenantId, TenantName, TenantSearch,
+    WorkspaceId,
 };
 use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
@@ -273,6 +274,73 @@ async fn tenants_page_in_creation_order_and_a_scoped_key_lists_its_own() {
     let scoped = key_caller(Some(made[3]), true);
     let own = admin.tenants(&scoped, vec![], &PageRequest::default()).await.unwrap();
     assert_eq!(own.items.iter().map(|t| t.id).collect::<Vec<_>>(), vec![made[3]]);
+}
+
+/// The tenant's stored schedule, as the owner reads the column.
+async fn stored_schedule(db: &TestDatabase, tenant: TenantId) -> Option<String> {
+    #[derive(diesel::QueryableByName)]
+    struct Schedule {
+        #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+        schedule: Option<String>,
+    }
+    diesel::sql_query(format!(
+        "SELECT redelivery_schedule::text AS schedule FROM tenants WHERE id = '{tenant}'"
+    ))
+    .get_result::<Schedule>(&mut db.owner().await)
+    .await
+    .unwrap()
+    .schedule
+}
+
+#[tokio::test]
+async fn redelivery_is_stored_as_its_delays_read_back_by_every_reading_and_off_is_null() {
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let tenant = admin.create_tenant(&writer, name("Redelivered"), None).await.unwrap().tenant;
+    assert_eq!(tenant.redelivery, None, "off by default");
+    let schedule = RedeliverySchedule::parse("5s,5m,30m").unwrap();
+    admin.set_redelivery(&writer, tenant.id, Some(schedule.clone())).await.unwrap();
+    assert_eq!(stored_schedule(&db, tenant.id).await.as_deref(), Some("{5,300,1800}"));
+    let read = admin.tenant(&writer, tenant.id).await.unwrap();
+    assert_eq!((read.redelivery.as_ref(), read.retain_payloads), (Some(&schedule), false), "its own setting");
+    let listed = admin.tenants(&writer, vec![], &PageRequest::default()).await.unwrap();
+    assert_eq!(listed.items[0].redelivery.as_ref(), Some(&schedule));
+
+    admin.set_redelivery(&writer, tenant.id, None).await.unwrap();
+    assert_eq!(stored_schedule(&db, tenant.id).await, None);
+    assert_eq!(admin.tenant(&writer, tenant.id).await.unwrap().redelivery, None);
+
+    let trail = admin.audit(&writer, Some(tenant.id), &PageRequest::<AuditCursor>::default()).await.unwrap();
+    let entries: Vec<_> =
+        trail.items.iter().map(|r| (r.action.as_str(), r.target.as_deref().unwrap_or_default())).collect();
+    assert_eq!(
+        entries,
+        [("tenant.redelivery", "off"), ("tenant.redelivery", "5s,5m,30m"), ("tenant.create", "Redelivered")]
+    );
+}
+
+#[tokio::test]
+async fn a_stored_schedule_the_model_refuses_is_an_unexpected_storage_error_not_a_guess() {
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let tenant = admin.create_tenant(&writer, name("Drifted"), None).await.unwrap().tenant.id;
+    // Only a schema drift could store one: the table's check refuses it otherwise.
+    let mut owner = db.owner().await;
+    diesel::sql_query("ALTER TABLE tenants DROP CONSTRAINT tenants_redelivery_schedule_check")
+        .execute(&mut owner)
+        .await
+        .unwrap();
+    diesel::sql_query(format!("UPDATE tenants SET redelivery_schedule = '{{}}' WHERE id = '{tenant}'"))
+        .execute(&mut owner)
+        .await
+        .unwrap();
+    let read = admin.tenant(&writer, tenant).await.unwrap_err();
+    assert!(
+        matches!(&read, OperatorError::Storage(doorman_domain::StorageError::Unexpected(why)) if why.contains("redelivery schedule")),
+        "{read:?}"
+    );
 }
 
 #[tokio::test]

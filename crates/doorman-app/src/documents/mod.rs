@@ -21,8 +21,8 @@ pub use self::events::{
 };
 pub use self::keys::{KeyDoc, NewKeyDoc, SignInLinkDoc, sign_in_link_lifetime};
 pub use self::tenants::{
-    AgentDoc, InstallLinkDoc, InstallationDoc, OffboardedDoc, TenantDoc, TenantPage, WorkspaceDoc,
-    WorkspaceList,
+    AgentDoc, InstallLinkDoc, InstallationDoc, OffboardedDoc, RedeliveryDoc, TenantDoc, TenantPage,
+    WorkspaceDoc, WorkspaceList,
 };
 
 /// A page of a listing, one named type per item type: generated clients get `TenantPage`

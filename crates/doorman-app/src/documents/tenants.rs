@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use doorman_domain::{
-    AgentSummary, InstallLink, InstallationSummary, LinkedWorkspace, TenantId, TenantRecord,
+    AgentSummary, InstallLink, InstallationSummary, LinkedWorkspace, RedeliverySchedule, TenantId,
+    TenantRecord,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -17,6 +18,27 @@ pub struct TenantDoc {
     pub created_at: DateTime<Utc>,
     /// Keeps its claimed events' payloads (sealed) until they are handled, for replays.
     pub retain_payloads: bool,
+    /// Sends its events that were not handled again on this schedule, keeping their payloads
+    /// (sealed) until they are handled or given up; `null`: off.
+    pub redelivery: Option<RedeliveryDoc>,
+}
+
+/// A tenant's redelivery schedule: the delays before each redelivery of an event, each counted
+/// from the end of the attempt before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RedeliveryDoc {
+    /// The delays in the operator's words, as `PUT …/redelivery` takes them.
+    #[schema(example = "5s,5m,30m,2h,5h,10h,10h")]
+    pub schedule: String,
+    /// The same delays in seconds: 1 to 20 of them, each 0 to 86400.
+    #[schema(min_items = 1, max_items = 20, value_type = Vec<u32>, example = json!([5, 300, 1800, 7200, 18000, 36000, 36000]))]
+    pub seconds: Vec<i64>,
+}
+
+impl From<&RedeliverySchedule> for RedeliveryDoc {
+    fn from(schedule: &RedeliverySchedule) -> Self {
+        Self { schedule: schedule.to_string(), seconds: schedule.seconds() }
+    }
 }
 
 impl From<TenantRecord> for TenantDoc {
@@ -26,6 +48,7 @@ impl From<TenantRecord> for TenantDoc {
             name: t.name,
             created_at: t.created_at,
             retain_payloads: t.retain_payloads,
+            redelivery: t.redelivery.as_ref().map(RedeliveryDoc::from),
         }
     }
 }

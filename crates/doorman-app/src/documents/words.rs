@@ -100,6 +100,8 @@ pub enum AuditAction {
     TenantRename,
     #[serde(rename = "tenant.retain_payloads")]
     TenantRetainPayloads,
+    #[serde(rename = "tenant.redelivery")]
+    TenantRedelivery,
     #[serde(rename = "tenant.delete")]
     TenantDelete,
     #[serde(rename = "tenant.purge")]

@@ -150,6 +150,24 @@ async fn every_audited_action_is_read_back_from_the_trail() {
     let tenant = ok(&doorman(url, &["tenant", "add", "--name", "Audited"])).trim().to_owned();
     let t = tenant.as_str();
     ok(&doorman(url, &["tenant", "retain-payloads", "--tenant", t, "on"]));
+    // Redelivery: a refused schedule, or one with off, names --schedule and changes nothing.
+    for (setting, schedule, said) in [("on", "5x", "must be delays like"), ("off", "5s", "on only")] {
+        let refused = doorman(url, &["tenant", "redelivery", "--tenant", t, setting, "--schedule", schedule]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            !refused.status.success() && stderr.contains("--schedule") && stderr.contains(said),
+            "{stderr}"
+        );
+    }
+    ok(&doorman(url, &["tenant", "redelivery", "--tenant", t, "on", "--schedule", "5s,5m"]));
+    let listed = ok(&doorman(url, &["tenant", "list"]));
+    assert!(listed.contains("REDELIVERY") && listed.contains("5s,5m "), "{listed}");
+    let listed: serde_json::Value =
+        serde_json::from_str(&ok(&doorman(url, &["tenant", "list", "--json"]))).unwrap();
+    assert_eq!(
+        listed["items"][0]["redelivery"],
+        serde_json::json!({"schedule": "5s,5m", "seconds": [5, 300]})
+    );
     ok(&doorman(url, &["tenant", "rename", "--tenant", t, "--name", "Audited Co"]));
     ok(&doorman(url, &["workspace", "link", "--tenant", t, "--team-id", "TLINK"]));
     ok(&doorman(url, &["agent", "set", "--tenant", t, "--url", app.agent.url(), "--secret", AGENT_SECRET]));
@@ -220,6 +238,7 @@ async fn every_audited_action_is_read_back_from_the_trail() {
         ("events.replay", "event EvAudited (1 events)"),
         ("event.replay", "EvAudited: unknown"),
         ("tenant.retain_payloads", "on"),
+        ("tenant.redelivery", "5s,5m"),
         ("tenant.rename", "Audited -> Audited Co"),
         ("tenant.delete", "Audited Co"),
         ("workspace.link", "TLINK"),

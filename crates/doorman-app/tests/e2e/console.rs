@@ -259,7 +259,8 @@ async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_wr
     let nav = text(&customer, "header nav").await;
     assert!(nav.contains("My tenant") && !nav.contains("Keys") && !nav.contains("Tenants"), "{nav}");
     // Read-only: no button that writes.
-    for form in ["/agent/pause", "/agent", "/retain-payloads", "/install-links", "/workspaces"] {
+    for form in ["/agent/pause", "/agent", "/retain-payloads", "/redelivery", "/install-links", "/workspaces"]
+    {
         let found = customer.find_all(Locator::Css(&format!("form[action$='{form}']"))).await.unwrap();
         assert!(found.is_empty(), "a read-only session sees no {form} form");
     }
@@ -447,6 +448,65 @@ async fn sessions_end_with_their_key_forms_need_this_origin_and_the_token_and_ev
     // Nothing of a session or a key is stored in clear.
     let keys_page: Value = json!(admin.get("/admin/v1/keys", &root).await.body);
     assert!(!keys_page.to_string().contains(other.cookie.split('=').nth(1).unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn support_turns_redelivery_on_with_a_schedule_is_told_why_one_is_refused_and_turns_it_off() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    let page = format!("/console/tenants/{tenant}");
+    let form = format!("{page}/redelivery");
+    let redelivery =
+        async || admin.get(&format!("/admin/v1/tenants/{tenant}"), &root).await.body["redelivery"].clone();
+    let session = Session::sign_in(&admin.base, &root).await;
+
+    let shown = session.get(&page).await.text().await.unwrap();
+    assert!(shown.contains("Redelivery: off."), "{shown}");
+    assert!(shown.contains(&format!("action=\"{form}\"")), "a writer sees the form");
+    assert!(shown.contains("value=\"5s,5m,30m,2h,5h,10h,10h\""), "prefilled with the standard schedule");
+
+    let csrf = session.csrf(&page).await;
+    let origin = Some(admin.base.as_str());
+    let on = session.post(&form, origin, &[("csrf", &csrf), ("enabled", "on"), ("schedule", "5s, 5m")]).await;
+    assert_eq!(
+        (on.status().as_u16(), on.headers()[header::LOCATION].to_str().unwrap()),
+        (303, &*format!("{page}?done=redelivery-on"))
+    );
+    assert_eq!(redelivery().await, json!({"schedule": "5s,5m", "seconds": [5, 300]}));
+    let shown = session.get(&format!("{page}?done=redelivery-on")).await.text().await.unwrap();
+    assert!(shown.contains("Redelivery: <code>5s,5m</code>"), "{shown}");
+    assert!(shown.contains("Redelivery is on"), "the notice");
+    let listing = session.get("/console/tenants").await.text().await.unwrap();
+    assert!(listing.contains("<code>5s,5m</code>"), "{listing}");
+
+    // A refused schedule: the page says why, and nothing changed.
+    let refused =
+        session.post(&form, origin, &[("csrf", &csrf), ("enabled", "on"), ("schedule", "5s,25h")]).await;
+    assert_eq!(refused.status(), 422);
+    let said = refused.text().await.unwrap();
+    assert!(said.contains("schedule") && said.contains("above 24 hours"), "{said}");
+    assert_eq!(redelivery().await["schedule"], "5s,5m", "unchanged");
+
+    let off = session.post(&form, origin, &[("csrf", &csrf), ("enabled", "off")]).await;
+    assert_eq!(off.headers()[header::LOCATION].to_str().unwrap(), format!("{page}?done=redelivery-off"));
+    assert_eq!(redelivery().await, Value::Null);
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}"), &root).await.body;
+    assert_eq!(
+        (&trail["items"][0]["action"], &trail["items"][0]["target"]),
+        (&json!("tenant.redelivery"), &json!("off"))
+    );
+    assert_eq!(trail["items"][1]["target"], "5s,5m");
+
+    // A read-only session sees the setting and no form, and its post is refused.
+    let reader = Session::sign_in(&admin.base, &key(&db, None, true).await).await;
+    let shown = reader.get(&page).await.text().await.unwrap();
+    assert!(shown.contains("Redelivery: off.") && !shown.contains(&format!("action=\"{form}\"")), "{shown}");
+    let csrf = reader.csrf(&page).await;
+    let forbidden = reader.post(&form, origin, &[("csrf", &csrf), ("enabled", "on")]).await;
+    assert_eq!(forbidden.status(), 403);
+    assert_eq!(redelivery().await, Value::Null, "unchanged");
 }
 
 /// A console sign-in with `key`, sending `headers` (an `Origin`, forwarded headers).

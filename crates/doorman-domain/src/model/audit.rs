@@ -14,6 +14,8 @@ pub enum AuditAction {
     TenantCreate,
     TenantRename,
     TenantRetainPayloads,
+    /// Redelivery turned on (its schedule, in the operator's words) or `off`.
+    TenantRedelivery,
     TenantDelete,
     /// A deleted tenant's receipts deleted after it, in batches: a run recorded before
     /// (`started`) and after (how many, or why it stopped).
@@ -43,10 +45,11 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, for what must cover them all (a test reads each one back).
-    pub const ALL: [Self; 22] = [
+    pub const ALL: [Self; 23] = [
         Self::TenantCreate,
         Self::TenantRename,
         Self::TenantRetainPayloads,
+        Self::TenantRedelivery,
         Self::TenantDelete,
         Self::TenantPurge,
         Self::WorkspaceLink,
@@ -73,6 +76,7 @@ impl AuditAction {
             Self::TenantCreate => "tenant.create",
             Self::TenantRename => "tenant.rename",
             Self::TenantRetainPayloads => "tenant.retain_payloads",
+            Self::TenantRedelivery => "tenant.redelivery",
             Self::TenantDelete => "tenant.delete",
             Self::TenantPurge => "tenant.purge",
             Self::WorkspaceLink => "workspace.link",
@@ -172,6 +176,7 @@ mod tests {
             (TenantCreate, "tenant.create"),
             (TenantRename, "tenant.rename"),
             (TenantRetainPayloads, "tenant.retain_payloads"),
+            (TenantRedelivery, "tenant.redelivery"),
             (TenantDelete, "tenant.delete"),
             (TenantPurge, "tenant.purge"),
             (WorkspaceLink, "workspace.link"),
@@ -212,25 +217,26 @@ mod tests {
                 TenantCreate => 0,
                 TenantRename => 1,
                 TenantRetainPayloads => 2,
-                TenantDelete => 3,
-                TenantPurge => 4,
-                WorkspaceLink => 5,
-                WorkspaceUnlink => 6,
-                AgentSet => 7,
-                AgentPause => 8,
-                AgentResume => 9,
-                AgentRemove => 10,
-                InstallLinkCreate => 11,
-                InstallationRemove => 12,
-                EventsReplay => 13,
-                EventReplay => 14,
-                KeyCreate => 15,
-                KeyRevoke => 16,
-                SignInLinkCreate => 17,
-                SecretsRotate => 18,
-                ReceiptsPrune => 19,
-                InstallStatesPrune => 20,
-                ConsoleSessionsPrune => 21,
+                TenantRedelivery => 3,
+                TenantDelete => 4,
+                TenantPurge => 5,
+                WorkspaceLink => 6,
+                WorkspaceUnlink => 7,
+                AgentSet => 8,
+                AgentPause => 9,
+                AgentResume => 10,
+                AgentRemove => 11,
+                InstallLinkCreate => 12,
+                InstallationRemove => 13,
+                EventsReplay => 14,
+                EventReplay => 15,
+                KeyCreate => 16,
+                KeyRevoke => 17,
+                SignInLinkCreate => 18,
+                SecretsRotate => 19,
+                ReceiptsPrune => 20,
+                InstallStatesPrune => 21,
+                ConsoleSessionsPrune => 22,
             }
         }
         for (i, action) in AuditAction::ALL.into_iter().enumerate() {

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::ValidationError;
 use super::text::check_printable_ascii;
-use super::{AgentUrl, Platform, TenantId, TenantName, WorkspaceRef};
+use super::{AgentUrl, Platform, RedeliverySchedule, TenantId, TenantName, WorkspaceRef};
 
 /// A tenant, as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +15,9 @@ pub struct TenantRecord {
     pub created_at: DateTime<Utc>,
     /// Keeps its claimed events' payloads for replay (`tenant retain-payloads`).
     pub retain_payloads: bool,
+    /// Sends its events that were not handled again on this schedule (`tenant redelivery`);
+    /// `None`: off, the default.
+    pub redelivery: Option<RedeliverySchedule>,
 }
 
 /// Which tenants a listing looks for. The text follows a name's rules ([`TenantName`]) and is

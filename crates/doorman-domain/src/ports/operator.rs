@@ -17,8 +17,9 @@ use crate::model::{
     AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditRecord, Created,
     EventCursor, EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId, KeyName,
     KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest,
-    Platform, ReceiptKey, ReceiptRecord, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome,
-    ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch, WorkspaceRef,
+    Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule, Removed, ReplayAttempt, ReplayJob, ReplayJobId,
+    ReplayOutcome, ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
+    WorkspaceRef,
 };
 
 /// Tenants.
@@ -60,6 +61,19 @@ pub trait Tenants: Send + Sync {
         &self,
         tenant: TenantId,
         on: bool,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Turns redelivery on with `schedule`, or off with `None`, with `audit`.
+    ///
+    /// MUST store the schedule's delays exactly, in order, so that the runner and every listing
+    /// read back the schedule set (`None` reads back as off); MUST NOT change whether the tenant
+    /// retains payloads (a tenant with redelivery keeps them whatever that setting says, and
+    /// after redelivery is off keeps them only if it says so).
+    fn set_redelivery(
+        &self,
+        tenant: TenantId,
+        schedule: Option<RedeliverySchedule>,
         audit: &AuditEntry,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
 

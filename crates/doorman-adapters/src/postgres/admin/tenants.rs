@@ -1,12 +1,13 @@
-//! Tenants: created (idempotently when asked), read, listed a page at a time.
+//! Tenants: created (idempotently when asked), read, listed a page at a time; their settings
+//! (payloads kept for replay, redelivery's schedule).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_domain::ports::Tenants;
 use doorman_domain::{
-    AuditEntry, Created, Idempotency, NewTenant, Page, PageRequest, StorageError, TenantCursor, TenantId,
-    TenantName, TenantRecord, TenantSearch,
+    AuditEntry, Created, Idempotency, NewTenant, Page, PageRequest, RedeliverySchedule, StorageError,
+    TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
 };
 use uuid::Uuid;
 
@@ -33,10 +34,15 @@ impl PgTenants {
     }
 }
 
-type Row = (Uuid, String, DateTime<Utc>, bool);
+type Row = (Uuid, String, DateTime<Utc>, bool, Option<Vec<Option<i32>>>);
 
-const COLUMNS: (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads) =
-    (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads);
+const COLUMNS: (
+    tenants::id,
+    tenants::name,
+    tenants::created_at,
+    tenants::retain_payloads,
+    tenants::redelivery_schedule,
+) = (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads, tenants::redelivery_schedule);
 
 /// `text` in a `LIKE` pattern, as text: its `\`, `%` and `_` escaped.
 fn as_text(text: &str) -> String {
@@ -70,8 +76,29 @@ fn found_by(
     )
 }
 
-fn record((id, name, created_at, retain_payloads): Row) -> TenantRecord {
-    TenantRecord { id: TenantId::from_uuid(id), name, created_at, retain_payloads }
+/// A stored tenant read back: its schedule went through the same constructor when it was
+/// written (and the table's check holds it to the same bounds).
+fn record((id, name, created_at, retain_payloads, schedule): Row) -> Result<TenantRecord, StorageError> {
+    let redelivery = schedule
+        .map(|delays| {
+            let seconds: Option<Vec<i64>> = delays.into_iter().map(|d| d.map(i64::from)).collect();
+            let seconds = seconds.ok_or_else(|| {
+                StorageError::Unexpected(format!("tenant {id}'s stored redelivery schedule has a null delay"))
+            })?;
+            RedeliverySchedule::from_seconds(&seconds).map_err(|e| {
+                StorageError::Unexpected(format!("tenant {id}'s stored redelivery schedule: {e}"))
+            })
+        })
+        .transpose()?;
+    Ok(TenantRecord { id: TenantId::from_uuid(id), name, created_at, retain_payloads, redelivery })
+}
+
+/// A schedule as stored: its delays in seconds, or null for off.
+fn stored(schedule: Option<&RedeliverySchedule>) -> Option<Vec<Option<i32>>> {
+    schedule.map(|s| {
+        // Each delay is at most a day (`RedeliverySchedule::MAX_DELAY`): it fits an integer.
+        s.seconds().into_iter().map(|d| Some(i32::try_from(d).unwrap_or(i32::MAX))).collect()
+    })
 }
 
 impl Tenants for PgTenants {
@@ -124,12 +151,12 @@ impl Tenants for PgTenants {
                     }
                 }
                 audit::write(conn, audit).await?;
-                Ok(record(row))
+                Ok(row)
             })
             .await;
         let outcome = async {
             match created {
-                Ok(tenant) => Ok(Created::New(tenant)),
+                Ok(row) => Ok(Created::New(record(row)?)),
                 Err(stop) => {
                     if stop.into_result()? == Repeat::InProgress {
                         return Ok(Created::InProgress);
@@ -158,9 +185,8 @@ impl Tenants for PgTenants {
                     .optional()
             })
             .await
-            .map(|row| row.map(record))
             .map_err(from_diesel);
-        unit.finish(found).await
+        unit.finish(found).await?.map(record).transpose()
     }
 
     async fn list(
@@ -204,7 +230,7 @@ impl Tenants for PgTenants {
             .await
             .map_err(from_diesel);
         let rows = unit.finish(rows).await?;
-        let records = rows.into_iter().map(record).collect();
+        let records = rows.into_iter().map(record).collect::<Result<_, _>>()?;
         Ok(Page::from_overfetch(records, page.limit, |t: &TenantRecord| TenantCursor {
             created_at: t.created_at,
             id: t.id,
@@ -223,6 +249,27 @@ impl Tenants for PgTenants {
                 act_for(conn, tenant).await?;
                 diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
                     .set(tenants::retain_payloads.eq(on))
+                    .execute(conn)
+                    .await?;
+                audit::write(conn, audit).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
+    }
+
+    async fn set_redelivery(
+        &self,
+        tenant: TenantId,
+        schedule: Option<RedeliverySchedule>,
+        audit: &AuditEntry,
+    ) -> Result<(), StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
+                    .set(tenants::redelivery_schedule.eq(stored(schedule.as_ref())))
                     .execute(conn)
                     .await?;
                 audit::write(conn, audit).await
@@ -411,7 +458,7 @@ async fn first_answer(
         .await
         .map_err(from_diesel)?;
     match found {
-        Some((stored, row)) if stored == fingerprint => Ok(Created::Repeated(record(row))),
+        Some((stored, row)) if stored == fingerprint => Ok(Created::Repeated(record(row)?)),
         Some(_) => Ok(Created::KeyReused),
         // The first request's tenant is gone (deleted with its key): nothing to repeat.
         None => {

@@ -32,6 +32,20 @@ pub enum TenantCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Send the tenant's events that were not handled (failed or stranded) again on a schedule
+    /// (on), or stop (off). Off by default. While on, their payloads are kept (sealed) from the
+    /// claim until they are handled or the schedule is spent.
+    Redelivery {
+        #[arg(long)]
+        tenant: String,
+        setting: OnOff,
+        /// Only with on: the delays before each redelivery, `5s,5m,30m,2h` (s, m or h; 1 to 20
+        /// of them, each at most 24h), or `standard` (5s,5m,30m,2h,5h,10h,10h), the default.
+        #[arg(long)]
+        schedule: Option<String>,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
     /// Rename a tenant.
     Rename {
         #[arg(long)]

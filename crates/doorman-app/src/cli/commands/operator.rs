@@ -7,7 +7,9 @@ use std::num::NonZeroU32;
 
 use anyhow::Context;
 use doorman_domain::usecases::operator::installs::LinkLifetime;
-use doorman_domain::{AgentSecret, AgentUrl, AuditAction, PageLimit, PageRequest, TenantName, WorkspaceId};
+use doorman_domain::{
+    AgentSecret, AgentUrl, AuditAction, PageLimit, PageRequest, RedeliverySchedule, TenantName, WorkspaceId,
+};
 use serde_json::json;
 
 use super::context::{Cli, Needs, explain, maintenance, tenant_id};
@@ -50,14 +52,18 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
             } else if tenants.is_empty() {
                 output::line("no tenants");
             } else {
-                output::line("ID                                    CREATED AT            PAYLOADS  NAME");
+                output::line(
+                    "ID                                    CREATED AT            PAYLOADS  REDELIVERY               NAME",
+                );
                 for t in &tenants {
                     let kept = if t.retain_payloads { "kept" } else { "-" };
+                    let redelivery = t.redelivery.as_ref().map_or("-", |r| r.schedule.as_str());
                     output::line(&format!(
-                        "{:<37} {:<21} {:<9} {}",
+                        "{:<37} {:<21} {:<9} {:<24} {}",
                         t.id,
                         t.created_at.format("%Y-%m-%d %H:%M:%S"),
                         kept,
+                        redelivery,
                         t.name
                     ));
                 }
@@ -76,6 +82,30 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
             } else {
                 format!("tenant {tenant} keeps no new payloads; those already kept go when handled or pruned")
             });
+        }
+        TenantCommand::Redelivery { tenant, setting, schedule, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let schedule = match (setting, schedule) {
+                (OnOff::On, None) => Some(RedeliverySchedule::standard()),
+                (OnOff::On, Some(words)) => Some(RedeliverySchedule::parse(&words).context("--schedule")?),
+                (OnOff::Off, None) => None,
+                (OnOff::Off, Some(_)) => anyhow::bail!("--schedule goes with on only"),
+            };
+            let cli = Cli::owner(&db, Needs::default());
+            cli.operator.set_redelivery(&cli.caller, tenant, schedule.clone()).await.map_err(explain)?;
+            match &schedule {
+                Some(schedule) => {
+                    tracing::info!(tenant.id = %tenant, redelivery = %schedule, "redelivery changed");
+                    output::line(&format!(
+                        "tenant {tenant}'s events that were not handled are sent again after {schedule}, \
+                         their payloads kept (sealed) until handled or given up"
+                    ));
+                }
+                None => {
+                    tracing::info!(tenant.id = %tenant, redelivery = "off", "redelivery changed");
+                    output::line(&format!("tenant {tenant}'s events are not sent again"));
+                }
+            }
         }
         TenantCommand::Rename { tenant, name, db } => {
             let tenant = tenant_id(&tenant)?;

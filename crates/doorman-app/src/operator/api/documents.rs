@@ -28,3 +28,18 @@ list_of!(
 pub struct RetainPayloadsDoc {
     pub enabled: bool,
 }
+
+/// Whether a tenant's events that were not handled are sent again, and on which schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedeliverySettingDoc {
+    pub enabled: bool,
+    /// The delays before each redelivery, comma-separated, each a whole number followed by `s`,
+    /// `m` or `h` (1 to 20 of them, each at most 24h), or `standard`
+    /// (`5s,5m,30m,2h,5h,10h,10h`, the default when `enabled` is true and this is left out).
+    /// With `enabled` false it must be left out (or null). Answered in the same words, `standard`
+    /// spelled out; null when off.
+    #[serde(default)]
+    #[schema(example = "5s,5m,30m")]
+    pub schedule: Option<String>,
+}

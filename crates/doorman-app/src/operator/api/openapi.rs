@@ -24,6 +24,7 @@ use crate::operator::problem::{PROBLEM_JSON, Problem};
         tenants::rename,
         tenants::delete,
         tenants::retain_payloads,
+        tenants::redelivery,
         workspaces::list,
         workspaces::link,
         workspaces::unlink,
@@ -391,7 +392,7 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
-        assert_eq!(count, 29, "every operation of the document is checked");
+        assert_eq!(count, 30, "every operation of the document is checked");
     }
 
     /// Every `cursor` parameter states its listing's pattern: a listing added without one

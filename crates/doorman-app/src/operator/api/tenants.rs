@@ -1,14 +1,15 @@
-//! `/admin/v1/tenants`: create (idempotently), list, read; keeping payloads for replay.
+//! `/admin/v1/tenants`: create (idempotently), list, read; keeping payloads for replay;
+//! redelivery.
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use doorman_domain::{IdempotencyKey, TenantCursor, TenantName, TenantSearch};
+use doorman_domain::{IdempotencyKey, RedeliverySchedule, TenantCursor, TenantName, TenantSearch};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::Authenticated;
 use super::body::Object;
-use super::documents::RetainPayloadsDoc;
+use super::documents::{RedeliverySettingDoc, RetainPayloadsDoc};
 use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
 use crate::documents::{OffboardedDoc, TenantDoc, TenantPage};
 use crate::operator::params::tenant_path;
@@ -166,6 +167,48 @@ pub async fn retain_payloads(
     let tenant = tenant_path(&path)?;
     state.operator.set_retain_payloads(&caller.0, tenant, body.enabled).await?;
     Ok(HttpResponse::Ok().json(RetainPayloadsDoc { enabled: body.enabled }))
+}
+
+/// Turns redelivery on, with a schedule (`standard` when left out), or off. On, the tenant's
+/// events that were not handled (their dispatch failed, or they were stranded) are sent again
+/// after each of the schedule's delays until one is handled or the schedule is spent, and
+/// their payloads are kept (sealed) from the claim until then. Off, none is sent again.
+#[utoipa::path(
+    put,
+    path = "/admin/v1/tenants/{id}/redelivery",
+    operation_id = "setRedelivery",
+    tag = "tenants",
+    request_body = RedeliverySettingDoc,
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "The setting now", body = RedeliverySettingDoc),
+        BodyRefusals,
+        (status = 422, description = "A refused schedule, or one given with `enabled` false (`field`: `schedule`)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn redelivery(
+    caller: Authenticated,
+    path: web::Path<String>,
+    body: Object<RedeliverySettingDoc>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    let body = body.into_inner();
+    let schedule = match (body.enabled, body.schedule) {
+        (true, None) => Some(RedeliverySchedule::standard()),
+        (true, Some(words)) => {
+            Some(RedeliverySchedule::parse(&words).map_err(|e| ApiError::invalid_value("schedule", &e))?)
+        }
+        (false, None) => None,
+        (false, Some(_)) => {
+            return Err(ApiError::invalid("schedule", "must be left out when enabled is false"));
+        }
+    };
+    let now =
+        RedeliverySettingDoc { enabled: body.enabled, schedule: schedule.as_ref().map(|s| s.to_string()) };
+    state.operator.set_redelivery(&caller.0, tenant, schedule).await?;
+    Ok(HttpResponse::Ok().json(now))
 }
 
 /// Renames a tenant.

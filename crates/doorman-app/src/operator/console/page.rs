@@ -56,6 +56,8 @@ pub fn notice(done: Option<&str>) -> Option<&'static str> {
         "resumed" => "Agent resumed.",
         "payloads-on" => "Payloads are kept for replay from now on.",
         "payloads-off" => "Payloads are no longer kept.",
+        "redelivery-on" => "Redelivery is on: events that were not handled are sent again on its schedule.",
+        "redelivery-off" => "Redelivery is off: events are no longer sent again.",
         "revoked" => "Key revoked: its sessions are ended.",
         _ => return None,
     })

@@ -1,5 +1,5 @@
 //! Tenants: search and create; one tenant's page (its workspaces and installations, its agent,
-//! whether payloads are kept, an install link), and the forms that change them. Each form is
+//! whether payloads are kept, redelivery, an install link), and the forms that change them. Each form is
 //! one operator use case, then back to the tenant's page with a notice.
 
 use std::ops::RangeInclusive;
@@ -9,7 +9,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use doorman_domain::usecases::operator::installs::LinkLifetime;
 use doorman_domain::{
-    AgentSecret, AgentUrl, OperatorError, TenantCursor, TenantId, TenantName, TenantSearch, WorkspaceId,
+    AgentSecret, AgentUrl, OperatorError, RedeliverySchedule, TenantCursor, TenantId, TenantName,
+    TenantSearch, WorkspaceId,
 };
 
 use super::page::{self, Chrome};
@@ -56,6 +57,8 @@ struct TenantPage {
     install_link: Option<InstallLinkDoc>,
     /// Whether install links can be made (the Slack app is configured).
     installs_on: bool,
+    /// The redelivery form's schedule: the tenant's, or the standard one to start from.
+    schedule_field: String,
 }
 
 /// The tenants the session sees; `?search=` finds them by part of the name, the start of the
@@ -128,8 +131,10 @@ async fn render(
         Err(OperatorError::NoAgent(_)) => AgentDoc::NONE,
         Err(other) => return Err(other.into()),
     };
+    let schedule_field = record.redelivery.clone().unwrap_or_else(RedeliverySchedule::standard).to_string();
     page::ok(&TenantPage {
         chrome: session.chrome(request),
+        schedule_field,
         tenant: TenantDoc::from(record),
         workspaces: workspaces.into_iter().map(WorkspaceDoc::from).collect(),
         installations: installations.into_iter().map(InstallationDoc::from).collect(),
@@ -253,6 +258,30 @@ pub async fn retain_payloads(
     };
     state.operator.set_retain_payloads(&session.caller, tenant, on).await?;
     Ok(back(tenant, if on { "payloads-on" } else { "payloads-off" }))
+}
+
+/// `enabled=on` with `schedule` (`standard` when left empty), or `enabled=off` alone.
+pub async fn redelivery(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
+    let schedule = match (form.required("enabled")?, form.get("schedule")) {
+        ("on", None) => Some(RedeliverySchedule::standard()),
+        ("on", Some(words)) => {
+            Some(RedeliverySchedule::parse(words).map_err(|e| ApiError::invalid_value("schedule", &e))?)
+        }
+        ("off", None) => None,
+        ("off", Some(_)) => {
+            return Err(ConsoleError::bad_request("schedule: must be left out when enabled is off"));
+        }
+        _ => return Err(ConsoleError::bad_request("enabled: must be on or off")),
+    };
+    let on = schedule.is_some();
+    state.operator.set_redelivery(&session.caller, tenant, schedule).await?;
+    Ok(back(tenant, if on { "redelivery-on" } else { "redelivery-off" }))
 }
 
 /// An install link for the tenant's customer, shown once on the tenant's page. `days`:

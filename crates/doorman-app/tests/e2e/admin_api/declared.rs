@@ -19,6 +19,10 @@ fn bodies_of(operation: &str) -> Option<Vec<Option<Value>>> {
         "createTenant" => vec![Some(json!({"name": "Declared"})), Some(json!({"name": " "}))],
         "renameTenant" => vec![Some(json!({"name": "Declared Ltd"})), Some(json!({"name": " "}))],
         "setRetainPayloads" => vec![Some(json!({"enabled": true}))],
+        "setRedelivery" => vec![
+            Some(json!({"enabled": true, "schedule": "5s,5m"})),
+            Some(json!({"enabled": true, "schedule": "5x"})),
+        ],
         "linkWorkspace" => vec![Some(json!({"team_id": "TDECLARED2"})), Some(json!({}))],
         "setAgent" => vec![agent("http://127.0.0.1:9/agent"), agent("ftp://agent.example/x")],
         "createInstallLink" => vec![Some(json!({})), Some(json!({"expires_in_seconds": 5}))],
@@ -117,7 +121,7 @@ async fn every_status_answered_to_every_kind_of_key_is_declared_in_the_served_do
             }
         }
     }
-    assert_eq!(asked, 4 * 29, "every operation, for every kind of key");
+    assert_eq!(asked, 4 * 30, "every operation, for every kind of key");
     assert_eq!(
         created.into_iter().collect::<Vec<_>>(),
         ["createInstallLink", "createKey", "createSignInLink", "createTenant", "linkWorkspace"],

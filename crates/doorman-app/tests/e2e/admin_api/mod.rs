@@ -456,6 +456,7 @@ async fn scoped_and_read_only_keys_see_and_change_only_what_they_may() {
     let mine_path = |rest: &str| format!("/admin/v1/tenants/{mine}{rest}");
     problem(&admin.post(&mine_path("/workspaces"), &reader, json!({"team_id": "T2"})).await, 403, None);
     problem(&admin.put(&mine_path("/retain-payloads"), &reader, json!({"enabled": true})).await, 403, None);
+    problem(&admin.put(&mine_path("/redelivery"), &reader, json!({"enabled": true})).await, 403, None);
     problem(&admin.post(&mine_path("/agent/pause"), &reader, json!({})).await, 403, None);
     problem(
         &admin.call(Method::DELETE, &mine_path("/workspaces/TMINE"), Some(&reader), None).await,
@@ -694,6 +695,65 @@ async fn pages_follow_their_cursor_and_install_links_and_replays_answer_as_docum
         .await;
     assert_eq!(kept.body, json!({"enabled": true}));
     assert_eq!(admin.get(&format!("/admin/v1/tenants/{tenant}"), &root).await.body["retain_payloads"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redelivery_is_turned_on_with_a_schedule_and_off_refused_with_its_reason_and_audited() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Redelivered").await;
+    let reader = key(&db, Some(&tenant), true).await;
+    let doc = format!("/admin/v1/tenants/{tenant}");
+    let setting = format!("{doc}/redelivery");
+    assert_eq!(admin.get(&doc, &root).await.body["redelivery"], Value::Null, "off by default");
+
+    let on = admin.put(&setting, &root, json!({"enabled": true, "schedule": "5s,5m,30m"})).await;
+    assert_eq!(
+        (on.status, on.body.clone()),
+        (StatusCode::OK, json!({"enabled": true, "schedule": "5s,5m,30m"}))
+    );
+    let read = admin.get(&doc, &root).await.body;
+    assert_eq!(read["redelivery"], json!({"schedule": "5s,5m,30m", "seconds": [5, 300, 1800]}), "{read}");
+    assert_eq!(read["retain_payloads"], false, "a setting of its own");
+    let listed = admin.get("/admin/v1/tenants", &root).await.body;
+    assert_eq!(listed["items"][0]["redelivery"]["schedule"], "5s,5m,30m", "{listed}");
+
+    // Left out, the schedule is the standard one, answered spelled out.
+    let standard = admin.put(&setting, &root, json!({"enabled": true})).await;
+    assert_eq!(standard.body, json!({"enabled": true, "schedule": "5s,5m,30m,2h,5h,10h,10h"}));
+    let seconds = json!([5, 300, 1800, 7200, 18000, 36000, 36000]);
+    assert_eq!(admin.get(&doc, &root).await.body["redelivery"]["seconds"], seconds);
+
+    // A refused schedule is a 422 naming `schedule` with the reason; nothing changes, nothing is
+    // audited. So is a read-only key's change (403).
+    for (body, reason) in [
+        (json!({"enabled": true, "schedule": "5x"}), "must be delays like `5s,5m,30m,2h`"),
+        (json!({"enabled": true, "schedule": "5s,25h"}), "has a delay below 0 or above 24 hours"),
+        (json!({"enabled": true, "schedule": "1s,".repeat(21) + "1s"}), "has more than 20 delays"),
+        (json!({"enabled": false, "schedule": "5s"}), "must be left out when enabled is false"),
+    ] {
+        let refused = admin.put(&setting, &root, body.clone()).await;
+        problem(&refused, 422, Some("schedule"));
+        assert!(refused.body["detail"].as_str().unwrap().contains(reason), "{body}: {refused:?}");
+    }
+    problem(&admin.put(&setting, &root, json!({"enabled": true, "every": "5s"})).await, 400, Some("every"));
+    problem(&admin.put(&setting, &reader, json!({"enabled": false})).await, 403, None);
+    assert_eq!(admin.get(&doc, &root).await.body["redelivery"]["seconds"], seconds, "unchanged");
+
+    let off = admin.put(&setting, &root, json!({"enabled": false})).await;
+    assert_eq!((off.status, off.body), (StatusCode::OK, json!({"enabled": false, "schedule": null})));
+    assert_eq!(admin.get(&doc, &root).await.body["redelivery"], Value::Null);
+
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}"), &root).await.body;
+    let entries: Vec<&str> = trail["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "tenant.redelivery")
+        .map(|e| e["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries, ["off", "5s,5m,30m,2h,5h,10h,10h", "5s,5m,30m"], "only the changes made: {trail}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,5 @@
-//! Creating, reading and listing tenants; whether a tenant keeps payloads for replay.
+//! Creating, reading and listing tenants; whether a tenant keeps payloads for replay, and
+//! whether its events are redelivered.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -6,7 +7,7 @@ use super::{Operator, entry};
 use crate::errors::{OperatorError, StorageError};
 use crate::model::{
     AuditAction, AuditEntry, Caller, Created, Idempotency, IdempotencyKey, NewTenant, Page, PageRequest,
-    TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
+    RedeliverySchedule, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
 };
 use crate::ports::{OperatorPorts, Tenants};
 
@@ -174,5 +175,21 @@ impl<P: OperatorPorts> Operator<P> {
             Some(if on { "on" } else { "off" }.to_owned()),
         );
         Ok(self.ports.tenants().set_retain_payloads(tenant, on, &audit).await?)
+    }
+
+    /// Turns redelivery on with `schedule` or off (`None`): the tenant's events that were not
+    /// handled are sent again on the schedule (ADR 26), their payloads kept (sealed) from the
+    /// claim until they are handled or given up. Audited as the schedule in the operator's
+    /// words (`5s,5m,30m`) or `off`.
+    pub async fn set_redelivery(
+        &self,
+        caller: &Caller,
+        tenant: TenantId,
+        schedule: Option<RedeliverySchedule>,
+    ) -> Result<(), OperatorError> {
+        self.writable(caller, tenant).await?;
+        let words = schedule.as_ref().map_or_else(|| "off".to_owned(), RedeliverySchedule::to_string);
+        let audit = entry(caller, AuditAction::TenantRedelivery, tenant, Some(words));
+        Ok(self.ports.tenants().set_redelivery(tenant, schedule, &audit).await?)
     }
 }

@@ -33,7 +33,7 @@ fn other() -> TenantId {
 }
 
 fn record(id: TenantId) -> TenantRecord {
-    TenantRecord { id, name: "Acme".into(), created_at: now(), retain_payloads: false }
+    TenantRecord { id, name: "Acme".into(), created_at: now(), retain_payloads: false, redelivery: None }
 }
 
 fn caller(actor: Actor) -> Caller {
@@ -137,6 +137,7 @@ impl Ports {
     fn never_writes(mut self) -> Self {
         self.tenants.expect_create().never();
         self.tenants.expect_set_retain_payloads().never();
+        self.tenants.expect_set_redelivery().never();
         self.tenants.expect_rename().never();
         self.tenants.expect_delete().never();
         self.tenants.expect_purge_receipts().never();
@@ -179,6 +180,8 @@ async fn every_change(operator: &Operator<Ports>, caller: &Caller, tenant: Tenan
     let lifetime = LinkLifetime::new(Duration::from_secs(3600)).unwrap();
     vec![
         operator.set_retain_payloads(caller, tenant, true).await.unwrap_err(),
+        operator.set_redelivery(caller, tenant, Some(RedeliverySchedule::standard())).await.unwrap_err(),
+        operator.set_redelivery(caller, tenant, None).await.unwrap_err(),
         operator.link_workspace(caller, tenant, Some(ws("T1")), None).await.unwrap_err(),
         operator.unlink_workspace(caller, tenant, &ws("T1")).await.unwrap_err(),
         operator.set_agent(caller, tenant, url, secret).await.unwrap_err(),
@@ -389,6 +392,50 @@ async fn renaming_a_tenant_audits_the_old_and_the_new_name() {
         .rename_tenant(&key(Some(own()), false), own(), TenantName::new("Acme II").unwrap())
         .await;
     assert_eq!(renamed.unwrap().name, "Acme II");
+}
+
+#[tokio::test]
+async fn redelivery_is_set_with_its_schedule_in_the_operators_words_and_off_as_off() {
+    let mut ports = Ports::new().with_own_tenant();
+    let schedule = RedeliverySchedule::parse("5s,5m,30m").unwrap();
+    let expected = schedule.clone();
+    ports
+        .tenants
+        .expect_set_redelivery()
+        .withf(move |tenant, set, audit| {
+            *tenant == own()
+                && set.as_ref() == Some(&expected)
+                && audit.action == AuditAction::TenantRedelivery
+                && audit.tenant == Some(own())
+                && audit.target.as_deref() == Some("5s,5m,30m")
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(())));
+    ports
+        .tenants
+        .expect_set_redelivery()
+        .withf(|tenant, set, audit| {
+            *tenant == own()
+                && set.is_none()
+                && audit.action == AuditAction::TenantRedelivery
+                && audit.target.as_deref() == Some("off")
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(())));
+    let operator = ports.build();
+    operator.set_redelivery(&key(Some(own()), false), own(), Some(schedule)).await.unwrap();
+    operator.set_redelivery(&cli(), own(), None).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_read_only_key_may_not_turn_redelivery_on_or_off_and_nothing_is_written() {
+    let operator = Ports::new().untouched().build();
+    for schedule in [Some(RedeliverySchedule::standard()), None] {
+        for caller in [key(Some(own()), true), key(None, true)] {
+            let error = operator.set_redelivery(&caller, own(), schedule.clone()).await.unwrap_err();
+            assert!(matches!(error, OperatorError::Forbidden(_)), "{error:?}");
+        }
+    }
 }
 
 #[tokio::test]
