@@ -330,11 +330,11 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.doorman_redelivery_tenants() RETURNS TABLE(tenant_id uuid, schedule integer[])
+CREATE FUNCTION public.doorman_redelivery_tenants() RETURNS TABLE(tenant_id uuid, schedule integer[], retain_payloads boolean)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT t.id, t.redelivery_schedule
+    SELECT t.id, t.redelivery_schedule, t.retain_payloads
       FROM public.tenants AS t
       JOIN public.agent_bridges AS b ON b.tenant_id = t.id
      WHERE t.redelivery_schedule IS NOT NULL AND NOT b.paused

@@ -76,7 +76,7 @@ async fn a_dispatch_is_signed_and_carries_the_documented_fields() {
     );
     assert_eq!(
         doc["delivery"],
-        serde_json::json!({"attempt": 2, "retry_reason": "http_timeout", "replay": false})
+        serde_json::json!({"attempt": 2, "retry_reason": "http_timeout", "replay": false, "redelivery": 0})
     );
     assert_eq!(doc["received_at"], "2023-11-14T22:13:20.123Z");
     assert_eq!(doc["payload"]["event"]["text"], "hi \"there\"");
