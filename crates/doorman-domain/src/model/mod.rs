@@ -11,6 +11,7 @@ mod event;
 mod ids;
 mod installation;
 mod job;
+mod operational;
 mod page;
 mod platform;
 mod receipt;
@@ -39,6 +40,7 @@ pub use installation::{
     TakenState,
 };
 pub use job::Job;
+pub use operational::{OperationalEvent, OperationalKind};
 pub use page::{AuditCursor, Cursor, EventCursor, JobCursor, Page, PageLimit, PageRequest, TenantCursor};
 pub use platform::Platform;
 pub use receipt::{

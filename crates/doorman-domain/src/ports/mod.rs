@@ -21,9 +21,9 @@ use chrono::{DateTime, Utc};
 use crate::errors::{DispatchError, OAuthError, RefreshError, StorageError};
 use crate::model::{
     AttemptRecord, Busy, Claim, Completion, Delivered, Fingerprint, Grant, Installation, Job, Lifecycle,
-    LinkState, NewReceipt, OpenedState, Permit, Platform, ReceiptKey, ReceiptRecord, Recorded, Redelivery,
-    RedeliverySchedule, ReplaySelection, ReplayTake, ScheduledTenant, TakenState, Tenant, TenantId,
-    WorkspaceRef,
+    LinkState, NewReceipt, OpenedState, OperationalEvent, Permit, Platform, ReceiptKey, ReceiptRecord,
+    Recorded, Redelivery, RedeliverySchedule, ReplaySelection, ReplayTake, ScheduledTenant, TakenState,
+    Tenant, TenantId, WorkspaceRef,
 };
 
 /// Finds the tenant a workspace belongs to.
@@ -247,6 +247,17 @@ pub trait Redeliveries: Send + Sync {
         limit: u32,
         keep_payloads: bool,
     ) -> impl Future<Output = Result<Vec<ReceiptKey>, StorageError>> + Send;
+}
+
+/// Where operational events wait to be sent to the deployment's operational webhook.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait OperationalOutbox: Send + Sync {
+    /// Records `events` to be sent, each once (retried until its receiver takes it or its
+    /// schedule is spent).
+    ///
+    /// - MUST have made them durable when it returns `Ok`: a process killed afterwards loses
+    ///   none.
+    fn record(&self, events: &[OperationalEvent]) -> impl Future<Output = Result<(), StorageError>> + Send;
 }
 
 /// The app's installations, after an event's answer (never on the acknowledgement path).
