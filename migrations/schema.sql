@@ -96,6 +96,28 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone) RETURNS TABLE(tenant_id uuid, failing_since timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN QUERY
+        WITH disabled AS (
+            UPDATE public.agent_bridges AS b
+               SET paused = true, disabled_at = now(), updated_at = now()
+             WHERE b.failing_since < p_failing_before AND NOT b.paused
+            RETURNING b.tenant_id, b.failing_since
+        ), audited AS (
+            INSERT INTO public.admin_audit (actor_kind, actor_id, actor_name, action, tenant_id, target, request_id)
+            SELECT 'doorman', 'doorman', 'doorman', 'agent.disable', d.tenant_id,
+                   'failing since ' || to_char(d.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                   'doorman-disable-' || d.tenant_id::text
+              FROM disabled AS d
+        )
+        SELECT d.tenant_id, d.failing_since FROM disabled AS d;
+END
+$$;
+
 CREATE FUNCTION public.doorman_install_link(p_token_hash text) RETURNS TABLE(tenant_id uuid, expired boolean)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -615,7 +637,7 @@ CREATE TABLE public.admin_audit (
     tenant_id uuid,
     target text,
     request_id text NOT NULL,
-    CONSTRAINT admin_audit_actor_kind_check CHECK ((actor_kind = ANY (ARRAY['key'::text, 'cli'::text])))
+    CONSTRAINT admin_audit_actor_kind_check CHECK ((actor_kind = ANY (ARRAY['key'::text, 'cli'::text, 'doorman'::text])))
 );
 
 ALTER TABLE public.admin_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -690,7 +712,9 @@ CREATE TABLE public.agent_bridges (
     url text NOT NULL,
     signing_secret text NOT NULL,
     paused boolean DEFAULT false NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    failing_since timestamp with time zone,
+    disabled_at timestamp with time zone
 );
 
 CREATE TABLE public.console_sessions (
@@ -1109,6 +1133,9 @@ GRANT ALL ON FUNCTION public.doorman_claim_receipts(p_tenants uuid[], p_platform
 REVOKE ALL ON FUNCTION public.doorman_claim_requests(p_tenants uuid[], p_signatures text[], p_expires_at timestamp with time zone[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_claim_requests(p_tenants uuid[], p_signatures text[], p_expires_at timestamp with time zone[]) TO doorman_app;
 
+REVOKE ALL ON FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone) TO doorman_app;
+
 REVOKE ALL ON FUNCTION public.doorman_install_link(p_token_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_install_link(p_token_hash text) TO doorman_app;
 
@@ -1203,6 +1230,8 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.admin_replay_jobs TO doorman_admin;
 
 GRANT SELECT ON TABLE public.agent_bridges TO doorman_app;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_bridges TO doorman_admin;
+
+GRANT UPDATE(failing_since) ON TABLE public.agent_bridges TO doorman_app;
 
 GRANT SELECT,INSERT ON TABLE public.console_sessions TO doorman_admin;
 

@@ -68,6 +68,8 @@ pub struct ServeConfig {
     /// `None`: installs are off (no client id and secret).
     pub slack_app: Option<SlackInstall>,
     pub redelivery: RedeliveryConfig,
+    /// Failing this long disables an agent; `None`: never.
+    pub agent_disable_after: Option<Duration>,
 }
 
 /// The redelivery runner's settings (ADR 26).

@@ -9,14 +9,32 @@
 //! permit is dropped, so the next delivery probes instead.
 //!
 //! State is per process and in memory: each Doorman process learns on its own, which is
-//! enough to stop hammering a dead agent and costs no database write per failure.
+//! enough to stop hammering a dead agent and costs no database write per failure. A circuit
+//! that opens (not one that reopens after a failed probe) or closes is told to whoever
+//! [subscribed](CircuitBreaker::subscribe): the serving process keeps since when the tenant's
+//! agent has been failing, and tells the platform (the operational webhook).
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use doorman_domain::TenantId;
+use tokio::sync::mpsc;
+
+/// How many changes may wait for the subscriber; past it, a change is dropped and logged (the
+/// next one of that tenant tells again).
+const CHANGES_WAITING: usize = 1024;
+
+/// A tenant's circuit opened or closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CircuitChange {
+    /// It opened: `failing_since` is when the first of the failures that opened it happened.
+    Opened { tenant: TenantId, failing_since: DateTime<Utc> },
+    /// A dispatch succeeded while it was open or half-open.
+    Closed { tenant: TenantId },
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct CircuitSettings {
@@ -39,6 +57,8 @@ struct State {
     open_until: Option<Instant>,
     /// The probe let through in this half-open spell, if one is out.
     probe: Option<u64>,
+    /// When the first of the consecutive failures happened.
+    failing_since: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Default)]
@@ -55,11 +75,27 @@ pub struct Open;
 pub struct CircuitBreaker {
     settings: CircuitSettings,
     tenants: Arc<Mutex<Tenants>>,
+    changes: Arc<std::sync::OnceLock<mpsc::Sender<CircuitChange>>>,
 }
 
 impl CircuitBreaker {
     pub fn new(settings: CircuitSettings) -> Self {
-        Self { settings, tenants: Arc::default() }
+        Self { settings, tenants: Arc::default(), changes: Arc::default() }
+    }
+
+    /// Every circuit that opens or closes from now on, in order; `None` when someone already
+    /// subscribed (there is one subscriber per process).
+    pub fn subscribe(&self) -> Option<mpsc::Receiver<CircuitChange>> {
+        let (sender, receiver) = mpsc::channel(CHANGES_WAITING);
+        self.changes.set(sender).ok().map(|()| receiver)
+    }
+
+    fn tell(&self, change: CircuitChange) {
+        if let Some(changes) = self.changes.get()
+            && changes.try_send(change).is_err()
+        {
+            tracing::warn!(change = ?change, "a circuit change could not be passed on (too many waiting); it is not recorded");
+        }
     }
 
     /// Whether a delivery of `tenant` may go ahead at `now`: `Ok(None)` while closed,
@@ -88,7 +124,10 @@ impl CircuitBreaker {
 
     /// A dispatch succeeded: the circuit closes and its count restarts.
     pub fn record_success(&self, tenant: TenantId) {
-        self.lock().states.remove(&tenant);
+        let removed = self.lock().states.remove(&tenant);
+        if removed.is_some_and(|state| state.open_until.is_some()) {
+            self.tell(CircuitChange::Closed { tenant });
+        }
     }
 
     /// A dispatch failed. Returns true when this failure opened (or reopened) the circuit: the
@@ -97,10 +136,16 @@ impl CircuitBreaker {
         let mut tenants = self.lock();
         let state = tenants.states.entry(tenant).or_default();
         state.consecutive_failures = state.consecutive_failures.saturating_add(1);
+        let failing_since = *state.failing_since.get_or_insert_with(Utc::now);
         let half_open = state.open_until.is_some_and(|until| now >= until);
         if half_open || state.consecutive_failures >= self.settings.failures.get() {
+            let opens = state.open_until.is_none();
             state.open_until = Some(now + self.settings.cooldown);
             state.probe = None;
+            drop(tenants);
+            if opens {
+                self.tell(CircuitChange::Opened { tenant, failing_since });
+            }
             return true;
         }
         false
@@ -149,6 +194,33 @@ impl Drop for Probe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subscriber_is_told_when_a_circuit_opens_and_closes_not_when_it_reopens() {
+        let breaker = breaker(2);
+        let mut changes = breaker.subscribe().expect("the first subscriber");
+        assert!(breaker.subscribe().is_none(), "one subscriber");
+        let tenant = TenantId::generate();
+        let t0 = Instant::now();
+        let before = Utc::now();
+        breaker.record_failure(tenant, t0);
+        assert!(changes.try_recv().is_err(), "one failure opens nothing");
+        breaker.record_failure(tenant, t0);
+        let Ok(CircuitChange::Opened { tenant: opened, failing_since }) = changes.try_recv() else {
+            panic!("opened")
+        };
+        assert_eq!(opened, tenant);
+        assert!(failing_since >= before && failing_since <= Utc::now(), "since the first failure");
+        let ended = t0 + Duration::from_secs(30);
+        let probe = breaker.admit(tenant, ended).unwrap().expect("the probe");
+        breaker.record_failure(tenant, ended);
+        drop(probe);
+        assert!(changes.try_recv().is_err(), "a failed probe reopens: no news");
+        breaker.record_success(tenant);
+        assert_eq!(changes.try_recv().unwrap(), CircuitChange::Closed { tenant });
+        breaker.record_success(tenant);
+        assert!(changes.try_recv().is_err(), "closed already: no news");
+    }
 
     fn breaker(failures: u32) -> CircuitBreaker {
         CircuitBreaker::new(CircuitSettings {

@@ -83,6 +83,11 @@ impl HttpAgentBridge {
         self.limits.in_flight()
     }
 
+    /// Every tenant's circuit that opens or closes from now on (one subscriber per bridge).
+    pub fn circuit_changes(&self) -> Option<tokio::sync::mpsc::Receiver<super::circuit::CircuitChange>> {
+        self.circuit.subscribe()
+    }
+
     /// Tenants whose circuit is open right now.
     pub fn open_circuits(&self) -> usize {
         self.circuit.open_count(Instant::now())

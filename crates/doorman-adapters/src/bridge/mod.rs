@@ -19,7 +19,7 @@ pub mod http;
 pub mod limits;
 pub mod signing;
 
-pub use circuit::{CircuitBreaker, CircuitSettings};
+pub use circuit::{CircuitBreaker, CircuitChange, CircuitSettings};
 pub use destination::DestinationPolicy;
 pub use http::{BridgeSettings, HttpAgentBridge};
 pub use limits::{InFlightLimits, LimitSettings};

@@ -16,6 +16,7 @@
 //! [`errors`]; nothing here panics on a database failure.
 
 pub mod admin;
+pub mod agent_health;
 pub mod citus;
 pub mod claims;
 pub mod connect;
@@ -45,6 +46,7 @@ pub use admin::{
     PgAdminKeys, PgAgents, PgAuditTrail, PgConsoleSessions, PgInstallRecords, PgLedger, PgOperatorPorts,
     PgReplayJobs, PgTenants, PgWorkspaces, SessionSecret,
 };
+pub use agent_health::PgAgentHealth;
 pub use claims::ClaimTimeouts;
 pub use directory::PgTenantDirectory;
 pub use group_commit::GroupSettings;

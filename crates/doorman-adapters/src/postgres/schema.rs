@@ -77,6 +77,8 @@ diesel::table! {
         signing_secret -> Text,
         paused -> Bool,
         updated_at -> Timestamptz,
+        failing_since -> Nullable<Timestamptz>,
+        disabled_at -> Nullable<Timestamptz>,
     }
 }
 

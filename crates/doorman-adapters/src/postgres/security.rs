@@ -6,6 +6,8 @@
 //! migration without adding it here (and arguing for it in review) fails the test.
 
 /// Sorted by name, as the test lists them.
+/// - `doorman_disable_failing_agents`: pauses, across tenants, the agents failing for longer than
+///   the setting, and audits each as Doorman's own; it returns which.
 /// - `doorman_resolve_workspace`: workspace → tenant, before any tenant is known (with what
 ///   the delivery says of its installation: decision 20).
 /// - `doorman_link_taken`: whether a new link would take deliveries another tenant's link
@@ -25,6 +27,7 @@
 /// - `doorman_sweep_watermark`: how far the sweep has looked (a timestamp), for a claim
 ///   inserted behind it.
 pub const SECURITY_DEFINER_ALLOWLIST: &[&str] = &[
+    "doorman_disable_failing_agents",
     "doorman_install_link",
     "doorman_link_taken",
     "doorman_receipt_counts",

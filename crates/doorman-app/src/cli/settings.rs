@@ -225,6 +225,7 @@ impl ServeConfig {
             keys,
             slack_app,
             redelivery,
+            agent_disable_after: (!args.agent_disable_after.is_zero()).then_some(*args.agent_disable_after),
         })
     }
 }

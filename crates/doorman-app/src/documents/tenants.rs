@@ -120,16 +120,28 @@ pub struct AgentDoc {
     pub paused: bool,
     /// Whether an agent is set (always with its secret).
     pub signing_secret_set: bool,
+    /// Since when every delivery to it has failed (a circuit opened and none has closed since).
+    pub failing_since: Option<DateTime<Utc>>,
+    /// When Doorman paused it for failing longer than `DOORMAN_AGENT_DISABLE_AFTER` (a resume
+    /// clears it).
+    pub disabled_at: Option<DateTime<Utc>>,
 }
 
 impl AgentDoc {
     /// No agent set.
-    pub const NONE: Self = Self { url: None, paused: false, signing_secret_set: false };
+    pub const NONE: Self =
+        Self { url: None, paused: false, signing_secret_set: false, failing_since: None, disabled_at: None };
 }
 
 impl From<AgentSummary> for AgentDoc {
     fn from(agent: AgentSummary) -> Self {
-        Self { url: Some(agent.url.shown()), paused: agent.paused, signing_secret_set: true }
+        Self {
+            url: Some(agent.url.shown()),
+            paused: agent.paused,
+            signing_secret_set: true,
+            failing_since: agent.failing_since,
+            disabled_at: agent.disabled_at,
+        }
     }
 }
 

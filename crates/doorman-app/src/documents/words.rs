@@ -14,12 +14,14 @@ pub enum EventStatus {
     Stranded,
 }
 
-/// Who acted: an admin API key, or the command line.
+/// Who acted: an admin API key, the command line, or Doorman itself (an agent disabled after
+/// failing for days).
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActorKind {
     Key,
     Cli,
+    Doorman,
 }
 
 /// Where a replay job stands.
@@ -116,6 +118,8 @@ pub enum AuditAction {
     AgentPause,
     #[serde(rename = "agent.resume")]
     AgentResume,
+    #[serde(rename = "agent.disable")]
+    AgentDisable,
     #[serde(rename = "agent.remove")]
     AgentRemove,
     #[serde(rename = "install_link.create")]
@@ -185,7 +189,7 @@ mod tests {
             }
         }
         assert_eq!(listed::<AttemptOutcome>(), attempt);
-        assert_eq!(listed::<ActorKind>(), ["key", "cli"]);
+        assert_eq!(listed::<ActorKind>(), ["key", "cli", "doorman"]);
         assert_eq!(listed::<AttemptKind>(), ["live", "redelivery", "replay"]);
         let kinds = doorman_domain::FailureKind::ALL.map(doorman_domain::FailureKind::as_str);
         assert_eq!(listed::<FailureKind>(), strings(&kinds));

@@ -12,7 +12,10 @@
 //!   summarised once a second.
 //! - [`watch`]: the once-a-minute count of stranded and failed receipts behind the gauges.
 //! - [`redelivery`]: the redelivery runner, for tenants that turned redelivery on (ADR 26).
+//! - [`agent_health`]: since when each tenant's agent has been failing, and agents failing too
+//!   long disabled.
 
+pub mod agent_health;
 mod body;
 pub mod deliveries;
 mod install;

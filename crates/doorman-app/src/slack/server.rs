@@ -8,8 +8,8 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{
-    self, PgInstallStore, PgInstallations, PgReceiptStore, PgRedeliveries, PgStoredEvents, PgTenantDirectory,
-    PoolSettings,
+    self, PgAgentHealth, PgInstallStore, PgInstallations, PgReceiptStore, PgRedeliveries, PgStoredEvents,
+    PgTenantDirectory, PoolSettings,
 };
 use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
@@ -40,6 +40,7 @@ pub struct RunningServer {
     refusal_flush: tokio::task::JoinHandle<()>,
     runner: DeliveryRunner,
     redelivery: Option<RedeliveryTask>,
+    agent_health: tokio::task::JoinHandle<()>,
     drain_timeout: Duration,
 }
 
@@ -79,6 +80,7 @@ impl RunningServer {
         self.directory_listener.abort();
         self.watch.abort();
         self.refusal_flush.abort();
+        self.agent_health.abort();
         if unfinished == 0 {
             tracing::info!("all dispatches finished; exiting");
         } else {
@@ -132,7 +134,13 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     );
     let metrics = Arc::new(Metrics::new());
     let watch = super::watch::spawn(background_pool.clone(), metrics.clone());
+    let circuit_changes = doorman.bridge().circuit_changes();
     let runner = DeliveryRunner::new(doorman, metrics.clone());
+    let agent_health = super::agent_health::spawn(
+        circuit_changes,
+        PgAgentHealth::new(background_pool.clone()),
+        config.agent_disable_after,
+    );
     let redelivery = RedeliveryTask::spawn(
         runner.clone(),
         PgRedeliveries::new(PgStoredEvents::new(background_pool.clone(), config.keys.clone())),
@@ -193,6 +201,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         refusal_flush,
         runner,
         redelivery,
+        agent_health,
         drain_timeout: config.drain_timeout,
     })
 }

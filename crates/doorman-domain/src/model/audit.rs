@@ -1,4 +1,5 @@
-//! The audit trail: one row for every change made through either face (admin API or CLI).
+//! The audit trail: one row for every change made through either face (admin API or CLI),
+//! and for the one Doorman makes itself (an agent disabled after failing for days).
 //!
 //! An entry says when, who (a key's id and name, or `cli` and the OS user), what (an action
 //! from a fixed vocabulary), on which tenant and target, and in which request. Never a secret:
@@ -25,6 +26,9 @@ pub enum AuditAction {
     AgentSet,
     AgentPause,
     AgentResume,
+    /// Doorman itself paused an agent whose every delivery had failed for the configured time
+    /// (`DOORMAN_AGENT_DISABLE_AFTER`): since when it failed. An operator's resume undoes it.
+    AgentDisable,
     AgentRemove,
     InstallLinkCreate,
     InstallationRemove,
@@ -45,7 +49,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, for what must cover them all (a test reads each one back).
-    pub const ALL: [Self; 23] = [
+    pub const ALL: [Self; 24] = [
         Self::TenantCreate,
         Self::TenantRename,
         Self::TenantRetainPayloads,
@@ -57,6 +61,7 @@ impl AuditAction {
         Self::AgentSet,
         Self::AgentPause,
         Self::AgentResume,
+        Self::AgentDisable,
         Self::AgentRemove,
         Self::InstallLinkCreate,
         Self::InstallationRemove,
@@ -84,6 +89,7 @@ impl AuditAction {
             Self::AgentSet => "agent.set",
             Self::AgentPause => "agent.pause",
             Self::AgentResume => "agent.resume",
+            Self::AgentDisable => "agent.disable",
             Self::AgentRemove => "agent.remove",
             Self::InstallLinkCreate => "install_link.create",
             Self::InstallationRemove => "installation.remove",
@@ -122,7 +128,7 @@ impl AuditEntry {
         Self { caller: caller.clone(), action, tenant, target }
     }
 
-    /// `key` or `cli`.
+    /// `key`, `cli`, or `doorman` (Doorman's own: an agent disabled).
     pub fn actor_kind(&self) -> &'static str {
         match &self.caller.actor {
             Actor::Key(_) => "key",
@@ -130,7 +136,7 @@ impl AuditEntry {
         }
     }
 
-    /// The key's id, or the OS user.
+    /// The key's id, the OS user, or `doorman`.
     pub fn actor_id(&self) -> String {
         match &self.caller.actor {
             Actor::Key(key) => key.id.to_string(),
@@ -138,7 +144,7 @@ impl AuditEntry {
         }
     }
 
-    /// The key's name, or `cli`.
+    /// The key's name, `cli`, or `doorman`.
     pub fn actor_name(&self) -> String {
         match &self.caller.actor {
             Actor::Key(key) => key.name.clone(),
@@ -152,11 +158,11 @@ impl AuditEntry {
 pub struct AuditRecord {
     pub id: i64,
     pub at: DateTime<Utc>,
-    /// `key` or `cli`.
+    /// `key`, `cli`, or `doorman` (Doorman's own: an agent disabled).
     pub actor_kind: String,
-    /// The key's id, or the OS user.
+    /// The key's id, the OS user, or `doorman`.
     pub actor_id: String,
-    /// The key's name, or `cli`.
+    /// The key's name, `cli`, or `doorman`.
     pub actor_name: String,
     pub action: String,
     pub tenant: Option<TenantId>,
@@ -184,6 +190,7 @@ mod tests {
             (AgentSet, "agent.set"),
             (AgentPause, "agent.pause"),
             (AgentResume, "agent.resume"),
+            (AgentDisable, "agent.disable"),
             (AgentRemove, "agent.remove"),
             (InstallLinkCreate, "install_link.create"),
             (InstallationRemove, "installation.remove"),
@@ -225,18 +232,19 @@ mod tests {
                 AgentSet => 8,
                 AgentPause => 9,
                 AgentResume => 10,
-                AgentRemove => 11,
-                InstallLinkCreate => 12,
-                InstallationRemove => 13,
-                EventsReplay => 14,
-                EventReplay => 15,
-                KeyCreate => 16,
-                KeyRevoke => 17,
-                SignInLinkCreate => 18,
-                SecretsRotate => 19,
-                ReceiptsPrune => 20,
-                InstallStatesPrune => 21,
-                ConsoleSessionsPrune => 22,
+                AgentDisable => 11,
+                AgentRemove => 12,
+                InstallLinkCreate => 13,
+                InstallationRemove => 14,
+                EventsReplay => 15,
+                EventReplay => 16,
+                KeyCreate => 17,
+                KeyRevoke => 18,
+                SignInLinkCreate => 19,
+                SecretsRotate => 20,
+                ReceiptsPrune => 21,
+                InstallStatesPrune => 22,
+                ConsoleSessionsPrune => 23,
             }
         }
         for (i, action) in AuditAction::ALL.into_iter().enumerate() {

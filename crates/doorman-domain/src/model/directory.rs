@@ -122,6 +122,11 @@ pub struct Removed {
 pub struct AgentSummary {
     pub url: AgentUrl,
     pub paused: bool,
+    /// Since when every delivery to it has failed (its circuit opened and has not closed).
+    pub failing_since: Option<DateTime<Utc>>,
+    /// When Doorman paused it for failing longer than `DOORMAN_AGENT_DISABLE_AFTER`; a resume
+    /// clears it.
+    pub disabled_at: Option<DateTime<Utc>>,
 }
 
 /// An installation as operators list it: never a token.

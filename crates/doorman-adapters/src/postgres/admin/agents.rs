@@ -28,15 +28,24 @@ impl PgAgents {
     }
 }
 
+/// An agent as stored: its URL, paused or not, since when it has been failing, when Doorman
+/// disabled it.
+type AgentRow = (String, bool, Option<chrono::DateTime<chrono::Utc>>, Option<chrono::DateTime<chrono::Utc>>);
+
 impl Agents for PgAgents {
     async fn get(&self, tenant: TenantId) -> Result<Option<AgentSummary>, StorageError> {
         let mut unit = self.pool.unit().await?;
         let found = unit
-            .transaction::<Option<(String, bool)>, diesel::result::Error, _>(async |conn| {
+            .transaction::<Option<AgentRow>, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
                 agent_bridges::table
                     .filter(agent_bridges::tenant_id.eq(tenant.as_uuid()))
-                    .select((agent_bridges::url, agent_bridges::paused))
+                    .select((
+                        agent_bridges::url,
+                        agent_bridges::paused,
+                        agent_bridges::failing_since,
+                        agent_bridges::disabled_at,
+                    ))
                     .first(conn)
                     .await
                     .optional()
@@ -45,10 +54,10 @@ impl Agents for PgAgents {
             .map_err(from_diesel);
         unit.finish(found)
             .await?
-            .map(|(url, paused)| {
+            .map(|(url, paused, failing_since, disabled_at)| {
                 let url = AgentUrl::parse(&url)
                     .map_err(|e| StorageError::Unexpected(format!("the tenant's stored agent URL: {e}")))?;
-                Ok(AgentSummary { url, paused })
+                Ok(AgentSummary { url, paused, failing_since, disabled_at })
             })
             .transpose()
     }
@@ -107,6 +116,18 @@ impl Agents for PgAgents {
                 .set((agent_bridges::paused.eq(paused), agent_bridges::updated_at.eq(diesel::dsl::now)))
                 .execute(conn)
                 .await?;
+                if !paused {
+                    // A resume undoes a disable, and the agent's failing starts afresh.
+                    diesel::update(
+                        agent_bridges::table.filter(agent_bridges::tenant_id.eq(tenant.as_uuid())),
+                    )
+                    .set((
+                        agent_bridges::disabled_at.eq(None::<chrono::DateTime<chrono::Utc>>),
+                        agent_bridges::failing_since.eq(None::<chrono::DateTime<chrono::Utc>>),
+                    ))
+                    .execute(conn)
+                    .await?;
+                }
                 if updated > 0 {
                     audit::write(conn, audit).await?;
                 }

@@ -94,6 +94,12 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub redelivery: RedeliveryArgs,
+
+    /// An agent whose every delivery has failed for this long (its circuit open, with no
+    /// success since) is disabled: paused by Doorman, audited, until an operator resumes it.
+    /// `0s`: never.
+    #[arg(long, env = "DOORMAN_AGENT_DISABLE_AFTER", default_value = "5days")]
+    pub agent_disable_after: humantime::Duration,
 }
 
 /// The redelivery runner (ADR 26): for tenants that turned redelivery on, each serving process

@@ -222,7 +222,17 @@ pub async fn agent(command: AgentCommand) -> anyhow::Result<()> {
             if json {
                 output::json(&serde_json::to_value(&agent)?);
             } else {
-                let state = if agent.paused { "paused" } else { "active" };
+                let at = |t: Option<chrono::DateTime<chrono::Utc>>| {
+                    t.map_or_else(String::new, |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                };
+                let state = match (agent.disabled_at, agent.paused, agent.failing_since) {
+                    (Some(disabled), _, since) => {
+                        format!("disabled by Doorman at {}, failing since {}", at(Some(disabled)), at(since))
+                    }
+                    (None, true, _) => "paused".to_owned(),
+                    (None, false, Some(since)) => format!("active, failing since {}", at(Some(since))),
+                    (None, false, None) => "active".to_owned(),
+                };
                 output::line(&format!(
                     "agent for tenant {tenant}: {} ({state}; signing secret set)",
                     agent.url.as_deref().unwrap_or_default()

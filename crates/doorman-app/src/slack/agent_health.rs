@@ -1,0 +1,86 @@
+//! Agent health (issue 41): each circuit that opens or closes in this process is kept as since
+//! when the tenant's agent has been failing (so the time survives restarts and adds up across
+//! processes), and every agent failing for longer than `DOORMAN_AGENT_DISABLE_AFTER` is
+//! disabled — paused by Doorman itself and audited — checked once a minute (sooner when the
+//! setting is short). An operator's resume undoes it.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use doorman_adapters::bridge::CircuitChange;
+use doorman_adapters::postgres::PgAgentHealth;
+use tokio::sync::mpsc;
+
+/// The longest wait between two looks for agents to disable.
+const LOOK_AT_MOST_EVERY: Duration = Duration::from_secs(60);
+
+/// Runs until aborted. `disable_after`: `None` never disables.
+pub fn spawn(
+    changes: Option<mpsc::Receiver<CircuitChange>>,
+    health: PgAgentHealth,
+    disable_after: Option<Duration>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let every = disable_after.map_or(LOOK_AT_MOST_EVERY, |after| {
+            (after / 2).clamp(Duration::from_secs(1), LOOK_AT_MOST_EVERY)
+        });
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut changes = changes;
+        loop {
+            tokio::select! {
+                change = next(&mut changes) => match change {
+                    Some(change) => keep(&health, change).await,
+                    None => changes = None,
+                },
+                _ = ticks.tick(), if disable_after.is_some() => {
+                    if let Some(after) = disable_after {
+                        disable(&health, after).await;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The next change, or never once there are none (no subscription, or its sender is gone).
+async fn next(changes: &mut Option<mpsc::Receiver<CircuitChange>>) -> Option<CircuitChange> {
+    match changes {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn keep(health: &PgAgentHealth, change: CircuitChange) {
+    let (tenant, kept) = match change {
+        CircuitChange::Opened { tenant, failing_since } => {
+            tracing::warn!(tenant.id = %tenant, failing_since = %failing_since, "the agent's circuit opened");
+            (tenant, health.failing(tenant, failing_since).await)
+        }
+        CircuitChange::Closed { tenant } => {
+            tracing::info!(tenant.id = %tenant, "the agent's circuit closed: it answers again");
+            (tenant, health.recovered(tenant).await)
+        }
+    };
+    if let Err(error) = kept {
+        tracing::warn!(tenant.id = %tenant, error = %error, "could not keep since when the agent has been failing; its next circuit change tries again");
+    }
+}
+
+async fn disable(health: &PgAgentHealth, after: Duration) {
+    let before = Utc::now() - chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX);
+    match health.disable_failing(before).await {
+        Ok(disabled) => {
+            for (tenant, since) in disabled {
+                tracing::error!(
+                    tenant.id = %tenant,
+                    failing_since = %since,
+                    "agent disabled: every delivery has failed for longer than DOORMAN_AGENT_DISABLE_AFTER; deliveries are answered 503 until an operator resumes it"
+                );
+            }
+        }
+        Err(error) => {
+            tracing::warn!(error = %error, "could not look for agents failing too long; trying again")
+        }
+    }
+}
