@@ -75,11 +75,16 @@ struct KeyRow {
 
 /// What makes a receipt and its kept payload one of the tenant's ($1) that no one holds and no
 /// one has finished: not handled, not given up, the payload not held (an expired hold is none).
+///
+/// `p.claimed_at IS NOT NULL` (always true) lets the payloads' expiry index, partial on it,
+/// serve the scan in claim order: with it, the first due events are found by walking the index
+/// and looking each receipt up by its key (0.3 ms with 10,000 due); without it, every kept
+/// payload is joined and sorted on each pass (33 ms, on disk).
 const OPEN_AND_UNHELD: &str = "\
 FROM messaging_event_receipts AS r \
 JOIN messaging_event_payloads AS p \
   ON p.tenant_id = r.tenant_id AND p.platform = r.platform AND p.external_event_id = r.external_event_id \
-WHERE r.tenant_id = $1 AND p.tenant_id = $1 \
+WHERE r.tenant_id = $1 AND p.tenant_id = $1 AND p.claimed_at IS NOT NULL \
   AND r.handled_at IS NULL AND r.gave_up_at IS NULL \
   AND (p.leased_until IS NULL OR p.leased_until <= now())";
 
@@ -92,7 +97,7 @@ fn due_query() -> String {
            AND r.redeliveries < cardinality($2::int4[]) \
            AND coalesce(r.failed_at, r.claimed_at + $3) \
                + make_interval(secs => ($2::int4[])[r.redeliveries + 1]) <= now() \
-         ORDER BY p.claimed_at, r.external_event_id \
+         ORDER BY p.claimed_at \
          LIMIT $4 \
          FOR UPDATE OF r, p SKIP LOCKED"
     )
@@ -104,7 +109,7 @@ fn spent_query() -> String {
         "SELECT r.platform, r.external_event_id \
          {OPEN_AND_UNHELD} \
            AND r.redeliveries >= cardinality($2::int4[]) \
-         ORDER BY p.claimed_at, r.external_event_id \
+         ORDER BY p.claimed_at \
          LIMIT $3 \
          FOR UPDATE OF r, p SKIP LOCKED"
     )

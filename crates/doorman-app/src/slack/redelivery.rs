@@ -94,9 +94,17 @@ impl Budgets {
         self.per_tenant.entry(tenant).or_insert_with(|| Arc::new(Semaphore::new(size))).clone()
     }
 
-    /// How many more of the tenant's redeliveries may start now.
+    /// How many more of the tenant's redeliveries may start now: none until at least half of
+    /// its budget is free (or nothing of it is in flight), so a backlog is taken in batches, not
+    /// one event per statement as each redelivery ends.
     fn room(&mut self, tenant: TenantId) -> u32 {
-        let free = self.tenant(tenant).available_permits().min(self.total.available_permits());
+        let budget = self.tenant(tenant);
+        let free = budget.available_permits().min(self.total.available_permits());
+        let idle = budget.available_permits() == self.per_tenant_size;
+        let batch = (self.per_tenant_size / 2).max(1);
+        if free < batch && !idle {
+            return 0;
+        }
         u32::try_from(free).unwrap_or(u32::MAX)
     }
 
