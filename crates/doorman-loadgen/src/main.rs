@@ -144,17 +144,13 @@ async fn busy(
     overload: bool,
 ) -> anyhow::Result<bool> {
     let mut comparison = BusyComparison { overload, runs: Vec::new() };
-    let mut env = busy::SERVER_ENV.to_vec();
-    // As an operator runs it: the default log level, so what overload logs is counted.
-    env.push(("RUST_LOG", "info"));
+    let env = busy::server_env();
     for round in 1..=rounds {
         for (label, binary) in binaries {
-            let mut run = setup::Run::prepare_with(args, Some(binary), args.busy_tenants, &env).await?;
+            let run = setup::Run::prepare_with(args, Some(binary), args.busy_tenants, &env).await?;
             let window = Duration::from_secs(args.busy_seconds);
-            let result = busy::run(&run, args.busy_connections, args.busy_events, window, overload).await?;
-            if let Some(server) = run.server.take() {
-                server.stop().await;
-            }
+            let events = busy::Events::sign(&run, args.busy_events);
+            let result = busy::run(&run, &events, args.busy_connections, window, overload).await?;
             run.finish().await?;
             BusyComparison::print_run(label, round, &result);
             comparison.runs.push((label, round, result));
@@ -177,9 +173,8 @@ async fn mixed(args: &Args, binaries: &[(&'static str, PathBuf)], rounds: usize)
                     comparison.runs.push(figures);
                 }
             }
-            let mut run = setup::Run::prepare(args, None).await?;
+            let run = setup::Run::prepare(args, None).await?;
             comparison.floor = Some(floor::run(args, &run, concurrency).await?);
-            run.server.take();
             run.finish().await?;
             comparison.print(args);
         }

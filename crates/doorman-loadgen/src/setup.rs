@@ -80,7 +80,11 @@ impl Run {
         Ok(Self { database_url, serve_url, agent, server, tenants, run_id, admin_url, citus_workers })
     }
 
-    pub async fn finish(self) -> anyhow::Result<()> {
+    /// Stops the server if it still runs (SIGTERM, then its drain), and drops the database.
+    pub async fn finish(mut self) -> anyhow::Result<()> {
+        if let Some(server) = self.server.take() {
+            server.stop().await;
+        }
         drop(self.agent);
         for server in std::iter::once(&self.admin_url).chain(&self.citus_workers) {
             let mut admin = AsyncPgConnection::establish(server).await?;
