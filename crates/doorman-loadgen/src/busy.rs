@@ -100,8 +100,9 @@ impl BusyResult {
     }
 }
 
-/// The server's environment in the busy and overload shapes: [`SERVER_ENV`] at the default log
-/// level, as an operator runs it, so what overload logs is counted.
+/// The server's environment in the busy and overload shapes (and the backlog shape's, which
+/// measures the busy load): [`SERVER_ENV`] at the default log level, as an operator runs it, so
+/// what overload logs is counted.
 pub fn server_env() -> Vec<(&'static str, &'static str)> {
     let mut env = SERVER_ENV.to_vec();
     env.push(("RUST_LOG", "info"));

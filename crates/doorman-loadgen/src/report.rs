@@ -3,6 +3,10 @@
 
 #![allow(clippy::print_stdout)]
 
+mod backlog;
+
+pub use backlog::BacklogComparison;
+
 use crate::Args;
 use crate::busy::BusyResult;
 use crate::cpu;
