@@ -361,18 +361,22 @@ run: migrate
 schema: postgres
     DOORMAN_WRITE_SCHEMA=1 cargo test --locked -p doorman-adapters --test adapters -- pg_schema::schema_rs_matches_the_migrated_database pg_schema::schema_sql_is_what_the_migrations_build
 
+# Where cargo puts release builds: CARGO_TARGET_DIR's when it is set (a worktree's own), else target.
+release := env("CARGO_TARGET_DIR", "target") / "release"
+
 # For each configuration: a fresh database, a fresh release `doorman serve`, the load
 # generator (20,000 events, 30% re-delivered, 5% commands) and the SQL floor, in one run; then
 # the busy shape (64 connections back to back for 8 s, one tenant, an agent that answers at
 # once: only 2xx counts). Arguments pass through, e.g. `just bench --concurrency 8,64,256
-# --events 5000`, `--shape busy,overload`.
+# --events 5000`, `--shape busy,overload`, `--shape backlog --rounds 5` (the busy load without
+# and with 10,000 due redeliveries of a second tenant, side by side).
 # Benchmark the acknowledgement path against the PostgreSQL floor.
 bench *ARGS: postgres
     cargo build --release --locked -p doorman-app -p doorman-loadgen
     @# Built in one invocation with the load generator, the server must still hold no test kit.
-    @if grep -qaiE 'FaultProxy|fault_proxy|FakeAgent|fake_agent|doorman_testkit' target/release/doorman; then \
-        echo "target/release/doorman contains test-kit code" >&2; exit 1; fi
-    ./target/release/doorman-loadgen --server target/release/doorman {{ARGS}}
+    @if grep -qaiE 'FaultProxy|fault_proxy|FakeAgent|fake_agent|doorman_testkit' {{release}}/doorman; then \
+        echo "{{release}}/doorman contains test-kit code" >&2; exit 1; fi
+    {{release}}/doorman-loadgen --server {{release}}/doorman {{ARGS}}
 
 # A local Citus cluster (deploy/citus/local-cluster.sh: a coordinator on 5460, workers on 5461 and
 # 5462), then the same load on one PostgreSQL and on the cluster, alternately, ROUNDS times each
@@ -391,10 +395,10 @@ bench-citus ROUNDS="2" *ARGS: postgres citus
     node() { echo "postgres://postgres@127.0.0.1:$1/postgres"; }
     for round in $(seq 1 {{ROUNDS}}); do
         echo "=== round $round: one PostgreSQL (5432)"
-        ./target/release/doorman-loadgen --server target/release/doorman --edge-seconds 0 {{ARGS}}
+        {{release}}/doorman-loadgen --server {{release}}/doorman --edge-seconds 0 {{ARGS}}
         echo "=== round $round: Citus, a coordinator and 2 workers (5460-5462)"
         before=$(python3 deploy/citus/cpu-by-node.py "$dir")
-        ./target/release/doorman-loadgen --server target/release/doorman --edge-seconds 0 \
+        {{release}}/doorman-loadgen --server {{release}}/doorman --edge-seconds 0 \
             --database-server "$(node 5460)" --citus-workers "$(node 5461),$(node 5462)" {{ARGS}}
         echo "CPU seconds by node over the round (node0 is the coordinator):"
         join <(echo "$before") <(python3 deploy/citus/cpu-by-node.py "$dir") | awk '{ printf "  %s %.2f\n", $1, $3 - $2 }'

@@ -100,6 +100,15 @@ impl BusyResult {
     }
 }
 
+/// The server's environment in the busy and overload shapes (and the backlog shape's, which
+/// measures the busy load): [`SERVER_ENV`] at the default log level, as an operator runs it, so
+/// what overload logs is counted.
+pub fn server_env() -> Vec<(&'static str, &'static str)> {
+    let mut env = SERVER_ENV.to_vec();
+    env.push(("RUST_LOG", "info"));
+    env
+}
+
 /// Pre-signed requests: body, timestamp, signature.
 struct Signed {
     body: bytes::Bytes,
@@ -107,26 +116,41 @@ struct Signed {
     signature: String,
 }
 
-pub async fn run(
-    run: &Run,
-    connections: usize,
-    events: usize,
-    window: Duration,
-    overload: bool,
-) -> anyhow::Result<BusyResult> {
-    let team = run.tenants[0].1.clone();
-    let prefix = format!("Ev{}B", run.run_id);
-    // Signed before the clock starts, once: the window is far inside Slack's 5 minutes.
-    let timestamp = chrono::Utc::now().timestamp();
-    let requests: Arc<Vec<Signed>> = Arc::new(
-        (0..events)
+/// The unique events the connections send, signed before the clock starts (once: the window is
+/// far inside Slack's 5 minutes), so signing is neither in the window nor in its CPU figures.
+pub struct Events {
+    /// Every event id starts with it: the agent's arrivals of other events are not counted.
+    prefix: String,
+    requests: Arc<Vec<Signed>>,
+}
+
+impl Events {
+    /// `count` events of the run's first tenant.
+    pub fn sign(run: &Run, count: usize) -> Self {
+        let team = &run.tenants[0].1;
+        let prefix = format!("Ev{}B", run.run_id);
+        let timestamp = chrono::Utc::now().timestamp();
+        let requests = (0..count)
             .map(|i| {
-                let body = event_body(&team, &format!("{prefix}{i:07}"), 600).into_bytes();
+                let body = event_body(team, &format!("{prefix}{i:07}"), 600).into_bytes();
                 let signature = sign(SIGNING_SECRET, timestamp, &body);
                 Signed { body: body.into(), timestamp: timestamp.to_string(), signature }
             })
-            .collect(),
-    );
+            .collect();
+        Self { prefix, requests: Arc::new(requests) }
+    }
+}
+
+/// Sends `events` over `connections` for `window` and counts what came of them (see the
+/// module's documentation).
+pub async fn run(
+    run: &Run,
+    events: &Events,
+    connections: usize,
+    window: Duration,
+    overload: bool,
+) -> anyhow::Result<BusyResult> {
+    let (prefix, requests) = (&events.prefix, &events.requests);
     let server = run.server.as_ref().expect("server running");
     let address = server.base().trim_start_matches("http://").to_owned();
     if overload {
@@ -169,7 +193,7 @@ pub async fn run(
 
     let mut per_event: HashMap<String, usize> = HashMap::new();
     for received in run.agent.received() {
-        if let Some(id) = received.external_event_id.filter(|id| id.starts_with(&prefix)) {
+        if let Some(id) = received.external_event_id.filter(|id| id.starts_with(prefix.as_str())) {
             *per_event.entry(id).or_default() += 1;
         }
     }

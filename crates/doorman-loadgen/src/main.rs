@@ -4,7 +4,8 @@
 //!
 //! Shapes (`--shape`): `mixed` (below), `busy` (connections sending unique events back to back
 //! with an agent that answers at once, [`busy`]) and `overload` (the same with an agent that
-//! holds every dispatch, so nearly every answer is a 503 "busy").
+//! holds every dispatch, so nearly every answer is a 503 "busy"); `backlog` (the busy load
+//! without and with a second tenant's backlog of due redeliveries, side by side, [`backlog`]).
 //!
 //! For each configuration of the mixed shape (concurrency × payload size) it: starts a fresh `doorman serve`
 //! (release build) on loopback against a fresh database with tenants whose agent is this
@@ -14,6 +15,7 @@
 //! server's peak RSS; then drives the same SQL a numbered event costs (resolve, claim,
 //! complete) straight at the database at the same concurrency: the floor.
 
+mod backlog;
 mod busy;
 mod cpu;
 mod fixed;
@@ -88,21 +90,26 @@ pub struct Args {
     /// Seed for the delivery plan, so runs are comparable.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
-    /// Which loads to run, in order: `mixed`, `busy`, `overload` (comma-separated).
+    /// Which loads to run, in order: `mixed`, `busy`, `overload`, `backlog` (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "mixed,busy")]
     pub shape: Vec<Shape>,
-    /// The busy and overload shapes: connections, each sending as soon as it is answered.
+    /// The busy, overload and backlog shapes: connections, each sending as soon as it is
+    /// answered.
     #[arg(long, default_value_t = 64)]
     pub busy_connections: usize,
-    /// The busy and overload shapes: unique pre-signed events available to send.
+    /// The busy, overload and backlog shapes: unique pre-signed events available to send.
     #[arg(long, default_value_t = 60_000)]
     pub busy_events: usize,
-    /// The busy and overload shapes: seconds the connections send.
+    /// The busy, overload and backlog shapes: seconds the connections send.
     #[arg(long, default_value_t = 8)]
     pub busy_seconds: u64,
-    /// The busy and overload shapes: tenants (the events go to the first).
+    /// The busy, overload and backlog shapes: tenants (the events go to the first).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub busy_tenants: u16,
+    /// The backlog shape: failed events of the backlog tenant, all due at once, in each run
+    /// with a backlog. The shape measures `--server` alone (`--compare` is not used).
+    #[arg(long, default_value_t = 10_000)]
+    pub backlog_events: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -110,6 +117,7 @@ pub enum Shape {
     Mixed,
     Busy,
     Overload,
+    Backlog,
 }
 
 #[tokio::main]
@@ -127,6 +135,7 @@ async fn main() -> anyhow::Result<()> {
             Shape::Mixed => !mixed(&args, &binaries, rounds).await?,
             Shape::Busy => !busy(&args, &binaries, rounds, false).await?,
             Shape::Overload => !busy(&args, &binaries, rounds, true).await?,
+            Shape::Backlog => !backlog::compare(&args, rounds).await?,
         };
     }
     if failed_targets {
@@ -144,17 +153,13 @@ async fn busy(
     overload: bool,
 ) -> anyhow::Result<bool> {
     let mut comparison = BusyComparison { overload, runs: Vec::new() };
-    let mut env = busy::SERVER_ENV.to_vec();
-    // As an operator runs it: the default log level, so what overload logs is counted.
-    env.push(("RUST_LOG", "info"));
+    let env = busy::server_env();
     for round in 1..=rounds {
         for (label, binary) in binaries {
-            let mut run = setup::Run::prepare_with(args, Some(binary), args.busy_tenants, &env).await?;
+            let run = setup::Run::prepare_with(args, Some(binary), args.busy_tenants, &env).await?;
             let window = Duration::from_secs(args.busy_seconds);
-            let result = busy::run(&run, args.busy_connections, args.busy_events, window, overload).await?;
-            if let Some(server) = run.server.take() {
-                server.stop().await;
-            }
+            let events = busy::Events::sign(&run, args.busy_events);
+            let result = busy::run(&run, &events, args.busy_connections, window, overload).await?;
             run.finish().await?;
             BusyComparison::print_run(label, round, &result);
             comparison.runs.push((label, round, result));
@@ -177,9 +182,8 @@ async fn mixed(args: &Args, binaries: &[(&'static str, PathBuf)], rounds: usize)
                     comparison.runs.push(figures);
                 }
             }
-            let mut run = setup::Run::prepare(args, None).await?;
+            let run = setup::Run::prepare(args, None).await?;
             comparison.floor = Some(floor::run(args, &run, concurrency).await?);
-            run.server.take();
             run.finish().await?;
             comparison.print(args);
         }

@@ -3,6 +3,10 @@
 
 #![allow(clippy::print_stdout)]
 
+mod backlog;
+
+pub use backlog::BacklogComparison;
+
 use crate::Args;
 use crate::busy::BusyResult;
 use crate::cpu;
@@ -12,6 +16,11 @@ use crate::load::ServiceResult;
 
 fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
+}
+
+/// `spent` per event in µs, as a table cell (`-` when `/proc` was not readable).
+fn cpu_per(spent: Option<std::time::Duration>, events: usize) -> String {
+    spent.map_or("-".to_owned(), |s| format!("{:.0}", cpu::micros_per(s, events)))
 }
 
 /// One run of one binary.
@@ -187,7 +196,7 @@ impl Comparison {
                 f.elapsed.as_secs_f64(),
                 ms(f.ack_sql.value_at_quantile(0.5)),
                 ms(f.ack_sql.value_at_quantile(0.99)),
-                f.pg_cpu.map_or("-".to_owned(), |spent| format!("{:.0}", cpu::micros_per(spent, f.events))),
+                cpu_per(f.pg_cpu, f.events),
             );
         }
         println!(
@@ -212,10 +221,7 @@ impl Comparison {
                 s.doubled_events,
                 s.stranded,
                 r.peak_rss_kib.map_or("-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0)),
-                s.pg_cpu.map_or("-".to_owned(), |spent| format!(
-                    "{:.0}",
-                    cpu::micros_per(spent, s.numbered_acked)
-                )),
+                cpu_per(s.pg_cpu, s.numbered_acked),
                 rate(&r.url_verification),
                 rate(&r.unlinked),
             );
@@ -240,9 +246,6 @@ pub struct BusyComparison {
 
 impl BusyComparison {
     pub fn print_run(label: &str, round: usize, r: &BusyResult) {
-        let per = |spent: Option<std::time::Duration>, n: usize| {
-            spent.map_or("-".to_owned(), |s| format!("{:.0}", cpu::micros_per(s, n)))
-        };
         println!(
             "== {label} (round {round}) · {} shape · {} connections back to back · {:.1} s",
             if r.overload { "overload (agent holds every dispatch)" } else { "busy" },
@@ -272,15 +275,15 @@ impl BusyComparison {
         let s = &r.spent;
         println!(
             "cpu       µs per handled event: server {}  PostgreSQL {}  agent {}  load generator {}",
-            per(s.server, r.handled),
-            per(s.postgres, r.handled),
-            per(s.agent, r.handled),
-            per(s.loadgen, r.handled)
+            cpu_per(s.server, r.handled),
+            cpu_per(s.postgres, r.handled),
+            cpu_per(s.agent, r.handled),
+            cpu_per(s.loadgen, r.handled)
         );
         println!(
             "          µs per answer: server {}  PostgreSQL {}",
-            per(s.server, r.answered() as usize),
-            per(s.postgres, r.answered() as usize)
+            cpu_per(s.server, r.answered() as usize),
+            cpu_per(s.postgres, r.answered() as usize)
         );
         println!(
             "          server peak RSS {}",
@@ -294,9 +297,6 @@ impl BusyComparison {
     }
 
     pub fn print(&self) {
-        let per = |spent: Option<std::time::Duration>, n: usize| {
-            spent.map_or("-".to_owned(), |s| format!("{:.0}", cpu::micros_per(s, n)))
-        };
         if self.overload {
             println!("== side by side · overload (the agent holds every dispatch)");
             println!(
@@ -309,8 +309,8 @@ impl BusyComparison {
                     r.answered() as f64 / r.window.as_secs_f64(),
                     r.busy_per_s(),
                     ms(r.latency.value_at_quantile(0.99)),
-                    per(r.spent.server, r.answered() as usize),
-                    per(r.spent.postgres, r.answered() as usize),
+                    cpu_per(r.spent.server, r.answered() as usize),
+                    cpu_per(r.spent.postgres, r.answered() as usize),
                     r.log_lines
                 );
             }
@@ -334,10 +334,10 @@ impl BusyComparison {
                     r.doubled,
                     r.stranded,
                     r.peak_rss_kib.map_or("-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0)),
-                    per(r.spent.server, r.handled),
-                    per(r.spent.postgres, r.handled),
-                    per(r.spent.agent, r.handled),
-                    per(r.spent.loadgen, r.handled),
+                    cpu_per(r.spent.server, r.handled),
+                    cpu_per(r.spent.postgres, r.handled),
+                    cpu_per(r.spent.agent, r.handled),
+                    cpu_per(r.spent.loadgen, r.handled),
                     r.log_lines
                 );
             }

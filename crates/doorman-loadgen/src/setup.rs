@@ -80,7 +80,21 @@ impl Run {
         Ok(Self { database_url, serve_url, agent, server, tenants, run_id, admin_url, citus_workers })
     }
 
-    pub async fn finish(self) -> anyhow::Result<()> {
+    /// Another tenant, `team` linked, with an agent of its own (a counting fake agent, signing
+    /// as the others' does), added while the server runs (the directory's notices tell it): a
+    /// shape that counts one tenant's dispatches apart from the rest's.
+    pub async fn add_tenant_with_own_agent(&self, team: &str) -> anyhow::Result<(TenantId, FakeAgent)> {
+        let agent = FakeAgent::start_counting(AGENT_SECRET);
+        let mut conn = AsyncPgConnection::establish(&self.database_url).await?;
+        let tenant = tenant_with_agent(&mut conn, team, agent.url()).await?;
+        Ok((tenant, agent))
+    }
+
+    /// Stops the server if it still runs (SIGTERM, then its drain), and drops the database.
+    pub async fn finish(mut self) -> anyhow::Result<()> {
+        if let Some(server) = self.server.take() {
+            server.stop().await;
+        }
         drop(self.agent);
         for server in std::iter::once(&self.admin_url).chain(&self.citus_workers) {
             let mut admin = AsyncPgConnection::establish(server).await?;
