@@ -2,6 +2,7 @@
 //! verifies Standard Webhooks signatures, and requests signed as Slack signs them.
 
 mod admin_api;
+mod agent_disable;
 mod bad_input;
 mod browser;
 mod citus;
