@@ -212,7 +212,10 @@ async fn a_customer_is_onboarded_over_http_only_and_its_first_event_reads_handle
         )
         .await;
     assert_eq!(set.status, 200, "{set:?}");
-    assert_eq!(set.body, json!({"url": agent.url(), "paused": false, "signing_secret_set": true}));
+    assert_eq!(
+        set.body,
+        json!({"url": agent.url(), "paused": false, "signing_secret_set": true, "failing_since": null, "disabled_at": null})
+    );
     assert!(!set.body.to_string().contains("whsec_"), "the secret is never returned");
 
     // The Slack-facing process, as doorman_app, delivers to the agent the API set.
@@ -388,7 +391,11 @@ async fn every_refusal_is_a_problem_with_the_right_status() {
     problem(&event, 404, None);
     assert_eq!(event.body["event_status"], "unknown");
     let unset = admin.get(&t("/agent"), &root).await;
-    assert_eq!(unset.body, json!({"url": null, "paused": false, "signing_secret_set": false}), "{unset:?}");
+    assert_eq!(
+        unset.body,
+        json!({"url": null, "paused": false, "signing_secret_set": false, "failing_since": null, "disabled_at": null}),
+        "{unset:?}"
+    );
     problem(&admin.call(Method::DELETE, &t("/workspaces/TNONE"), Some(&root), None).await, 404, None);
     problem(&admin.get("/admin/v1/nowhere", &root).await, 404, None);
 
