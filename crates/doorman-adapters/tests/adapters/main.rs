@@ -12,6 +12,7 @@ mod pg_directory;
 mod pg_errors;
 mod pg_installations;
 mod pg_isolation;
+mod pg_operational;
 mod pg_redelivery;
 mod pg_replay;
 mod pg_schema;
