@@ -2,6 +2,7 @@
 
 mod bridge_client;
 mod bridge_http;
+mod bridge_operational;
 mod fixtures;
 mod pg_admin;
 mod pg_claims;
