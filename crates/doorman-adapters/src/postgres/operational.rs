@@ -133,7 +133,7 @@ impl PgOperationalOutbox {
             .map_err(from_diesel);
         let rows = unit.finish(rows).await?;
         let mut taken: Vec<OperationalMessage> = rows.into_iter().filter_map(message).collect();
-        taken.sort_by(|a, b| (a.event.at, a.id).cmp(&(b.event.at, b.id)));
+        taken.sort_by_key(|m| (m.event.at, m.id));
         Ok(taken)
     }
 

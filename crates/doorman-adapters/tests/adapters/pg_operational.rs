@@ -21,11 +21,18 @@ fn event(kind: OperationalKind, tenant: TenantId, n: usize) -> OperationalEvent 
         kind,
         tenant,
         external_event_id: (kind == OperationalKind::EventExhausted)
-            .then(|| ExternalEventId::new(&format!("Ev{n:04}")).unwrap()),
+            .then(|| ExternalEventId::new(format!("Ev{n:04}")).unwrap()),
         // Whole microseconds, as PostgreSQL keeps them.
         at: (Utc::now() - Duration::seconds(1000 - i64::try_from(n).unwrap())).trunc_subsecs(6),
         detail: Some(format!("reason {n}")),
     }
+}
+
+/// `n` events of one kind for one tenant, recorded in one batch.
+async fn record_many(outbox: &PgOperationalOutbox, kind: OperationalKind, n: usize) {
+    let tenant = TenantId::generate();
+    let recorded: Vec<OperationalEvent> = (0..n).map(|i| event(kind, tenant, i)).collect();
+    outbox.record(&recorded).await.unwrap();
 }
 
 async fn owner_runs(db: &TestDatabase, sql: &str) {
@@ -79,10 +86,7 @@ async fn a_batch_is_recorded_and_taken_whole_then_held_from_other_takers() {
 async fn two_takers_never_get_the_same_message() {
     let db = TestDatabase::create().await;
     let outbox = PgOperationalOutbox::new(db.pool());
-    let tenant = TenantId::generate();
-    let recorded: Vec<OperationalEvent> =
-        (0..200).map(|n| event(OperationalKind::AgentCircuitOpened, tenant, n)).collect();
-    outbox.record(&recorded).await.unwrap();
+    record_many(&outbox, OperationalKind::AgentCircuitOpened, 200).await;
 
     let taker = |outbox: PgOperationalOutbox| {
         tokio::spawn(async move {
@@ -173,10 +177,7 @@ async fn a_delivered_message_is_not_sent_again() {
 async fn pruning_deletes_only_what_was_delivered_or_given_up_before_the_retention() {
     let db = TestDatabase::create().await;
     let outbox = PgOperationalOutbox::new(db.pool());
-    let tenant = TenantId::generate();
-    let recorded: Vec<OperationalEvent> =
-        (0..5).map(|n| event(OperationalKind::AgentCircuitClosed, tenant, n)).collect();
-    outbox.record(&recorded).await.unwrap();
+    record_many(&outbox, OperationalKind::AgentCircuitClosed, 5).await;
     #[derive(diesel::QueryableByName)]
     struct Detail {
         #[diesel(sql_type = Text)]
