@@ -17,7 +17,7 @@ use doorman_domain::usecases::install::Installs;
 
 use super::log_summary::LogSummary;
 use super::metrics::Metrics;
-use super::operational::Operational;
+use super::operational::OperationalTask;
 use super::redelivery::RedeliveryTask;
 use super::runner::DeliveryRunner;
 use super::{AppState, InstallFlow, deliveries, ops};
@@ -42,8 +42,8 @@ pub struct RunningServer {
     runner: DeliveryRunner,
     redelivery: Option<RedeliveryTask>,
     agent_health: tokio::task::JoinHandle<()>,
-    /// The operational webhook's outbox and sender, when the deployment has one.
-    operational: Option<Operational>,
+    /// The operational webhook's sender, when the deployment has one.
+    operational: Option<OperationalTask>,
     drain_timeout: Duration,
 }
 
@@ -80,7 +80,7 @@ impl RunningServer {
         }
         let unfinished = self.runner.drain(self.drain_timeout).await;
         if let Some(operational) = self.operational {
-            operational.sender.stop().await;
+            operational.stop().await;
         }
         self.metrics.stop().await;
         self.directory_listener.abort();
@@ -211,7 +211,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         runner,
         redelivery,
         agent_health,
-        operational,
+        operational: operational.map(|operational| operational.sender),
         drain_timeout: config.drain_timeout,
     })
 }
