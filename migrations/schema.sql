@@ -871,6 +871,23 @@ ALTER TABLE public.messaging_workspaces ALTER COLUMN id ADD GENERATED ALWAYS AS 
     CACHE 1
 );
 
+CREATE TABLE public.operational_events (
+    id uuid NOT NULL,
+    type text NOT NULL,
+    tenant_id uuid NOT NULL,
+    external_event_id text,
+    occurred_at timestamp with time zone NOT NULL,
+    detail text,
+    attempts smallint DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    leased_until timestamp with time zone,
+    delivered_at timestamp with time zone,
+    gave_up_at timestamp with time zone,
+    last_failure text,
+    CONSTRAINT operational_events_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT operational_events_type_check CHECK ((type = ANY (ARRAY['event.exhausted'::text, 'agent.disabled'::text, 'agent.circuit_opened'::text, 'agent.circuit_closed'::text])))
+);
+
 CREATE TABLE public.tenants (
     id uuid NOT NULL,
     name text NOT NULL,
@@ -935,6 +952,9 @@ ALTER TABLE ONLY public.messaging_request_replays
 ALTER TABLE ONLY public.messaging_workspaces
     ADD CONSTRAINT messaging_workspaces_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.operational_events
+    ADD CONSTRAINT operational_events_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.tenants
     ADD CONSTRAINT tenants_pkey PRIMARY KEY (id);
 
@@ -979,6 +999,8 @@ CREATE UNIQUE INDEX messaging_workspaces_org_key ON public.messaging_workspaces 
 CREATE UNIQUE INDEX messaging_workspaces_team_key ON public.messaging_workspaces USING btree (platform, team_id) WHERE (team_id IS NOT NULL);
 
 CREATE INDEX messaging_workspaces_tenant ON public.messaging_workspaces USING btree (tenant_id);
+
+CREATE INDEX operational_events_due ON public.operational_events USING btree (next_attempt_at) WHERE ((delivered_at IS NULL) AND (gave_up_at IS NULL));
 
 CREATE INDEX tenants_oldest_first ON public.tenants USING btree (created_at, id);
 
@@ -1266,6 +1288,8 @@ GRANT SELECT,DELETE ON TABLE public.messaging_request_replays TO doorman_admin;
 
 GRANT SELECT ON TABLE public.messaging_workspaces TO doorman_app;
 GRANT SELECT,INSERT,DELETE ON TABLE public.messaging_workspaces TO doorman_admin;
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.operational_events TO doorman_app;
 
 GRANT SELECT ON TABLE public.tenants TO doorman_app;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.tenants TO doorman_admin;

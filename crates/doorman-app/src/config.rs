@@ -9,13 +9,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_adapters::bridge::BridgeSettings;
+use doorman_adapters::bridge::{BridgeSettings, OperationalWebhookSettings};
 use doorman_adapters::postgres::PoolSettings;
 use doorman_adapters::postgres::connect::SessionLimits;
 use doorman_adapters::secrets::Keyring;
 use doorman_adapters::slack::Verifier;
 use doorman_adapters::slack::oauth::SlackApp;
-use doorman_domain::Retention;
+use doorman_domain::{RedeliverySchedule, Retention};
 
 /// The longest a request may wait for a connection to resolve its workspace: with the
 /// claim's 1.5 s (`ClaimTimeouts::confirm_within`), inside Slack's 3 s.
@@ -70,6 +70,30 @@ pub struct ServeConfig {
     pub redelivery: RedeliveryConfig,
     /// Failing this long disables an agent; `None`: never.
     pub agent_disable_after: Option<Duration>,
+    /// `None`: no operational webhook (neither its URL nor its secret): nothing is recorded or
+    /// sent.
+    pub operational_webhook: Option<OperationalWebhookConfig>,
+}
+
+/// The operational webhook (issue 41) and its sender's settings.
+#[derive(Debug, Clone)]
+pub struct OperationalWebhookConfig {
+    pub webhook: OperationalWebhookSettings,
+    /// The delays before each retry (the standard schedule unless a test shortens it).
+    pub schedule: RedeliverySchedule,
+    /// How often the sender looks for due events (at once again while a backlog drains).
+    pub every: Duration,
+    /// How long a taken event is held from other processes: longer than an attempt may take.
+    pub hold: Duration,
+    /// How long delivered and given-up events are kept before they are pruned.
+    pub keep_for: Duration,
+}
+
+impl OperationalWebhookConfig {
+    /// The longest one attempt may take: a receiver of the platform's own answers quickly.
+    pub const TIMEOUT: Duration = Duration::from_secs(10);
+    /// What is kept of delivered and given-up events: a week.
+    pub const KEEP_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
 }
 
 /// The redelivery runner's settings (ADR 26).

@@ -43,10 +43,12 @@ pub struct Arrival {
     pub redelivery: u64,
 }
 
-/// The fields a counting agent reads from each document.
+/// The fields a counting agent reads from each document: a dispatch's `kind`, or an
+/// operational webhook's `type` (the agent receives those too, in the tests of that webhook).
 #[derive(serde::Deserialize)]
 struct Summary {
     external_event_id: Option<String>,
+    #[serde(alias = "type")]
     kind: String,
 }
 

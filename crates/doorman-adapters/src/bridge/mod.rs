@@ -10,6 +10,8 @@
 //! - [`http`]: the `AgentBridge` port over HTTP, with the only retries allowed: those of a
 //!   request that provably never reached the agent.
 //! - [`client`]: the HTTP/1.1 client dispatches are sent with.
+//! - [`operational`]: the deployment's operational webhook (issue 41), signed and sent with
+//!   the same pieces.
 
 pub mod circuit;
 pub mod client;
@@ -17,10 +19,12 @@ pub mod destination;
 pub mod document;
 pub mod http;
 pub mod limits;
+pub mod operational;
 pub mod signing;
 
 pub use circuit::{CircuitBreaker, CircuitChange, CircuitSettings};
 pub use destination::DestinationPolicy;
 pub use http::{BridgeSettings, HttpAgentBridge};
 pub use limits::{InFlightLimits, LimitSettings};
+pub use operational::{OperationalWebhook, OperationalWebhookSettings, WebhookFailure};
 pub use signing::WebhookKey;

@@ -28,6 +28,32 @@ impl WebhookKey {
         context.update(body);
         format!("v1,{}", STANDARD.encode(context.sign().as_ref()))
     }
+
+    /// The three Standard Webhooks headers of one message, signed now (the timestamp is part
+    /// of what is signed, so each attempt is signed afresh).
+    pub fn headers<'a>(&self, id: &'a str, body: &[u8]) -> SignedHeaders<'a> {
+        let timestamp = chrono::Utc::now().timestamp();
+        SignedHeaders { id, timestamp: timestamp.to_string(), signature: self.sign(id, timestamp, body) }
+    }
+}
+
+/// `webhook-id`, `webhook-timestamp` and `webhook-signature` for one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedHeaders<'a> {
+    id: &'a str,
+    timestamp: String,
+    signature: String,
+}
+
+impl SignedHeaders<'_> {
+    /// As the dispatch client writes them.
+    pub fn pairs(&self) -> [(&'static str, &str); 3] {
+        [
+            ("webhook-id", self.id),
+            ("webhook-timestamp", self.timestamp.as_str()),
+            ("webhook-signature", self.signature.as_str()),
+        ]
+    }
 }
 
 impl fmt::Debug for WebhookKey {

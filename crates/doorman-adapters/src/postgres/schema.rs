@@ -224,6 +224,24 @@ diesel::table! {
 }
 
 diesel::table! {
+    operational_events (id) {
+        id -> Uuid,
+        #[sql_name = "type"]
+        type_ -> Text,
+        tenant_id -> Uuid,
+        external_event_id -> Nullable<Text>,
+        occurred_at -> Timestamptz,
+        detail -> Nullable<Text>,
+        attempts -> Int2,
+        next_attempt_at -> Timestamptz,
+        leased_until -> Nullable<Timestamptz>,
+        delivered_at -> Nullable<Timestamptz>,
+        gave_up_at -> Nullable<Timestamptz>,
+        last_failure -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
     tenants (id) {
         id -> Uuid,
         name -> Text,
@@ -264,5 +282,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     messaging_receipt_sweep,
     messaging_request_replays,
     messaging_workspaces,
+    operational_events,
     tenants,
 );

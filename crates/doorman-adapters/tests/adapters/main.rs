@@ -2,6 +2,7 @@
 
 mod bridge_client;
 mod bridge_http;
+mod bridge_operational;
 mod fixtures;
 mod pg_admin;
 mod pg_claims;
@@ -12,6 +13,7 @@ mod pg_directory;
 mod pg_errors;
 mod pg_installations;
 mod pg_isolation;
+mod pg_operational;
 mod pg_redelivery;
 mod pg_replay;
 mod pg_schema;

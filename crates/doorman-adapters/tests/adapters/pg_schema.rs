@@ -173,7 +173,13 @@ async fn schema_rs_matches_the_migrated_database() {
                 other => panic!("extend this test for column type {other}"),
             };
             let ty = if c.is_nullable == "YES" { format!("Nullable<{ty}>") } else { ty.to_owned() };
-            out += &format!("        {} -> {ty},\n", c.column_name);
+            // A column named like a Rust keyword gets a trailing `_`, as `diesel print-schema`
+            // names it.
+            if c.column_name == "type" {
+                out += &format!("        #[sql_name = \"{0}\"]\n        {0}_ -> {ty},\n", c.column_name);
+            } else {
+                out += &format!("        {} -> {ty},\n", c.column_name);
+            }
         }
         out += "    }\n}\n";
     }

@@ -7,21 +7,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use doorman_adapters::bridge::{BridgeSettings, CircuitSettings, DestinationPolicy, LimitSettings};
+use doorman_adapters::bridge::{
+    BridgeSettings, CircuitSettings, DestinationPolicy, LimitSettings, OperationalWebhookSettings,
+};
 use doorman_adapters::postgres::pool::PoolMode;
 use doorman_adapters::postgres::{CitusWrites, PoolSettings};
 use doorman_adapters::secrets::Keyring;
 use doorman_adapters::slack::oauth::SlackApp;
 use doorman_adapters::slack::{SigningSecret, Verifier};
-use doorman_domain::Retention;
+use doorman_domain::{AgentSecret, AgentUrl, RedeliverySchedule, Retention};
 
 use super::args::{
-    AdminServeArgs, CitusWritesArg, DbPoolMode, DestinationArgs, DispatchArgs, KeysArgs, RedeliveryArgs,
-    Secret, ServeArgs, SlackAppArgs,
+    AdminServeArgs, CitusWritesArg, DbPoolMode, DestinationArgs, DispatchArgs, KeysArgs,
+    OperationalWebhookArgs, RedeliveryArgs, Secret, ServeArgs, SlackAppArgs,
 };
 use crate::config::{
     ACKNOWLEDGEMENT_LIMITS, AdminConfig, BACKGROUND_LIMITS, ConsoleAddress, DispatchConfig,
-    MAX_ACQUIRE_TIMEOUT, OPERATOR_LIMITS, RedeliveryConfig, ServeConfig, SlackInstall,
+    MAX_ACQUIRE_TIMEOUT, OPERATOR_LIMITS, OperationalWebhookConfig, RedeliveryConfig, ServeConfig,
+    SlackInstall,
 };
 
 /// The Slack app's install settings from their flags, or `None` without a client id and secret.
@@ -143,6 +146,42 @@ fn redelivery(args: &RedeliveryArgs, dispatch_timeout: Duration) -> anyhow::Resu
     })
 }
 
+/// The operational webhook from its two settings (both or neither), checked as an agent's URL
+/// and secret are, under the agents' destination rules; the errors name the setting, never the
+/// secret.
+fn operational_webhook(
+    args: &OperationalWebhookArgs,
+    bridge: &BridgeSettings,
+) -> anyhow::Result<Option<OperationalWebhookConfig>> {
+    let (url, secret) = match (&args.operational_webhook_url, &args.operational_webhook_secret) {
+        (None, None) => return Ok(None),
+        (Some(url), Some(secret)) => (url, secret),
+        _ => bail!(
+            "DOORMAN_OPERATIONAL_WEBHOOK_URL and DOORMAN_OPERATIONAL_WEBHOOK_SECRET go together: set both, or neither"
+        ),
+    };
+    let url = AgentUrl::from_operator(url).context("DOORMAN_OPERATIONAL_WEBHOOK_URL")?;
+    bridge.destinations.check_url(&url).context("DOORMAN_OPERATIONAL_WEBHOOK_URL")?;
+    let secret = AgentSecret::parse(secret.expose()).context("DOORMAN_OPERATIONAL_WEBHOOK_SECRET")?;
+    let schedule = RedeliverySchedule::parse(&args.operational_webhook_schedule)
+        .context("DOORMAN_OPERATIONAL_WEBHOOK_SCHEDULE")?;
+    let timeout = OperationalWebhookConfig::TIMEOUT;
+    Ok(Some(OperationalWebhookConfig {
+        webhook: OperationalWebhookSettings {
+            url,
+            secret,
+            timeout,
+            connect_timeout: bridge.connect_timeout,
+            destinations: bridge.destinations,
+            extra_roots: bridge.extra_roots.clone(),
+        },
+        schedule,
+        every: Duration::from_secs(1),
+        hold: crate::replays::hold(timeout),
+        keep_for: OperationalWebhookConfig::KEEP_FOR,
+    }))
+}
+
 /// `0` is one worker per CPU.
 fn workers(asked: usize) -> usize {
     if asked == 0 { std::thread::available_parallelism().map(usize::from).unwrap_or(2) } else { asked }
@@ -188,6 +227,7 @@ impl ServeConfig {
         let DispatchConfig { retention, bridge, keys, slack_app } =
             DispatchConfig::from_args(&args.dispatch)?;
         let redelivery = redelivery(&args.redelivery, bridge.dispatch_timeout)?;
+        let operational_webhook = operational_webhook(&args.operational_webhook, &bridge)?;
         let workers = workers(args.workers);
         Ok(Self {
             database_url: args.db.database_url.clone(),
@@ -226,6 +266,7 @@ impl ServeConfig {
             slack_app,
             redelivery,
             agent_disable_after: (!args.agent_disable_after.is_zero()).then_some(*args.agent_disable_after),
+            operational_webhook,
         })
     }
 }
@@ -307,6 +348,40 @@ mod tests {
             let error = ServeConfig::from_args(&serve_args(&[flag, "0"])).unwrap_err();
             assert!(format!("{error:#}").contains("must be at least 1"), "{error:#}");
         }
+    }
+
+    #[test]
+    fn the_operational_webhook_needs_both_settings_checked_as_an_agents() {
+        const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let config = ServeConfig::from_args(&serve_args(&[])).unwrap();
+        assert!(config.operational_webhook.is_none(), "off without its settings");
+        let url = ["--operational-webhook-url", "https://ops.example/doorman"];
+        let secret = ["--operational-webhook-secret", SECRET];
+        for half in [&url[..], &secret[..]] {
+            let error = ServeConfig::from_args(&serve_args(half)).unwrap_err();
+            assert!(format!("{error:#}").contains("set both, or neither"), "{error:#}");
+        }
+        let config = ServeConfig::from_args(&serve_args(&[&url[..], &secret[..]].concat())).unwrap();
+        let webhook = config.operational_webhook.expect("on");
+        assert_eq!(webhook.schedule, RedeliverySchedule::standard());
+        assert_eq!(webhook.webhook.url.as_str(), "https://ops.example/doorman");
+        assert!(!format!("{webhook:?}").contains("MfKQ9r8G"), "the secret never prints");
+
+        let http = ["--operational-webhook-url", "http://ops.example/doorman"];
+        let error = ServeConfig::from_args(&serve_args(&[&http[..], &secret[..]].concat())).unwrap_err();
+        assert!(format!("{error:#}").contains("DOORMAN_OPERATIONAL_WEBHOOK_URL"), "{error:#}");
+        let private = ["--agent-allow-private", "true"];
+        assert!(
+            ServeConfig::from_args(&serve_args(&[&http[..], &secret[..], &private[..]].concat())).is_ok()
+        );
+
+        let bad = ["--operational-webhook-secret", "whsec_c2hvcnQ="];
+        let error = ServeConfig::from_args(&serve_args(&[&url[..], &bad[..]].concat())).unwrap_err();
+        let error = format!("{error:#}");
+        assert!(
+            error.contains("DOORMAN_OPERATIONAL_WEBHOOK_SECRET") && !error.contains("c2hvcnQ"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub struct Metrics {
     redeliveries: Family<OutcomeLabel, Counter>,
     redeliveries_in_flight: Gauge,
     redeliveries_given_up: Counter,
+    operational_webhooks: Family<OutcomeLabel, Counter>,
 }
 
 /// Gauges read from their owners at scrape time.
@@ -231,8 +232,15 @@ impl Metrics {
             "Events whose redelivery schedule was spent without the agent taking them: failed for good",
             redeliveries_given_up.clone(),
         );
+        let operational_webhooks = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "operational_webhooks",
+            "Attempts to send an operational event to the operational webhook, by outcome: delivered, failed (to be retried on its schedule), given_up (the last, failed)",
+            operational_webhooks.clone(),
+        );
         Self {
             registry,
+            operational_webhooks,
             redeliveries,
             redeliveries_in_flight,
             redeliveries_given_up,
@@ -335,6 +343,11 @@ impl Metrics {
 
     pub fn redeliveries_given_up(&self, count: usize) {
         self.redeliveries_given_up.inc_by(u64::try_from(count).unwrap_or(u64::MAX));
+    }
+
+    /// An attempt to send an operational event ended: `delivered`, `failed` or `given_up`.
+    pub fn operational_webhook(&self, outcome: &'static str) {
+        self.operational_webhooks.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     /// Renders every metric, with the gauges read at scrape time.

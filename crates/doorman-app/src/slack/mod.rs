@@ -14,6 +14,8 @@
 //! - [`redelivery`]: the redelivery runner, for tenants that turned redelivery on (ADR 26).
 //! - [`agent_health`]: since when each tenant's agent has been failing, and agents failing too
 //!   long disabled.
+//! - [`operational`]: the operational webhook's outbox and sender, when the deployment has one
+//!   (issue 41).
 
 pub mod agent_health;
 mod body;
@@ -21,6 +23,7 @@ pub mod deliveries;
 mod install;
 pub mod log_summary;
 pub mod metrics;
+pub mod operational;
 pub mod ops;
 pub mod redelivery;
 pub mod responses;

@@ -17,6 +17,7 @@ use doorman_domain::usecases::install::Installs;
 
 use super::log_summary::LogSummary;
 use super::metrics::Metrics;
+use super::operational::OperationalTask;
 use super::redelivery::RedeliveryTask;
 use super::runner::DeliveryRunner;
 use super::{AppState, InstallFlow, deliveries, ops};
@@ -41,6 +42,8 @@ pub struct RunningServer {
     runner: DeliveryRunner,
     redelivery: Option<RedeliveryTask>,
     agent_health: tokio::task::JoinHandle<()>,
+    /// The operational webhook's sender, when the deployment has one.
+    operational: Option<OperationalTask>,
     drain_timeout: Duration,
 }
 
@@ -76,6 +79,9 @@ impl RunningServer {
             redelivery.stop().await;
         }
         let unfinished = self.runner.drain(self.drain_timeout).await;
+        if let Some(operational) = self.operational {
+            operational.stop().await;
+        }
         self.metrics.stop().await;
         self.directory_listener.abort();
         self.watch.abort();
@@ -133,6 +139,8 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         config.retention,
     );
     let metrics = Arc::new(Metrics::new());
+    let operational =
+        super::operational::start(&background_pool, config.operational_webhook.as_ref(), metrics.clone())?;
     let watch = super::watch::spawn(background_pool.clone(), metrics.clone());
     let circuit_changes = doorman.bridge().circuit_changes();
     let runner = DeliveryRunner::new(doorman, metrics.clone());
@@ -189,6 +197,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         drain_timeout = %humantime::format_duration(config.drain_timeout),
         redelivery_in_flight = config.redelivery.in_flight,
         redelivery_hold = %humantime::format_duration(config.redelivery.hold),
+        operational_webhook = config.operational_webhook.is_some(),
         "doorman listening"
     );
     Ok(RunningServer {
@@ -202,6 +211,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         runner,
         redelivery,
         agent_health,
+        operational: operational.map(|operational| operational.sender),
         drain_timeout: config.drain_timeout,
     })
 }

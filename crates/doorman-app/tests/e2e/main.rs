@@ -16,6 +16,7 @@ mod faults;
 mod hardening;
 mod helpers;
 mod install;
+mod operational;
 mod org_wide;
 mod pooler;
 mod processes;

@@ -9,6 +9,8 @@ mod tenants;
 
 pub use self::admin::{AdminCommand, AdminServeArgs, ApiKeysCommand};
 pub use self::receipts::{ReceiptsCommand, ReplayArgs};
-pub use self::serve::{DestinationArgs, DispatchArgs, RedeliveryArgs, ServeArgs, SlackAppArgs};
+pub use self::serve::{
+    DestinationArgs, DispatchArgs, OperationalWebhookArgs, RedeliveryArgs, ServeArgs, SlackAppArgs,
+};
 pub use self::storage::{CitusWritesArg, DatabaseArgs, DbPoolMode, KeysArgs, Secret, SecretsCommand};
 pub use self::tenants::{AgentCommand, OnOff, SlackCommand, TenantCommand, TenantTarget, WorkspaceCommand};

@@ -100,6 +100,28 @@ pub struct ServeArgs {
     /// `0s`: never.
     #[arg(long, env = "DOORMAN_AGENT_DISABLE_AFTER", default_value = "5days")]
     pub agent_disable_after: humantime::Duration,
+
+    #[command(flatten)]
+    pub operational_webhook: OperationalWebhookArgs,
+}
+
+/// The operational webhook (issue 41): one receiver for the deployment, told of events whose
+/// redeliveries are spent, agents disabled, and circuits opened and closed. Both settings or
+/// neither; without them nothing is recorded or sent.
+#[derive(Debug, Clone, Args)]
+pub struct OperationalWebhookArgs {
+    /// Where operational events are sent (https to a public address, as agents'; the same
+    /// DOORMAN_AGENT_ALLOW_PRIVATE lifts that). Needs DOORMAN_OPERATIONAL_WEBHOOK_SECRET.
+    #[arg(long, env = "DOORMAN_OPERATIONAL_WEBHOOK_URL")]
+    pub operational_webhook_url: Option<String>,
+
+    /// The `whsec_…` secret operational events are signed with (Standard Webhooks).
+    #[arg(long, env = "DOORMAN_OPERATIONAL_WEBHOOK_SECRET", hide_env_values = true)]
+    pub operational_webhook_secret: Option<Secret>,
+
+    /// The delays before each retry of an operational event (docs/operations.md; for tests).
+    #[arg(long, env = "DOORMAN_OPERATIONAL_WEBHOOK_SCHEDULE", default_value = "standard", hide = true)]
+    pub operational_webhook_schedule: String,
 }
 
 /// The redelivery runner (ADR 26): for tenants that turned redelivery on, each serving process
