@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 
 use crate::Args;
 use crate::busy::{self, BusyResult};
-use crate::report::BacklogComparison;
 use crate::setup::Run;
 
 /// The backlog tenant's workspace.
@@ -63,23 +62,8 @@ impl Backlog {
     }
 }
 
-/// Both runs, `rounds` times, then the side-by-side table. True when no live event was lost or
-/// doubled.
-pub async fn compare(args: &Args, rounds: usize) -> anyhow::Result<bool> {
-    let mut comparison = BacklogComparison { seeded: args.backlog_events, runs: Vec::new() };
-    for round in 1..=rounds {
-        for with_backlog in [false, true] {
-            let run = measure(args, round, with_backlog).await?;
-            BacklogComparison::print_run(&run);
-            comparison.runs.push(run);
-        }
-    }
-    comparison.print();
-    Ok(comparison.runs.iter().all(|run| run.live.correct()))
-}
-
 /// One run of (a) or (b): a fresh database and server, as the busy shape has them.
-async fn measure(args: &Args, round: usize, with_backlog: bool) -> anyhow::Result<BacklogRun> {
+pub async fn measure(args: &Args, round: usize, with_backlog: bool) -> anyhow::Result<BacklogRun> {
     let run =
         Run::prepare_with(args, Some(args.server.as_path()), args.busy_tenants, &busy::server_env()).await?;
     let (tenant, agent) = run.add_tenant_with_own_agent(BACKLOG_TEAM).await?;

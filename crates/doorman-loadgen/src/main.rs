@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::report::{BusyComparison, Comparison, Report, RunFigures};
+use crate::report::{BacklogComparison, BusyComparison, Comparison, Report, RunFigures};
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -135,13 +135,28 @@ async fn main() -> anyhow::Result<()> {
             Shape::Mixed => !mixed(&args, &binaries, rounds).await?,
             Shape::Busy => !busy(&args, &binaries, rounds, false).await?,
             Shape::Overload => !busy(&args, &binaries, rounds, true).await?,
-            Shape::Backlog => !backlog::compare(&args, rounds).await?,
+            Shape::Backlog => !backlog_compare(&args, rounds).await?,
         };
     }
     if failed_targets {
         anyhow::bail!("a run lost or doubled events (see above)");
     }
     Ok(())
+}
+
+/// The backlog shape: both runs ([`backlog::measure`]), `rounds` times, then the side-by-side
+/// table. True when no live event was lost or doubled.
+async fn backlog_compare(args: &Args, rounds: usize) -> anyhow::Result<bool> {
+    let mut comparison = BacklogComparison { seeded: args.backlog_events, runs: Vec::new() };
+    for round in 1..=rounds {
+        for with_backlog in [false, true] {
+            let run = backlog::measure(args, round, with_backlog).await?;
+            BacklogComparison::print_run(&run);
+            comparison.runs.push(run);
+        }
+    }
+    comparison.print();
+    Ok(comparison.runs.iter().all(|run| run.live.correct()))
 }
 
 /// The busy or overload shape, each binary in turn, `rounds` times. True when nothing was

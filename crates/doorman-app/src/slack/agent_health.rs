@@ -2,13 +2,15 @@
 //! when the tenant's agent has been failing (so the time survives restarts and adds up across
 //! processes), and every agent failing for longer than `DOORMAN_AGENT_DISABLE_AFTER` is
 //! disabled — paused by Doorman itself and audited — checked once a minute (sooner when the
-//! setting is short). An operator's resume undoes it.
+//! setting is short). An operator's resume undoes it. Each opening, closing and disabling is
+//! recorded for the operational webhook, when the deployment has one.
 
 use std::time::Duration;
 
 use chrono::Utc;
 use doorman_adapters::bridge::CircuitChange;
-use doorman_adapters::postgres::PgAgentHealth;
+use doorman_adapters::postgres::{PgAgentHealth, PgOperationalOutbox};
+use doorman_domain::{OperationalEvent, OperationalKind, TenantId};
 use tokio::sync::mpsc;
 
 /// The longest wait between two looks for agents to disable.
@@ -18,6 +20,7 @@ const LOOK_AT_MOST_EVERY: Duration = Duration::from_secs(60);
 pub fn spawn(
     changes: Option<mpsc::Receiver<CircuitChange>>,
     health: PgAgentHealth,
+    outbox: Option<PgOperationalOutbox>,
     disable_after: Option<Duration>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -30,12 +33,16 @@ pub fn spawn(
         loop {
             tokio::select! {
                 change = next(&mut changes) => match change {
-                    Some(change) => keep(&health, change).await,
+                    Some(change) => {
+                        keep(&health, change).await;
+                        super::operational::tell(outbox.as_ref(), &[circuit_event(change)]).await;
+                    }
                     None => changes = None,
                 },
                 _ = ticks.tick(), if disable_after.is_some() => {
                     if let Some(after) = disable_after {
-                        disable(&health, after).await;
+                        let disabled = disable(&health, after).await;
+                        super::operational::tell(outbox.as_ref(), &disabled).await;
                     }
                 }
             }
@@ -67,20 +74,39 @@ async fn keep(health: &PgAgentHealth, change: CircuitChange) {
     }
 }
 
-async fn disable(health: &PgAgentHealth, after: Duration) {
+/// Disables the agents failing too long; what to tell the platform of them.
+async fn disable(health: &PgAgentHealth, after: Duration) -> Vec<OperationalEvent> {
     let before = Utc::now() - chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX);
     match health.disable_failing(before).await {
-        Ok(disabled) => {
-            for (tenant, since) in disabled {
+        Ok(disabled) => disabled
+            .into_iter()
+            .map(|(tenant, since)| {
                 tracing::error!(
                     tenant.id = %tenant,
                     failing_since = %since,
                     "agent disabled: every delivery has failed for longer than DOORMAN_AGENT_DISABLE_AFTER; deliveries are answered 503 until an operator resumes it"
                 );
-            }
-        }
+                event(OperationalKind::AgentDisabled, tenant, Some(format!("failing since {}", since.to_rfc3339())))
+            })
+            .collect(),
         Err(error) => {
-            tracing::warn!(error = %error, "could not look for agents failing too long; trying again")
+            tracing::warn!(error = %error, "could not look for agents failing too long; trying again");
+            Vec::new()
         }
     }
+}
+
+fn circuit_event(change: CircuitChange) -> OperationalEvent {
+    match change {
+        CircuitChange::Opened { tenant, failing_since } => event(
+            OperationalKind::AgentCircuitOpened,
+            tenant,
+            Some(format!("failing since {}", failing_since.to_rfc3339())),
+        ),
+        CircuitChange::Closed { tenant } => event(OperationalKind::AgentCircuitClosed, tenant, None),
+    }
+}
+
+fn event(kind: OperationalKind, tenant: TenantId, detail: Option<String>) -> OperationalEvent {
+    OperationalEvent { kind, tenant, external_event_id: None, at: Utc::now(), detail }
 }

@@ -15,6 +15,8 @@ use std::time::Duration;
 use anyhow::Context;
 use doorman_adapters::bridge::OperationalWebhook;
 use doorman_adapters::postgres::{AfterFailure, OperationalMessage, PgOperationalOutbox, PgPool};
+use doorman_domain::OperationalEvent;
+use doorman_domain::ports::OperationalOutbox;
 use tokio::sync::watch;
 
 use super::metrics::Metrics;
@@ -178,5 +180,16 @@ async fn send(
             metrics.operational_webhook("failed");
             tracing::warn!(operational.id = %message.id, error = %error, "an operational event's failed attempt could not be recorded; it will be sent again");
         }
+    }
+}
+
+/// Records `events` for the operational webhook, when there is one.
+pub async fn tell(outbox: Option<&PgOperationalOutbox>, events: &[OperationalEvent]) {
+    let Some(outbox) = outbox else { return };
+    if events.is_empty() {
+        return;
+    }
+    if let Err(error) = outbox.record(events).await {
+        tracing::warn!(error = %error, events = events.len(), "could not record operational events; the platform is not told of them");
     }
 }

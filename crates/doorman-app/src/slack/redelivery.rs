@@ -11,10 +11,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use doorman_adapters::postgres::PgRedeliveries;
-use doorman_domain::ScheduledTenant;
+use doorman_adapters::postgres::{PgOperationalOutbox, PgRedeliveries};
 use doorman_domain::TenantId;
 use doorman_domain::ports::Redeliveries;
+use doorman_domain::{OperationalEvent, OperationalKind, ScheduledTenant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 
 use super::metrics::Metrics;
@@ -36,6 +36,7 @@ impl RedeliveryTask {
     pub fn spawn(
         runner: DeliveryRunner,
         store: PgRedeliveries,
+        outbox: Option<PgOperationalOutbox>,
         metrics: Arc<Metrics>,
         config: RedeliveryConfig,
     ) -> Option<Self> {
@@ -45,7 +46,7 @@ impl RedeliveryTask {
         }
         let (stop, stopped) = watch::channel(false);
         let budgets = Budgets::new(config);
-        let task = tokio::spawn(run(runner, store, metrics, config, budgets, stopped));
+        let task = tokio::spawn(run(runner, store, outbox, metrics, config, budgets, stopped));
         Some(Self { stop, task })
     }
 
@@ -127,6 +128,7 @@ impl Budgets {
 async fn run(
     runner: DeliveryRunner,
     store: PgRedeliveries,
+    outbox: Option<PgOperationalOutbox>,
     metrics: Arc<Metrics>,
     config: RedeliveryConfig,
     mut budgets: Budgets,
@@ -159,7 +161,7 @@ async fn run(
             }
             filled |= pass(&runner, &store, &metrics, &config, &mut budgets, tenant).await;
             if stale {
-                give_up(&runner, &store, &metrics, tenant).await;
+                give_up(&runner, &store, outbox.as_ref(), &metrics, tenant).await;
             }
         }
         let wait = tokio::time::sleep(config.every);
@@ -204,14 +206,31 @@ async fn pass(
     took == room
 }
 
+/// Gives up the tenant's spent schedules, and tells the platform of each (`event.exhausted`).
 async fn give_up(
     runner: &DeliveryRunner,
     store: &PgRedeliveries,
+    outbox: Option<&PgOperationalOutbox>,
     metrics: &Metrics,
     scheduled: &ScheduledTenant,
 ) {
     match runner.live_path().give_up_spent(store, scheduled, GIVE_UP_BATCH).await {
-        Ok(given_up) => metrics.redeliveries_given_up(given_up.len()),
+        Ok(given_up) => {
+            metrics.redeliveries_given_up(given_up.len());
+            let detail =
+                format!("{} redeliveries spent without the agent taking it", scheduled.schedule.len());
+            let events: Vec<OperationalEvent> = given_up
+                .into_iter()
+                .map(|key| OperationalEvent {
+                    kind: OperationalKind::EventExhausted,
+                    tenant: key.tenant,
+                    external_event_id: Some(key.external_id),
+                    at: chrono::Utc::now(),
+                    detail: Some(detail.clone()),
+                })
+                .collect();
+            super::operational::tell(outbox, &events).await;
+        }
         Err(error) => {
             tracing::warn!(tenant.id = %scheduled.tenant, error = %error, "could not give up the tenant's spent redeliveries; trying again")
         }

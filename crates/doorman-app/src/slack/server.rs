@@ -144,14 +144,18 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let watch = super::watch::spawn(background_pool.clone(), metrics.clone());
     let circuit_changes = doorman.bridge().circuit_changes();
     let runner = DeliveryRunner::new(doorman, metrics.clone());
+    // The platform is told what these find, when it has an operational webhook.
+    let outbox = operational.as_ref().map(|operational| operational.outbox.clone());
     let agent_health = super::agent_health::spawn(
         circuit_changes,
         PgAgentHealth::new(background_pool.clone()),
+        outbox.clone(),
         config.agent_disable_after,
     );
     let redelivery = RedeliveryTask::spawn(
         runner.clone(),
         PgRedeliveries::new(PgStoredEvents::new(background_pool.clone(), config.keys.clone())),
+        outbox,
         metrics.clone(),
         config.redelivery,
     );

@@ -1,7 +1,8 @@
 //! Agents that keep failing (issue 41), with the `doorman` binary: a circuit that opens keeps
 //! since when the tenant's agent has been failing and one that closes clears it; an agent
 //! failing for longer than `DOORMAN_AGENT_DISABLE_AFTER` is disabled — paused by Doorman,
-//! audited as its own, shown — and an operator's resume undoes it.
+//! audited as its own, shown — and an operator's resume undoes it. The platform's operational
+//! webhook (a second fake agent, checking signatures) is told of each.
 
 use std::time::Duration;
 
@@ -14,6 +15,23 @@ use crate::helpers::{AGENT_SECRET, doorman, http_client, ok, post_event, spawn_s
 /// Two failures open a circuit for a second; an agent failing for 3 s is disabled.
 const FLAGS: &[&str] =
     &["--workers", "1", "--circuit-failures", "2", "--circuit-cooldown", "1s", "--agent-disable-after", "3s"];
+
+/// The webhook's events of `type_` for `tenant`, as it received them (signatures checked).
+fn told(webhook: &FakeAgent, type_: &str, tenant: &str) -> usize {
+    webhook
+        .received()
+        .iter()
+        .filter(|r| r.document["type"] == type_ && r.document["data"]["tenant_id"] == tenant)
+        .count()
+}
+
+/// `doorman serve` with `flags` and the operational webhook at `webhook`.
+fn serve_told(db: &TestDatabase, webhook: &FakeAgent, flags: &[&str]) -> doorman_testkit::ServeProcess {
+    let told = ["--operational-webhook-url", webhook.url(), "--operational-webhook-secret", WEBHOOK_SECRET];
+    spawn_serve(db, "warn", &[flags, &told].concat())
+}
+
+const WEBHOOK_SECRET: &str = "whsec_b3BlcmF0aW9uYWwtd2ViaG9vay1zZWNyZXQ=";
 
 fn agent_shown(db: &TestDatabase, tenant: &str) -> Value {
     serde_json::from_str(&ok(&doorman(db.url(), &["agent", "show", "--tenant", tenant, "--json"]))).unwrap()
@@ -58,7 +76,8 @@ async fn a_failing_agent_is_kept_failing_then_disabled_audited_and_resumed_by_an
     let agent = FakeAgent::start(AGENT_SECRET);
     let tenant =
         database::tenant_with_agent(&db.operator(), "THEALTH", agent.url(), AGENT_SECRET).await.to_string();
-    let server = spawn_serve(&db, "warn", FLAGS);
+    let webhook = FakeAgent::start(WEBHOOK_SECRET);
+    let server = serve_told(&db, &webhook, FLAGS);
 
     // Failing: the circuit opens (deliveries answered 503), and the time is kept.
     agent.answer_with(500);
@@ -82,6 +101,12 @@ async fn a_failing_agent_is_kept_failing_then_disabled_audited_and_resumed_by_an
     assert!(disabled[0]["target"].as_str().unwrap().starts_with("failing since "), "{}", disabled[0]);
     let text = ok(&doorman(db.url(), &["agent", "show", "--tenant", &tenant]));
     assert!(text.contains("disabled by Doorman"), "{text}");
+    webhook
+        .wait_until("the platform told of the circuit and the disabling", Duration::from_secs(15), |w| {
+            told(w, "agent.circuit_opened", &tenant) == 1 && told(w, "agent.disabled", &tenant) == 1
+        })
+        .await;
+    assert_eq!(webhook.bad_signatures(), 0);
 
     // The agent is back and an operator resumes it: both cleared, deliveries flow again.
     agent.answer_with(200);
@@ -101,7 +126,8 @@ async fn an_agent_that_answers_again_before_the_time_is_up_is_failing_no_more() 
     let tenant =
         database::tenant_with_agent(&db.operator(), "TBACK", agent.url(), AGENT_SECRET).await.to_string();
     let flags: Vec<&str> = FLAGS.iter().map(|f| if *f == "3s" { "1h" } else { f }).collect();
-    let server = spawn_serve(&db, "warn", &flags);
+    let webhook = FakeAgent::start(WEBHOOK_SECRET);
+    let server = serve_told(&db, &webhook, &flags);
 
     agent.answer_with(500);
     assert_eq!(until_answered(server.base(), "TBACK", 503, Duration::from_secs(10)).await, 503);

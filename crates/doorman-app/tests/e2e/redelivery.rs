@@ -220,3 +220,39 @@ async fn two_processes_one_killed_while_redeliveries_are_due_lose_none_and_send_
     each_attempt_sent_once(&agent);
     drop(survivor);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_schedule_is_given_up_once_stays_failed_and_the_platform_is_told() {
+    let db = TestDatabase::create().await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let tenant = database::tenant_with_agent(&db.operator(), "TSPENT", agent.url(), AGENT_SECRET).await;
+    owner_runs(&db, &format!("UPDATE tenants SET redelivery_schedule = '{{1,1}}' WHERE id = '{tenant}'"))
+        .await;
+    let webhook = FakeAgent::start(AGENT_SECRET);
+    let told = ["--operational-webhook-url", webhook.url(), "--operational-webhook-secret", AGENT_SECRET];
+    // A circuit that never opens here (100 failures): each redelivery is sent, none waits.
+    let server = spawn_serve(&db, "warn", &[FLAGS, &["--circuit-failures", "100"], &told].concat());
+    agent.answer_with(503);
+    assert_eq!(try_post_event(&http_client(), server.base(), "TSPENT", "EvTSPENT1").await, Some(200));
+
+    let exhausted = |w: &FakeAgent| {
+        w.received()
+            .iter()
+            .filter(|r| r.document["type"] == "event.exhausted")
+            .map(|r| r.document.clone())
+            .collect::<Vec<_>>()
+    };
+    webhook.wait_until("event.exhausted", CATCH_UP, |w| !exhausted(w).is_empty()).await;
+    let told = exhausted(&webhook);
+    assert_eq!(told[0]["data"]["tenant_id"], tenant.to_string());
+    assert_eq!(told[0]["data"]["external_event_id"], "EvTSPENT1");
+    // The live dispatch and its two redeliveries, then nothing more: given up once.
+    let sent = |a: &FakeAgent| a.arrivals().iter().filter(|a| a.webhook_id == "evt_EvTSPENT1").count();
+    assert_eq!(sent(&agent), 3);
+    let left = unhandled(&db, "TSPENT").await;
+    assert_eq!(left.len(), 1);
+    assert_eq!((left[0].1.as_deref(), left[0].2), (Some("agent answered HTTP 503"), 2), "{left:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(sent(&agent), 3, "nothing sent after giving up");
+    assert_eq!(exhausted(&webhook).len(), 1, "told once");
+}
