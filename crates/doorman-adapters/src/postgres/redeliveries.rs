@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Bool, Integer, Interval, Nullable, SmallInt, Text, Timestamptz};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
 use doorman_domain::ports::Redeliveries;
 use doorman_domain::{
     Delivery, ExternalEventId, Platform, ReceiptKey, Redelivery, RedeliverySchedule, ScheduledTenant,
@@ -87,6 +87,17 @@ JOIN messaging_event_payloads AS p \
 WHERE r.tenant_id = $1 AND p.tenant_id = $1 AND p.claimed_at IS NOT NULL \
   AND r.handled_at IS NULL AND r.gave_up_at IS NULL \
   AND (p.leased_until IS NULL OR p.leased_until <= now())";
+
+/// The planner held to the claim-order walk of the payloads' index and a lookup of each
+/// receipt by its key, whatever the statistics say: right after an outage's backlog was written
+/// (before autovacuum has analyzed it) the planner otherwise joins every kept payload and sorts
+/// them on disk on each pass (10,000 due: 51 ms instead of 0.24 ms; measured with EXPLAIN
+/// ANALYZE). `SET LOCAL`, so only this transaction's statements; on Citus the coordinator's
+/// sessions pass `SET LOCAL` on to the worker (`citus.propagate_set_commands = 'local'`, as
+/// `citus.sql` sets it).
+const PLANNER_SETTINGS: &str = "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; \
+     SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_sort = off; \
+     SET LOCAL enable_material = off";
 
 /// Due: fewer redeliveries than the schedule ($2) has delays, and the next one's delay passed
 /// since the last attempt ended (the last failure, or the claim plus $3 when none finished).
@@ -181,6 +192,7 @@ impl Redeliveries for PgRedeliveries {
         let taken = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
+                conn.batch_execute(PLANNER_SETTINGS).await?;
                 let rows: Vec<DueRow> = diesel::sql_query(due_query())
                     .bind::<diesel::sql_types::Uuid, _>(*tenant.as_uuid())
                     .bind::<Array<Integer>, _>(&seconds)
@@ -290,6 +302,7 @@ impl Redeliveries for PgRedeliveries {
         let spent = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 act_for(conn, tenant).await?;
+                conn.batch_execute(PLANNER_SETTINGS).await?;
                 let rows: Vec<KeyRow> = diesel::sql_query(spent_query())
                     .bind::<diesel::sql_types::Uuid, _>(*tenant.as_uuid())
                     .bind::<Array<Integer>, _>(&seconds)

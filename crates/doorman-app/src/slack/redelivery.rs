@@ -24,6 +24,11 @@ use crate::config::RedeliveryConfig;
 /// The most spent events given up per tenant per pass.
 const GIVE_UP_BATCH: u32 = 100;
 
+/// Spent schedules are looked for once every this many lists of tenants (30 s by default): the
+/// look walks every kept payload of the tenant (50 ms with 10,000 waiting), and an event given
+/// up a little later loses nothing.
+const GIVE_UP_EVERY_LISTS: u32 = 30;
+
 /// The running runner; [`RedeliveryTask::stop`] ends it between two passes.
 #[derive(Debug)]
 pub struct RedeliveryTask {
@@ -137,9 +142,14 @@ async fn run(
     let mut scheduled: Vec<ScheduledTenant> = Vec::new();
     let mut listed_at: Option<tokio::time::Instant> = None;
     let mut first = 0usize;
+    let mut lists = 0u32;
     loop {
         // The list of tenants is read at most once per `every`: a backlog's quick passes reuse it.
         let stale = listed_at.is_none_or(|at| at.elapsed() >= config.every);
+        let give_up_now = stale && lists % GIVE_UP_EVERY_LISTS == 0;
+        if stale {
+            lists = lists.wrapping_add(1);
+        }
         if stale {
             match store.scheduled().await {
                 Ok(found) => {
@@ -160,7 +170,7 @@ async fn run(
                 return;
             }
             filled |= pass(&runner, &store, &metrics, &config, &mut budgets, tenant).await;
-            if stale {
+            if give_up_now {
                 give_up(&runner, &store, outbox.as_ref(), &metrics, tenant).await;
             }
         }
