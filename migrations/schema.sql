@@ -96,16 +96,20 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone) RETURNS TABLE(tenant_id uuid, failing_since timestamp with time zone)
+CREATE FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone, p_seen_after timestamp with time zone) RETURNS TABLE(tenant_id uuid, failing_since timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
+    UPDATE public.agent_bridges AS b
+       SET failing_since = NULL, failing_seen_at = NULL
+     WHERE b.failing_since IS NOT NULL
+       AND (b.failing_seen_at IS NULL OR b.failing_seen_at < p_seen_after);
     RETURN QUERY
         WITH disabled AS (
             UPDATE public.agent_bridges AS b
                SET paused = true, disabled_at = now(), updated_at = now()
-             WHERE b.failing_since < p_failing_before AND NOT b.paused
+             WHERE b.failing_since < least(p_failing_before, now()) AND NOT b.paused
             RETURNING b.tenant_id, b.failing_since
         ), audited AS (
             INSERT INTO public.admin_audit (actor_kind, actor_id, actor_name, action, tenant_id, target, request_id)
@@ -714,6 +718,7 @@ CREATE TABLE public.agent_bridges (
     paused boolean DEFAULT false NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     failing_since timestamp with time zone,
+    failing_seen_at timestamp with time zone,
     disabled_at timestamp with time zone
 );
 
@@ -1155,8 +1160,8 @@ GRANT ALL ON FUNCTION public.doorman_claim_receipts(p_tenants uuid[], p_platform
 REVOKE ALL ON FUNCTION public.doorman_claim_requests(p_tenants uuid[], p_signatures text[], p_expires_at timestamp with time zone[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_claim_requests(p_tenants uuid[], p_signatures text[], p_expires_at timestamp with time zone[]) TO doorman_app;
 
-REVOKE ALL ON FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone) TO doorman_app;
+REVOKE ALL ON FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone, p_seen_after timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone, p_seen_after timestamp with time zone) TO doorman_app;
 
 REVOKE ALL ON FUNCTION public.doorman_install_link(p_token_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_install_link(p_token_hash text) TO doorman_app;
@@ -1254,6 +1259,8 @@ GRANT SELECT ON TABLE public.agent_bridges TO doorman_app;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_bridges TO doorman_admin;
 
 GRANT UPDATE(failing_since) ON TABLE public.agent_bridges TO doorman_app;
+
+GRANT UPDATE(failing_seen_at) ON TABLE public.agent_bridges TO doorman_app;
 
 GRANT SELECT,INSERT ON TABLE public.console_sessions TO doorman_admin;
 

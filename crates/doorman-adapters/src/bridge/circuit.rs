@@ -10,9 +10,10 @@
 //!
 //! State is per process and in memory: each Doorman process learns on its own, which is
 //! enough to stop hammering a dead agent and costs no database write per failure. A circuit
-//! that opens (not one that reopens after a failed probe) or closes is told to whoever
+//! that opens, reopens after a failed probe, or closes is told to whoever
 //! [subscribed](CircuitBreaker::subscribe): the serving process keeps since when the tenant's
-//! agent has been failing, and tells the platform (the operational webhook).
+//! agent has been failing and when it last saw it fail, and tells the platform (the operational
+//! webhook) of openings and closings.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -32,6 +33,8 @@ const CHANGES_WAITING: usize = 1024;
 pub enum CircuitChange {
     /// It opened: `failing_since` is when the first of the failures that opened it happened.
     Opened { tenant: TenantId, failing_since: DateTime<Utc> },
+    /// It opened again: the half-open probe failed too (the agent is seen failing still).
+    StillFailing { tenant: TenantId, failing_since: DateTime<Utc> },
     /// A dispatch succeeded while it was open or half-open.
     Closed { tenant: TenantId },
 }
@@ -143,9 +146,11 @@ impl CircuitBreaker {
             state.open_until = Some(now + self.settings.cooldown);
             state.probe = None;
             drop(tenants);
-            if opens {
-                self.tell(CircuitChange::Opened { tenant, failing_since });
-            }
+            self.tell(if opens {
+                CircuitChange::Opened { tenant, failing_since }
+            } else {
+                CircuitChange::StillFailing { tenant, failing_since }
+            });
             return true;
         }
         false
@@ -204,18 +209,27 @@ mod tests {
         let t0 = Instant::now();
         let before = Utc::now();
         breaker.record_failure(tenant, t0);
+        let first_failed_by = Utc::now();
         assert!(changes.try_recv().is_err(), "one failure opens nothing");
+        std::thread::sleep(Duration::from_millis(20));
         breaker.record_failure(tenant, t0);
         let Ok(CircuitChange::Opened { tenant: opened, failing_since }) = changes.try_recv() else {
             panic!("opened")
         };
         assert_eq!(opened, tenant);
-        assert!(failing_since >= before && failing_since <= Utc::now(), "since the first failure");
+        assert!(
+            failing_since >= before && failing_since <= first_failed_by,
+            "since the first failure, not the opening"
+        );
         let ended = t0 + Duration::from_secs(30);
         let probe = breaker.admit(tenant, ended).unwrap().expect("the probe");
         breaker.record_failure(tenant, ended);
         drop(probe);
-        assert!(changes.try_recv().is_err(), "a failed probe reopens: no news");
+        assert_eq!(
+            changes.try_recv().unwrap(),
+            CircuitChange::StillFailing { tenant, failing_since },
+            "a failed probe reopens it: still failing, since the same first failure"
+        );
         breaker.record_success(tenant);
         assert_eq!(changes.try_recv().unwrap(), CircuitChange::Closed { tenant });
         breaker.record_success(tenant);

@@ -34,8 +34,8 @@ impl PgAgentHealth {
         Self { pool }
     }
 
-    /// The tenant's agent has been failing since `since` (a circuit opened); an earlier time
-    /// already kept stays.
+    /// The tenant's agent has been failing since `since` and was seen failing now (a circuit
+    /// opened, or a probe failed); an earlier `since` already kept stays.
     pub async fn failing(&self, tenant: TenantId, since: DateTime<Utc>) -> Result<(), StorageError> {
         self.write(tenant, Some(since)).await
     }
@@ -52,20 +52,30 @@ impl PgAgentHealth {
                 act_for(conn, tenant).await?;
                 let of_tenant = agent_bridges::table.filter(agent_bridges::tenant_id.eq(tenant.as_uuid()));
                 match since {
-                    // Only where none is kept (or a later one): the first failure counts.
+                    // The first failure counts: a later `since` keeps the one kept.
                     Some(since) => {
-                        diesel::update(of_tenant.filter(
-                            agent_bridges::failing_since.is_null().or(agent_bridges::failing_since.gt(since)),
-                        ))
-                        .set(agent_bridges::failing_since.eq(Some(since)))
-                        .execute(conn)
-                        .await?
+                        diesel::update(of_tenant)
+                            .set((
+                                agent_bridges::failing_since.eq(diesel::dsl::sql::<
+                                    diesel::sql_types::Nullable<Timestamptz>,
+                                >(
+                                    "least(coalesce(failing_since, 'infinity'::timestamptz), ",
+                                )
+                                .bind::<Timestamptz, _>(since)
+                                .sql(")")),
+                                agent_bridges::failing_seen_at.eq(Some(Utc::now())),
+                            ))
+                            .execute(conn)
+                            .await?
                     }
                     // Only where one is kept: a success with nothing to clear writes nothing (and
                     // announces no directory change).
                     None => {
                         diesel::update(of_tenant.filter(agent_bridges::failing_since.is_not_null()))
-                            .set(agent_bridges::failing_since.eq(None::<DateTime<Utc>>))
+                            .set((
+                                agent_bridges::failing_since.eq(None::<DateTime<Utc>>),
+                                agent_bridges::failing_seen_at.eq(None::<DateTime<Utc>>),
+                            ))
                             .execute(conn)
                             .await?
                     }
@@ -77,16 +87,20 @@ impl PgAgentHealth {
         unit.finish(written).await
     }
 
-    /// Pauses every agent failing since before `failing_before`, audited as Doorman's own
-    /// `agent.disable`; the tenants disabled now, with since when their agent failed.
+    /// Forgets the failures no process has seen since `seen_after` (its process died, or no
+    /// delivery came), then pauses every agent failing since before `failing_before`, audited
+    /// as Doorman's own `agent.disable`; the tenants disabled now, with since when their agent
+    /// failed.
     pub async fn disable_failing(
         &self,
         failing_before: DateTime<Utc>,
+        seen_after: DateTime<Utc>,
     ) -> Result<Vec<(TenantId, DateTime<Utc>)>, StorageError> {
         let mut unit = self.pool.unit().await?;
         let disabled: Result<Vec<Disabled>, StorageError> =
-            diesel::sql_query("SELECT tenant_id, failing_since FROM doorman_disable_failing_agents($1)")
+            diesel::sql_query("SELECT tenant_id, failing_since FROM doorman_disable_failing_agents($1, $2)")
                 .bind::<Timestamptz, _>(failing_before)
+                .bind::<Timestamptz, _>(seen_after)
                 .load(&mut *unit)
                 .await
                 .map_err(from_diesel);

@@ -78,6 +78,7 @@ diesel::table! {
         paused -> Bool,
         updated_at -> Timestamptz,
         failing_since -> Nullable<Timestamptz>,
+        failing_seen_at -> Nullable<Timestamptz>,
         disabled_at -> Nullable<Timestamptz>,
     }
 }

@@ -5,6 +5,7 @@ mod bridge_http;
 mod bridge_operational;
 mod fixtures;
 mod pg_admin;
+mod pg_agent_health;
 mod pg_claims;
 mod pg_completion;
 mod pg_console;

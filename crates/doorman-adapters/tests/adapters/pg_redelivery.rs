@@ -100,8 +100,9 @@ async fn due_events_are_failed_ones_past_their_delay_and_unfinished_ones_past_th
     receipts.record_failure(&key(a, "EvSoon"), &fail_at(Utc::now())).await.unwrap();
     // Never finished, claimed long ago (past the wait plus the delay): stranded, due.
     receipts.claim(&kept(a, "EvStranded", Duration::minutes(5))).await.unwrap();
-    // Never finished, claimed just now: its live dispatch may still be running.
-    receipts.claim(&kept(a, "EvInFlight", Duration::seconds(1))).await.unwrap();
+    // Never finished, claimed 30 s ago: past the first delay (5 s), but not the wait for an
+    // unfinished one (60 s): its live dispatch may still be running.
+    receipts.claim(&kept(a, "EvInFlight", Duration::seconds(30))).await.unwrap();
     // Handled: never.
     receipts.claim(&kept(a, "EvHandled", Duration::minutes(5))).await.unwrap();
     receipts.complete(&key(a, "EvHandled"), &delivered(now()), now() - Duration::days(7), 10).await.unwrap();
@@ -163,7 +164,7 @@ async fn a_spent_schedule_is_given_up_once_and_its_payload_released_unless_kept_
     let db = TestDatabase::create().await;
     let a = tenant_with_team(&db.operator(), "T1").await;
     let receipts = receipt_store(db.pool());
-    for event in ["EvSpent", "EvKeep", "EvLeft"] {
+    for event in ["EvSpent", "EvKeep", "EvLeft", "EvHeld"] {
         receipts.claim(&kept(a, event, Duration::minutes(5))).await.unwrap();
         receipts
             .record_failure(&key(a, event), &failed("agent answered HTTP 500", Utc::now()))
@@ -173,6 +174,12 @@ async fn a_spent_schedule_is_given_up_once_and_its_payload_released_unless_kept_
     owner_runs(
         &db,
         "UPDATE messaging_event_receipts SET redeliveries = 2 WHERE external_event_id <> 'EvLeft'",
+    )
+    .await;
+    // Spent, but its last redelivery still holds it (its outcome may yet be written): not yet.
+    owner_runs(
+        &db,
+        "UPDATE messaging_event_payloads SET leased_until = now() + interval '1 minute' WHERE external_event_id = 'EvHeld'",
     )
     .await;
     let store = store(&db);
@@ -194,7 +201,11 @@ async fn a_spent_schedule_is_given_up_once_and_its_payload_released_unless_kept_
     // One at a time (limit 1), oldest claim first: EvSpent released, then EvKeep kept.
     assert_eq!(spent(false).await, ["EvSpent"]);
     assert_eq!(spent(true).await, ["EvKeep"]);
-    assert_eq!(spent(false).await, Vec::<String>::new(), "given up once; EvLeft has redeliveries left");
+    assert_eq!(
+        spent(false).await,
+        Vec::<String>::new(),
+        "given up once; EvLeft has redeliveries left; EvHeld is held"
+    );
     let replays = PgStoredEvents::new(db.pool(), Arc::new(test_keys()));
     let hold = Utc::now() + Duration::minutes(2);
     assert!(matches!(replays.take(&key(a, "EvKeep"), hold).await.unwrap(), ReplayTake::Event { .. }));

@@ -16,12 +16,21 @@ use tokio::sync::mpsc;
 /// The longest wait between two looks for agents to disable.
 const LOOK_AT_MOST_EVERY: Duration = Duration::from_secs(60);
 
-/// Runs until aborted. `disable_after`: `None` never disables.
+/// How long an agent stays failing without a process seeing it fail again (a failed probe
+/// comes once per circuit cooldown while deliveries come): this many cooldowns, at least a
+/// minute. Past it, its process died or no delivery came, and it is failing no more.
+pub fn seen_within(cooldown: Duration) -> Duration {
+    (cooldown * 10).max(Duration::from_secs(60))
+}
+
+/// Runs until aborted. `disable_after`: `None` never disables; `seen_within`: see
+/// [`seen_within`].
 pub fn spawn(
     changes: Option<mpsc::Receiver<CircuitChange>>,
     health: PgAgentHealth,
     outbox: Option<PgOperationalOutbox>,
     disable_after: Option<Duration>,
+    seen_within: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let every = disable_after.map_or(LOOK_AT_MOST_EVERY, |after| {
@@ -35,13 +44,14 @@ pub fn spawn(
                 change = next(&mut changes) => match change {
                     Some(change) => {
                         keep(&health, change).await;
-                        super::operational::tell(outbox.as_ref(), &[circuit_event(change)]).await;
+                        let told: Vec<OperationalEvent> = circuit_event(change).into_iter().collect();
+                        super::operational::tell(outbox.as_ref(), &told).await;
                     }
                     None => changes = None,
                 },
                 _ = ticks.tick(), if disable_after.is_some() => {
                     if let Some(after) = disable_after {
-                        let disabled = disable(&health, after).await;
+                        let disabled = disable(&health, after, seen_within).await;
                         super::operational::tell(outbox.as_ref(), &disabled).await;
                     }
                 }
@@ -64,6 +74,10 @@ async fn keep(health: &PgAgentHealth, change: CircuitChange) {
             tracing::warn!(tenant.id = %tenant, failing_since = %failing_since, "the agent's circuit opened");
             (tenant, health.failing(tenant, failing_since).await)
         }
+        CircuitChange::StillFailing { tenant, failing_since } => {
+            tracing::debug!(tenant.id = %tenant, failing_since = %failing_since, "the agent's circuit opened again: its probe failed");
+            (tenant, health.failing(tenant, failing_since).await)
+        }
         CircuitChange::Closed { tenant } => {
             tracing::info!(tenant.id = %tenant, "the agent's circuit closed: it answers again");
             (tenant, health.recovered(tenant).await)
@@ -75,9 +89,9 @@ async fn keep(health: &PgAgentHealth, change: CircuitChange) {
 }
 
 /// Disables the agents failing too long; what to tell the platform of them.
-async fn disable(health: &PgAgentHealth, after: Duration) -> Vec<OperationalEvent> {
-    let before = Utc::now() - chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX);
-    match health.disable_failing(before).await {
+async fn disable(health: &PgAgentHealth, after: Duration, seen_within: Duration) -> Vec<OperationalEvent> {
+    let ago = |d: Duration| Utc::now() - chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
+    match health.disable_failing(ago(after), ago(seen_within)).await {
         Ok(disabled) => disabled
             .into_iter()
             .map(|(tenant, since)| {
@@ -96,14 +110,17 @@ async fn disable(health: &PgAgentHealth, after: Duration) -> Vec<OperationalEven
     }
 }
 
-fn circuit_event(change: CircuitChange) -> OperationalEvent {
+/// What the platform is told of a circuit change: its opening and its closing, not each
+/// failed probe in between.
+fn circuit_event(change: CircuitChange) -> Option<OperationalEvent> {
     match change {
-        CircuitChange::Opened { tenant, failing_since } => event(
+        CircuitChange::Opened { tenant, failing_since } => Some(event(
             OperationalKind::AgentCircuitOpened,
             tenant,
             Some(format!("failing since {}", failing_since.to_rfc3339())),
-        ),
-        CircuitChange::Closed { tenant } => event(OperationalKind::AgentCircuitClosed, tenant, None),
+        )),
+        CircuitChange::StillFailing { .. } => None,
+        CircuitChange::Closed { tenant } => Some(event(OperationalKind::AgentCircuitClosed, tenant, None)),
     }
 }
 

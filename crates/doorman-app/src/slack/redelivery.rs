@@ -146,7 +146,7 @@ async fn run(
     loop {
         // The list of tenants is read at most once per `every`: a backlog's quick passes reuse it.
         let stale = listed_at.is_none_or(|at| at.elapsed() >= config.every);
-        let give_up_now = stale && lists % GIVE_UP_EVERY_LISTS == 0;
+        let give_up_now = stale && lists.is_multiple_of(GIVE_UP_EVERY_LISTS);
         if stale {
             lists = lists.wrapping_add(1);
         }

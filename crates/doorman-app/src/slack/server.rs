@@ -151,6 +151,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         PgAgentHealth::new(background_pool.clone()),
         outbox.clone(),
         config.agent_disable_after,
+        super::agent_health::seen_within(config.bridge.circuit.cooldown),
     );
     let redelivery = RedeliveryTask::spawn(
         runner.clone(),

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use super::Inbound;
-use super::acknowledge::Unresolved;
-use crate::errors::StorageError;
+use super::acknowledge::{Unavailability, Unresolved};
+use crate::errors::{DispatchError, StorageError};
 use crate::model::{Job, ReceiptKey, ScheduledTenant};
 use crate::ports::{AgentBridge, Clock, Installations, ReceiptStore, Redeliveries, TenantDirectory};
 
@@ -25,8 +25,8 @@ where
     /// for it to close; the half-open probe may be one of them), and a bound on work in flight
     /// that is full takes fewer: live deliveries go first. Each is held for `hold` (longer than
     /// a dispatch may take), and an event no attempt finished is due only once its claim is
-    /// older than `hold`. A taken event whose agent cannot take it now (paused meanwhile, its
-    /// workspace moved) is put back, its redelivery not spent.
+    /// older than `hold`. A taken event whose agent is paused meanwhile is put back, its
+    /// redelivery not spent; one its tenant can no longer take at all is a failed attempt.
     pub async fn take_redeliveries<S: Redeliveries>(
         &self,
         store: &S,
@@ -59,18 +59,44 @@ where
                     );
                     continue;
                 }
-                Ok(_) => "the workspace now belongs to another tenant".to_owned(),
-                Err(Unresolved::Ignored) => "the workspace is no longer linked to a tenant".to_owned(),
-                Err(Unresolved::Unavailable(why)) => why.to_string(),
+                Ok(_) => Refused::ForGood("the workspace now belongs to another tenant".to_owned()),
+                Err(Unresolved::Ignored) => {
+                    Refused::ForGood("the workspace is no longer linked to a tenant".to_owned())
+                }
+                // A pause ends with a resume, a store comes back: the redelivery waits, unspent.
+                Err(Unresolved::Unavailable(
+                    why @ (Unavailability::Paused { .. } | Unavailability::Storage(_)),
+                )) => Refused::ForNow(why.to_string()),
+                Err(Unresolved::Unavailable(why)) => Refused::ForGood(why.to_string()),
             };
             let Some(external_id) = event.external_id else { continue };
             let key = ReceiptKey { tenant, platform: event.platform, external_id };
-            tracing::info!(tenant.id = %tenant, event.id = %key.external_id, why = %refused, "redelivery put back");
-            if let Err(error) = store.put_back(&key).await {
-                tracing::warn!(tenant.id = %tenant, event.id = %key.external_id, error = %error, "could not put a redelivery back; its hold expires on its own");
-            }
+            self.refused(store, &key, refused).await;
         }
         Ok(jobs)
+    }
+
+    /// A taken redelivery that was not sent: put back unspent when what refused it passes (a
+    /// pause, the store), else recorded as a failed attempt (`not_admitted`), which ends its
+    /// hold and spends it, so an event its tenant can no longer take is given up in time rather
+    /// than put back forever.
+    async fn refused<S: Redeliveries>(&self, store: &S, key: &ReceiptKey, refused: Refused) {
+        match refused {
+            Refused::ForNow(why) => {
+                tracing::info!(tenant.id = %key.tenant, event.id = %key.external_id, why = %why, "redelivery put back");
+                if let Err(error) = store.put_back(key).await {
+                    tracing::warn!(tenant.id = %key.tenant, event.id = %key.external_id, error = %error, "could not put a redelivery back; its hold expires on its own");
+                }
+            }
+            Refused::ForGood(why) => {
+                tracing::warn!(tenant.id = %key.tenant, event.id = %key.external_id, why = %why, "redelivery not sent");
+                let now = self.clock.now();
+                let attempt = DispatchError::NotAdmitted(why).attempt(now, now, false);
+                if let Err(error) = self.receipts.record_failure(key, &attempt).await {
+                    tracing::warn!(tenant.id = %key.tenant, event.id = %key.external_id, error = %error, "could not record a redelivery not sent; its hold expires on its own");
+                }
+            }
+        }
     }
 
     /// Gives up on at most `limit` of the tenant's events whose schedule is spent: each reads
@@ -94,4 +120,13 @@ where
         }
         Ok(given_up)
     }
+}
+
+/// Why a taken redelivery was not sent.
+enum Refused {
+    /// What refused it passes (a pause, the store): put it back, unspent.
+    ForNow(String),
+    /// It cannot be sent to this tenant's agent as things are (its workspace moved, no agent,
+    /// settings not valid): an attempt that failed.
+    ForGood(String),
 }

@@ -139,13 +139,27 @@ async fn an_event_whose_agent_was_paused_meanwhile_is_put_back_and_not_sent() {
 }
 
 #[tokio::test]
-async fn a_workspace_now_of_another_tenant_is_put_back() {
+async fn a_workspace_now_of_another_tenant_is_a_failed_attempt_not_put_back() {
     let mut ports = Ports::new().never_dispatches();
     ports.bridge.expect_admit().returning(|_| Ok(Permit::unbounded()));
     let other: TenantId = "0b6e2f7a-1f1c-4c53-9a57-0d3c1b3b8a11".parse().unwrap();
     ports.directory.expect_resolve().returning(move |_, _| ready(Ok(Some(Tenant { id: other, ..tenant() }))));
     let mut store = store_taking(vec![due("Ev1", 1)], 1);
-    store.expect_put_back().times(1).returning(|_| ready(Ok(())));
+    store.expect_put_back().never();
+    // Not put back forever: a failed attempt, so its schedule runs out and it is given up.
+    ports
+        .receipts
+        .expect_record_failure()
+        .withf(|k, attempt| {
+            *k == key("Ev1")
+                && attempt.failure == Some(FailureKind::NotAdmitted)
+                && attempt
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.ends_with("the workspace now belongs to another tenant"))
+        })
+        .times(1)
+        .returning(|_, _| ready(Ok(())));
     assert!(ports.build().take_redeliveries(&store, &scheduled(false), 1, HOLD).await.unwrap().is_empty());
 }
 
