@@ -37,7 +37,7 @@ pub struct RedeliverySettingDoc {
     /// The delays before each redelivery, comma-separated, each a whole number followed by `s`,
     /// `m` or `h` (1 to 20 of them, each at most 24h), or `standard`
     /// (`5s,5m,30m,2h,5h,10h,10h`, the default when `enabled` is true and this is left out).
-    /// With `enabled` false it must be left out (or null). Answered in the same words, `standard`
+    /// With `enabled` false it is checked, not kept. Answered in the same words, `standard`
     /// spelled out; null when off.
     #[serde(default)]
     #[schema(example = "5s,5m,30m")]

@@ -183,7 +183,7 @@ pub async fn retain_payloads(
     responses(
         (status = 200, description = "The setting now", body = RedeliverySettingDoc),
         BodyRefusals,
-        (status = 422, description = "A refused schedule, or one given with `enabled` false (`field`: `schedule`)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused schedule (`field`: `schedule`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -201,8 +201,10 @@ pub async fn redelivery(
             Some(RedeliverySchedule::parse(&words).map_err(|e| ApiError::invalid_value("schedule", &e))?)
         }
         (false, None) => None,
-        (false, Some(_)) => {
-            return Err(ApiError::invalid("schedule", "must be left out when enabled is false"));
+        // Off: a schedule given anyway must still be one (a typo is answered), and is not kept.
+        (false, Some(words)) => {
+            RedeliverySchedule::parse(&words).map_err(|e| ApiError::invalid_value("schedule", &e))?;
+            None
         }
     };
     let now =

@@ -738,7 +738,7 @@ async fn redelivery_is_turned_on_with_a_schedule_and_off_refused_with_its_reason
         (json!({"enabled": true, "schedule": "5x"}), "must be delays like `5s,5m,30m,2h`"),
         (json!({"enabled": true, "schedule": "5s,25h"}), "has a delay below 0 or above 24 hours"),
         (json!({"enabled": true, "schedule": "1s,".repeat(21) + "1s"}), "has more than 20 delays"),
-        (json!({"enabled": false, "schedule": "5s"}), "must be left out when enabled is false"),
+        (json!({"enabled": false, "schedule": "5x"}), "must be delays like `5s,5m,30m,2h`"),
     ] {
         let refused = admin.put(&setting, &root, body.clone()).await;
         problem(&refused, 422, Some("schedule"));
@@ -748,7 +748,8 @@ async fn redelivery_is_turned_on_with_a_schedule_and_off_refused_with_its_reason
     problem(&admin.put(&setting, &reader, json!({"enabled": false})).await, 403, None);
     assert_eq!(admin.get(&doc, &root).await.body["redelivery"]["seconds"], seconds, "unchanged");
 
-    let off = admin.put(&setting, &root, json!({"enabled": false})).await;
+    // Off with a schedule given anyway: checked, not kept.
+    let off = admin.put(&setting, &root, json!({"enabled": false, "schedule": "5s,5m,30m"})).await;
     assert_eq!((off.status, off.body), (StatusCode::OK, json!({"enabled": false, "schedule": null})));
     assert_eq!(admin.get(&doc, &root).await.body["redelivery"], Value::Null);
 
