@@ -37,9 +37,13 @@ pub struct RedeliverySettingDoc {
     /// The delays before each redelivery, comma-separated, each a whole number followed by `s`,
     /// `m` or `h` (1 to 20 of them, each at most 24h), or `standard`
     /// (`5s,5m,30m,2h,5h,10h,10h`, the default when `enabled` is true and this is left out).
-    /// With `enabled` false it is checked, not kept. Answered in the same words, `standard`
+    /// With `enabled` false it is checked, not kept. (The pattern is what the server accepts,
+    /// each delay at most 24 h; it also takes spaces around the commas.) Answered in the same words, `standard`
     /// spelled out; null when off.
     #[serde(default)]
-    #[schema(example = "5s,5m,30m")]
+    #[schema(
+        example = "5s,5m,30m",
+        pattern = r"^(standard|(([0-9]{1,4}|[0-7][0-9]{4}|8[0-5][0-9]{3}|86[0-3][0-9]{2}|86400)s|([0-9]{1,3}|1[0-3][0-9]{2}|14[0-3][0-9]|1440)m|(0?[0-9]|1[0-9]|2[0-4])h)(,(([0-9]{1,4}|[0-7][0-9]{4}|8[0-5][0-9]{3}|86[0-3][0-9]{2}|86400)s|([0-9]{1,3}|1[0-3][0-9]{2}|14[0-3][0-9]|1440)m|(0?[0-9]|1[0-9]|2[0-4])h)){0,19})$"
+    )]
     pub schedule: Option<String>,
 }
