@@ -65,7 +65,7 @@ status=0
 wait "$block" || status=$?
 kill "$watchdog" 2>/dev/null || true
 printed=$(cat "$work/out")
-expected='{"url":"http://127.0.0.1:8080/slack","paused":false,"signing_secret_set":true}'
+expected='{"url":"http://127.0.0.1:8080/slack","paused":false,"signing_secret_set":true,"failing_since":null,"disabled_at":null}'
 # curl prints no newline after a body: the agent read back is how the output ends.
 if [ "$status" != 0 ] || [[ "$printed" != *"$expected" ]]; then
     echo "the quick start failed (status $status); it printed:" >&2
