@@ -104,6 +104,9 @@ pub struct RedeliveryConfig {
     /// Redeliveries in flight in the process at once; 0: the runner does not run.
     pub in_flight: u32,
     pub in_flight_per_tenant: u32,
+    /// Redeliveries the process starts per second at most; 0: no pace, only the in-flight
+    /// budgets.
+    pub per_second: u32,
     /// How long a taken event is held; longer than a dispatch may take.
     pub hold: Duration,
 }

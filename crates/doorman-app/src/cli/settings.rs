@@ -142,6 +142,7 @@ fn redelivery(args: &RedeliveryArgs, dispatch_timeout: Duration) -> anyhow::Resu
         every: *args.redelivery_every,
         in_flight: args.redelivery_in_flight,
         in_flight_per_tenant: args.redelivery_in_flight_per_tenant,
+        per_second: args.redelivery_per_second,
         hold,
     })
 }

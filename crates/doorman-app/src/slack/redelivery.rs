@@ -4,7 +4,7 @@
 //! the events whose schedule is spent are given up.
 //!
 //! Live deliveries go first: redeliveries have budgets of their own (in flight per tenant and
-//! in the process), take a place in the bridge's bounded work only when one is free, and none
+//! in the process, and a pace: so many started per second in the process), take a place in the bridge's bounded work only when one is free, and none
 //! is taken while a tenant's circuit is open. The runner looks once per `every`, and again as
 //! soon as a redelivery finishes while a backlog drains (a pass that filled its budget).
 
@@ -20,6 +20,9 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use super::metrics::Metrics;
 use super::runner::DeliveryRunner;
 use crate::config::RedeliveryConfig;
+
+mod pace;
+use pace::Pace;
 
 /// The most spent events given up per tenant per pass.
 const GIVE_UP_BATCH: u32 = 100;
@@ -62,13 +65,14 @@ impl RedeliveryTask {
     }
 }
 
-/// How many redeliveries may be in flight, in the process and per tenant; a finished one
-/// wakes the runner.
+/// How many redeliveries may be in flight, in the process and per tenant, and how many may
+/// start this second; a finished one wakes the runner.
 #[derive(Debug)]
 struct Budgets {
     total: Arc<Semaphore>,
     per_tenant: HashMap<TenantId, Arc<Semaphore>>,
     per_tenant_size: usize,
+    pace: Option<Pace>,
     finished: Arc<Notify>,
 }
 
@@ -87,12 +91,19 @@ impl Drop for Places {
 
 impl Budgets {
     fn new(config: RedeliveryConfig) -> Self {
+        let per_tenant_size = config.in_flight_per_tenant as usize;
         Self {
             total: Arc::new(Semaphore::new(config.in_flight as usize)),
             per_tenant: HashMap::new(),
-            per_tenant_size: config.in_flight_per_tenant as usize,
+            per_tenant_size,
+            pace: Pace::new(config.per_second, Self::batch_of(per_tenant_size), std::time::Instant::now()),
             finished: Arc::new(Notify::new()),
         }
+    }
+
+    /// The fewest redeliveries of a tenant taken at once while others of it are in flight.
+    fn batch_of(per_tenant_size: usize) -> u32 {
+        u32::try_from((per_tenant_size / 2).max(1)).unwrap_or(u32::MAX)
     }
 
     fn tenant(&mut self, tenant: TenantId) -> Arc<Semaphore> {
@@ -106,18 +117,33 @@ impl Budgets {
     fn room(&mut self, tenant: TenantId) -> u32 {
         let budget = self.tenant(tenant);
         let free = budget.available_permits().min(self.total.available_permits());
+        let free = u32::try_from(free).unwrap_or(u32::MAX);
+        let free = match &mut self.pace {
+            Some(pace) => free.min(pace.available(std::time::Instant::now())),
+            None => free,
+        };
         let idle = budget.available_permits() == self.per_tenant_size;
-        let batch = (self.per_tenant_size / 2).max(1);
-        if free < batch && !idle {
+        if free < Self::batch_of(self.per_tenant_size) && !idle {
             return 0;
         }
-        u32::try_from(free).unwrap_or(u32::MAX)
+        free
+    }
+
+    /// How long until the pace lets a batch start: zero without a pace or when it may now.
+    fn pace_wait(&mut self) -> std::time::Duration {
+        let batch = Self::batch_of(self.per_tenant_size);
+        self.pace
+            .as_mut()
+            .map_or(std::time::Duration::ZERO, |pace| pace.wait_for(batch, std::time::Instant::now()))
     }
 
     /// Places for one redelivery, if both budgets have one.
     fn take(&mut self, tenant: TenantId) -> Option<Places> {
         let tenant = self.tenant(tenant).try_acquire_owned().ok()?;
         let total = self.total.clone().try_acquire_owned().ok()?;
+        if let Some(pace) = &mut self.pace {
+            pace.spend();
+        }
         Some(Places { _total: total, _tenant: tenant, finished: self.finished.clone() })
     }
 
@@ -174,7 +200,12 @@ async fn run(
                 give_up(&runner, &store, outbox.as_ref(), &metrics, tenant).await;
             }
         }
-        let wait = tokio::time::sleep(config.every);
+        // A pass held back by the pace looks again as soon as the pace allows a batch.
+        let pace_wait = budgets.pace_wait();
+        let wait = match filled && !pace_wait.is_zero() {
+            true => tokio::time::sleep(pace_wait.min(config.every)),
+            false => tokio::time::sleep(config.every),
+        };
         tokio::select! {
             _ = wait => {}
             // A backlog drains as fast as the budgets allow: the next pass starts as soon as a

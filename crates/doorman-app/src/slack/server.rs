@@ -201,6 +201,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         dispatch_timeout = %humantime::format_duration(config.bridge.dispatch_timeout),
         drain_timeout = %humantime::format_duration(config.drain_timeout),
         redelivery_in_flight = config.redelivery.in_flight,
+        redelivery_per_second = config.redelivery.per_second,
         redelivery_hold = %humantime::format_duration(config.redelivery.hold),
         operational_webhook = config.operational_webhook.is_some(),
         "doorman listening"
