@@ -24,8 +24,7 @@ use doorman_domain::{
 
 use super::errors::from_diesel;
 use super::pool::act_for;
-use super::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
-use super::stored_events::PgStoredEvents;
+use super::stored_events::{HeldFor, PgStoredEvents};
 
 /// The redelivery runner's store: over the same pool and keyring as replays'.
 #[derive(Debug, Clone)]
@@ -250,37 +249,7 @@ impl Redeliveries for PgRedeliveries {
     }
 
     async fn put_back(&self, key: &ReceiptKey) -> Result<(), StorageError> {
-        let mut unit = self.stored.pool().unit().await?;
-        let done = unit
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
-                act_for(conn, key.tenant).await?;
-                let released = diesel::update(
-                    payloads::table
-                        .filter(payloads::tenant_id.eq(*key.tenant.as_uuid()))
-                        .filter(payloads::platform.eq(key.platform.as_str()))
-                        .filter(payloads::external_event_id.eq(key.external_id.as_str()))
-                        .filter(payloads::leased_until.is_not_null()),
-                )
-                .set(payloads::leased_until.eq(None::<DateTime<Utc>>))
-                .execute(conn)
-                .await?;
-                if released > 0 {
-                    diesel::update(
-                        receipts::table
-                            .filter(receipts::tenant_id.eq(*key.tenant.as_uuid()))
-                            .filter(receipts::platform.eq(key.platform.as_str()))
-                            .filter(receipts::external_event_id.eq(key.external_id.as_str()))
-                            .filter(receipts::redeliveries.gt(0)),
-                    )
-                    .set(receipts::redeliveries.eq(receipts::redeliveries - 1))
-                    .execute(conn)
-                    .await?;
-                }
-                Ok(())
-            })
-            .await
-            .map_err(from_diesel);
-        unit.finish(done).await
+        self.stored.drop_hold(key, HeldFor::Redelivery).await
     }
 
     async fn give_up(

@@ -75,6 +75,60 @@ impl From<diesel::result::Error> for Stop {
     }
 }
 
+/// What a payload's hold was taken for: its count on the receipt is given back with it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum HeldFor {
+    Replay,
+    Redelivery,
+}
+
+impl PgStoredEvents {
+    /// Drops the hold on `key`'s payload without an outcome (its send never started) and, if
+    /// there was one, gives back the count the take added (`replays` or `redeliveries`).
+    pub(super) async fn drop_hold(&self, key: &ReceiptKey, held_for: HeldFor) -> Result<(), StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let released = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, key.tenant).await?;
+                let released = diesel::update(
+                    payloads::table
+                        .filter(payloads::tenant_id.eq(*key.tenant.as_uuid()))
+                        .filter(payloads::platform.eq(key.platform.as_str()))
+                        .filter(payloads::external_event_id.eq(key.external_id.as_str()))
+                        .filter(payloads::leased_until.is_not_null()),
+                )
+                .set(payloads::leased_until.eq(None::<DateTime<Utc>>))
+                .execute(conn)
+                .await?;
+                if released == 0 {
+                    return Ok(());
+                }
+                let receipt = receipts::table
+                    .filter(receipts::tenant_id.eq(*key.tenant.as_uuid()))
+                    .filter(receipts::platform.eq(key.platform.as_str()))
+                    .filter(receipts::external_event_id.eq(key.external_id.as_str()));
+                match held_for {
+                    HeldFor::Replay => {
+                        diesel::update(receipt.filter(receipts::replays.gt(0)))
+                            .set(receipts::replays.eq(receipts::replays - 1))
+                            .execute(conn)
+                            .await?
+                    }
+                    HeldFor::Redelivery => {
+                        diesel::update(receipt.filter(receipts::redeliveries.gt(0)))
+                            .set(receipts::redeliveries.eq(receipts::redeliveries - 1))
+                            .execute(conn)
+                            .await?
+                    }
+                };
+                Ok(())
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(released).await
+    }
+}
+
 impl StoredEvents for PgStoredEvents {
     async fn select(
         &self,
@@ -201,36 +255,6 @@ impl StoredEvents for PgStoredEvents {
     }
 
     async fn release(&self, key: &ReceiptKey) -> Result<(), StorageError> {
-        let mut unit = self.pool.unit().await?;
-        let released = unit
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
-                act_for(conn, key.tenant).await?;
-                let released = diesel::update(
-                    payloads::table
-                        .filter(payloads::tenant_id.eq(*key.tenant.as_uuid()))
-                        .filter(payloads::platform.eq(key.platform.as_str()))
-                        .filter(payloads::external_event_id.eq(key.external_id.as_str()))
-                        .filter(payloads::leased_until.is_not_null()),
-                )
-                .set(payloads::leased_until.eq(None::<DateTime<Utc>>))
-                .execute(conn)
-                .await?;
-                if released > 0 {
-                    diesel::update(
-                        receipts::table
-                            .filter(receipts::tenant_id.eq(*key.tenant.as_uuid()))
-                            .filter(receipts::platform.eq(key.platform.as_str()))
-                            .filter(receipts::external_event_id.eq(key.external_id.as_str()))
-                            .filter(receipts::replays.gt(0)),
-                    )
-                    .set(receipts::replays.eq(receipts::replays - 1))
-                    .execute(conn)
-                    .await?;
-                }
-                Ok(())
-            })
-            .await
-            .map_err(from_diesel);
-        unit.finish(released).await
+        self.drop_hold(key, HeldFor::Replay).await
     }
 }
