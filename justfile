@@ -587,7 +587,8 @@ console-screenshots: postgres browser axe
     CONSOLE_SCREENSHOTS="$PWD/docs/console" cargo test --locked -p doorman-app --test e2e console::every_console_page -- --nocapture
 
 # Every console page's median and slowest time (21 fetches each, signed in) on a bench database
-# of 100,000 receipts, with a release `doorman admin serve` (deploy/console/page-times.sh).
+# of 1,000,000 receipts over 200 tenants (RECEIPTS, TENANTS), with a release `doorman admin serve`
+# (deploy/console/page-times.sh).
 # Time the console's pages on a bench database.
 bench-console ROUNDS="21": postgres
     cargo build --release --locked -p doorman-app

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Times every console page on a bench database: 100,000 receipts (90,000 of one tenant, in
-# every state; 10,000 of another), a replay job, an audit trail, keys. A release
-# `doorman admin serve` logged in as a doorman_admin member; each page fetched ROUNDS times (21)
-# after one warm-up, signed in as a support key; prints the median and the slowest, in ms.
+# Times every console page on a bench database: RECEIPTS receipts (1,000,000) over TENANTS tenants
+# (200): the measured tenant has a fifth of them, in every state, the others share the rest; each
+# tenant has a workspace; a replay job, an audit trail, keys. A release `doorman admin serve`
+# logged in as a doorman_admin member; each page fetched ROUNDS times (21) after one warm-up,
+# signed in as a support key; prints the median and the slowest, in ms.
 # Usage: deploy/console/page-times.sh [ROUNDS]   (`just bench-console` builds the binary first)
+#        RECEIPTS=100000 TENANTS=2 deploy/console/page-times.sh   (a smaller database)
 set -euo pipefail
 rounds="${1:-21}"
+receipts="${RECEIPTS:-1000000}"
+tenant_count="${TENANTS:-200}"
+[ "$tenant_count" -ge 2 ] || { echo "TENANTS must be at least 2" >&2; exit 2; }
 doorman="${DOORMAN:-target/release/doorman}"
 server="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 server="${server%/*}"
@@ -33,16 +38,32 @@ for n in 1 2; do
     tenants+=("$t")
 done
 t="${tenants[0]}"
-# 90,000 receipts for the measured tenant (1 in 10 failed, 1 in 1,000 unfinished), 10,000 for the other.
+# The other tenants, written directly (each with a workspace): the CLI's three commands per
+# tenant would take minutes for 200.
 psql -qX "$DATABASE_URL" <<SQL
+INSERT INTO tenants (id, name)
+SELECT gen_random_uuid(), 'Bulk ' || g FROM generate_series(3, $tenant_count) AS g;
+INSERT INTO messaging_workspaces (tenant_id, platform, team_id)
+SELECT id, 'slack', 'TBULK' || substr(name, 6) FROM tenants WHERE name LIKE 'Bulk %';
+SQL
+# A fifth of the receipts for the measured tenant, the rest shared by the others in turn; of
+# each tenant's, 1 in 10 failed and 1 in 1,000 unfinished (by g / 5, so each tenant has every
+# state), one every 6 s back from now.
+psql -qX "$DATABASE_URL" <<SQL
+CREATE TEMP TABLE bench_tenants AS
+SELECT row_number() OVER (ORDER BY name) - 1 AS n, id FROM tenants WHERE id <> '$t'::uuid;
 INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at, handled_at, failure_reason, failed_at)
-SELECT CASE WHEN g <= 90000 THEN '$t'::uuid ELSE '${tenants[1]}'::uuid END, 'slack', 'EvBench' || g,
+SELECT CASE WHEN g % 5 = 0 THEN '$t'::uuid ELSE b.id END, 'slack', 'EvBench' || g,
        CASE WHEN g % 3 = 0 THEN 'message' ELSE 'app_mention' END, 0,
        now() - g * interval '6 seconds',
-       CASE WHEN g % 10 <> 0 AND g % 1000 <> 1 THEN now() - g * interval '6 seconds' + interval '40 ms' END,
-       CASE WHEN g % 10 = 0 THEN 'agent answered HTTP 500' END,
-       CASE WHEN g % 10 = 0 THEN now() - g * interval '6 seconds' + interval '40 ms' END
-FROM generate_series(1, 100000) AS g;
+       CASE WHEN g / 5 % 10 <> 0 AND g / 5 % 1000 <> 1 THEN now() - g * interval '6 seconds' + interval '40 ms' END,
+       CASE WHEN g / 5 % 10 = 0 THEN 'agent answered HTTP 500' END,
+       CASE WHEN g / 5 % 10 = 0 THEN now() - g * interval '6 seconds' + interval '40 ms' END
+FROM generate_series(1, $receipts) AS g
+JOIN bench_tenants AS b ON b.n = g % ($tenant_count - 1);
+-- What a serving process's background work does every few seconds: unfinished receipts claimed
+-- before the stranded threshold are marked, so the stranded list finds them by their mark.
+SELECT doorman_sweep_receipts(now() - interval '10 minutes');
 ANALYZE;
 SQL
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -52,9 +73,9 @@ DATABASE_URL="${server/postgres@/console_bench_admin@}/$name" \
 pid=$!
 for _ in $(seq 1 100); do curl -fsS "$base/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fsS "$base/readyz" >/dev/null || { echo "doorman admin serve did not start:" >&2; cat "$work/admin.log" >&2; exit 1; }
-# A replay job of ten failed events, so the job pages have something to show.
+# A replay job of the last two hours' failed events (24), so the job pages have something to show.
 curl -fsS -X POST -H "Authorization: Bearer $key" -H 'content-type: application/json' \
-    -d "{\"failed_since\": \"$(date -u -d '-2 minutes' +%Y-%m-%dT%H:%M:%SZ)\"}" \
+    -d "{\"failed_since\": \"$(date -u -d '-2 hours' +%Y-%m-%dT%H:%M:%SZ)\"}" \
     "$base/admin/v1/tenants/$t/replays" >"$work/job.json"
 job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/job.json")
 curl -fsS -o /dev/null -c "$work/jar" -H "Origin: $base" --data-urlencode "key=$key" "$base/console/sign-in"
@@ -68,7 +89,7 @@ pages=(
     "/console/tenants/$t/events?state=in_flight"
     "/console/tenants/$t/events?state=stranded"
     "/console/tenants/$t/events?state=handled&type=message&since=$since"
-    "/console/tenants/$t/events/EvBench10"
+    "/console/tenants/$t/events/EvBench10"  # the measured tenant's (g % 5 = 0), handled
     "/console/tenants/$t/replays"
     "/console/tenants/$t/replays/$job"
     "/console/audit"

@@ -20,8 +20,13 @@ use crate::postgres::schema::{
 
 type Boxed<'a> = receipts::BoxedQuery<'a, diesel::pg::Pg>;
 
-/// Claimed at or after `since` and before `until`, where the filter asks.
+/// Claimed at or after `since` and before `until`, where the filter asks; and `claimed_at IS
+/// NOT NULL`, always true (the column is `NOT NULL`), which the planner needs to use the
+/// receipts' claim-time index (`messaging_event_receipts_expiry`, partial on it) for a list in
+/// claim order: without it, a tenant's 200,000 receipts were read and sorted for each page of
+/// the handled list (368 ms; 5 ms with it, `just bench-console`).
 fn claimed_between<'a>(mut query: Boxed<'a>, filter: &EventFilter) -> Boxed<'a> {
+    query = query.filter(receipts::claimed_at.is_not_null());
     if let Some(since) = filter.since {
         query = query.filter(receipts::claimed_at.ge(since));
     }
