@@ -530,7 +530,7 @@ BEGIN
        SET swept_at = now()
       FROM public.tenants AS t
      WHERE r.tenant_id = t.id AND r.claimed_at > v_from AND r.claimed_at <= v_upto
-       AND r.handled_at IS NULL AND r.swept_at IS NULL;
+       AND r.handled_at IS NULL AND r.failure_reason IS NULL AND r.swept_at IS NULL;
     GET DIAGNOSTICS v_swept = ROW_COUNT;
     UPDATE public.messaging_receipt_sweep
        SET swept_before = greatest(v_from, least(v_upto, now() - interval '1 minute'));
