@@ -109,7 +109,7 @@ const PLANNER_SETTINGS: &str = "SET LOCAL enable_seqscan = off; SET LOCAL enable
 /// is looked up by its key.
 fn take_query() -> String {
     format!(
-        "WITH due AS ( \
+        "WITH due AS MATERIALIZED ( \
            SELECT r.platform, r.external_event_id, r.delivery_attempt, r.redeliveries, p.payload, p.claimed_at \
            {OPEN_AND_UNHELD} \
              AND r.redeliveries < cardinality($2::int4[]) \
@@ -127,7 +127,8 @@ fn take_query() -> String {
              FROM due AS d \
             WHERE r.tenant_id = $1 AND r.platform = d.platform AND r.external_event_id = d.external_event_id \
          ) \
-         SELECT platform, external_event_id, delivery_attempt, redeliveries, payload, claimed_at FROM due"
+         SELECT platform, external_event_id, delivery_attempt, redeliveries, payload, claimed_at FROM due \
+         ORDER BY claimed_at"
     )
 }
 
@@ -136,7 +137,7 @@ fn take_query() -> String {
 /// by the whole key as [`take_query`]'s writes are.
 fn give_up_query() -> String {
     format!(
-        "WITH spent AS ( \
+        "WITH spent AS MATERIALIZED ( \
            SELECT r.platform, r.external_event_id \
            {OPEN_AND_UNHELD} \
              AND r.redeliveries >= cardinality($2::int4[]) \
@@ -150,7 +151,7 @@ fn give_up_query() -> String {
          ), released AS ( \
            DELETE FROM messaging_event_payloads AS p \
             USING spent AS s \
-            WHERE NOT $5 \
+            WHERE NOT $5 /* keep_payloads */ \
               AND p.tenant_id = $1 AND p.platform = s.platform AND p.external_event_id = s.external_event_id \
          ) \
          SELECT platform, external_event_id FROM spent"
@@ -277,6 +278,17 @@ impl Redeliveries for PgRedeliveries {
             .await
             .map_err(from_diesel);
         let rows = unit.finish(spent).await?;
-        rows.iter().map(|row| key_of(tenant, &row.platform, &row.external_event_id)).collect()
+        // Given up, whatever becomes of a key that cannot be read back (every key was checked
+        // when it was claimed): the others are still told and counted.
+        Ok(rows
+            .iter()
+            .filter_map(|row| match key_of(tenant, &row.platform, &row.external_event_id) {
+                Ok(key) => Some(key),
+                Err(problem) => {
+                    tracing::error!(tenant.id = %tenant, problem = %problem, "a given-up event's key cannot be read back; it is not told");
+                    None
+                }
+            })
+            .collect())
     }
 }

@@ -85,6 +85,11 @@ pub(super) enum HeldFor {
 impl PgStoredEvents {
     /// Drops the hold on `key`'s payload without an outcome (its send never started) and, if
     /// there was one, gives back the count the take added (`replays` or `redeliveries`).
+    ///
+    /// Whoever holds it: the caller drops the hold it took a moment before (a replay refused, a
+    /// redelivery put back), well within the hold's time (the dispatch timeout plus 30 s), so
+    /// the hold is still its own. One dropped after its own had expired and another taker's
+    /// began would end that one's hold early, and its count would be the wrong one given back.
     pub(super) async fn drop_hold(&self, key: &ReceiptKey, held_for: HeldFor) -> Result<(), StorageError> {
         let mut unit = self.pool.unit().await?;
         let released = unit

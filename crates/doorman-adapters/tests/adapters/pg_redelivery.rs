@@ -108,13 +108,48 @@ async fn due_events_are_failed_ones_past_their_delay_and_unfinished_ones_past_th
     receipts.complete(&key(a, "EvHandled"), &delivered(now()), now() - Duration::days(7), 10).await.unwrap();
     // No payload kept (claimed before redelivery was on): cannot be sent.
     receipts.claim(&receipt(a, "EvBare", Utc::now() - Duration::minutes(5))).await.unwrap();
-    // Another tenant's due event: never tenant a's.
+    // Another tenant's due events, one with the same event id as a's: never tenant a's.
     receipts.claim(&kept(b, "EvOther", Duration::minutes(5))).await.unwrap();
+    receipts.claim(&kept(b, "EvDue", Duration::minutes(5))).await.unwrap();
     let store = store(&db);
 
     assert_eq!(taken_ids(&store, a, 10).await, [("EvDue".to_owned(), 1), ("EvStranded".to_owned(), 1)]);
+    assert_eq!(
+        held_and_counted(&db).await,
+        [(a.to_string(), "EvDue".to_owned(), 1, true), (a.to_string(), "EvStranded".to_owned(), 1, true),],
+        "each taken event held and counted, nothing else (b's EvDue neither)"
+    );
     assert_eq!(taken_ids(&store, a, 10).await, [], "held and counted: taken once");
-    assert_eq!(taken_ids(&store, b, 10).await, [("EvOther".to_owned(), 1)]);
+    assert_eq!(taken_ids(&store, b, 10).await, [("EvDue".to_owned(), 1), ("EvOther".to_owned(), 1)]);
+}
+
+/// Every receipt with a redelivery counted or a payload held: (tenant, event id, count, held).
+async fn held_and_counted(db: &TestDatabase) -> Vec<(String, String, i16, bool)> {
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        tenant: String,
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        id: String,
+        #[diesel(sql_type = diesel::sql_types::SmallInt)]
+        redeliveries: i16,
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        held: bool,
+    }
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT r.tenant_id::text AS tenant, r.external_event_id AS id, r.redeliveries, \
+                coalesce(p.leased_until > now(), false) AS held \
+           FROM messaging_event_receipts AS r \
+           LEFT JOIN messaging_event_payloads AS p USING (tenant_id, platform, external_event_id) \
+          WHERE r.redeliveries > 0 OR p.leased_until IS NOT NULL \
+          ORDER BY 1, 2",
+    )
+    .load(&mut db.owner().await)
+    .await
+    .unwrap();
+    let mut rows: Vec<_> = rows.into_iter().map(|r| (r.tenant, r.id, r.redeliveries, r.held)).collect();
+    rows.sort();
+    rows
 }
 
 #[tokio::test]

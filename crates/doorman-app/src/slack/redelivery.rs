@@ -4,12 +4,14 @@
 //! the events whose schedule is spent are given up.
 //!
 //! Live deliveries go first: redeliveries have budgets of their own (in flight per tenant and
-//! in the process, and a pace: so many started per second in the process), take a place in the bridge's bounded work only when one is free, and none
-//! is taken while a tenant's circuit is open. The runner looks once per `every`, and again as
-//! soon as a redelivery finishes while a backlog drains (a pass that filled its budget).
+//! in the process, and a pace: so many started per second in the process, on average), take a
+//! place in the bridge's bounded work only when one is free, and none is taken while a tenant's
+//! circuit is open. The runner looks once per `every`, and while a backlog drains again as soon
+//! as a redelivery finishes or the pace allows a batch.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use doorman_adapters::postgres::{PgOperationalOutbox, PgRedeliveries};
 use doorman_domain::TenantId;
@@ -53,7 +55,7 @@ impl RedeliveryTask {
             return None;
         }
         let (stop, stopped) = watch::channel(false);
-        let budgets = Budgets::new(config);
+        let budgets = Budgets::new(config, Instant::now());
         let task = tokio::spawn(run(runner, store, outbox, metrics, config, budgets, stopped));
         Some(Self { stop, task })
     }
@@ -90,13 +92,13 @@ impl Drop for Places {
 }
 
 impl Budgets {
-    fn new(config: RedeliveryConfig) -> Self {
+    fn new(config: RedeliveryConfig, now: Instant) -> Self {
         let per_tenant_size = config.in_flight_per_tenant as usize;
         Self {
             total: Arc::new(Semaphore::new(config.in_flight as usize)),
             per_tenant: HashMap::new(),
             per_tenant_size,
-            pace: Pace::new(config.per_second, Self::batch_of(per_tenant_size), std::time::Instant::now()),
+            pace: Pace::new(config.per_second, Self::batch_of(per_tenant_size), now),
             finished: Arc::new(Notify::new()),
         }
     }
@@ -111,30 +113,33 @@ impl Budgets {
         self.per_tenant.entry(tenant).or_insert_with(|| Arc::new(Semaphore::new(size))).clone()
     }
 
-    /// How many more of the tenant's redeliveries may start now: none until at least half of
-    /// its budget is free (or nothing of it is in flight), so a backlog is taken in batches, not
-    /// one event per statement as each redelivery ends.
-    fn room(&mut self, tenant: TenantId) -> u32 {
+    /// How many more of the tenant's redeliveries may start at `now`: none until a batch may
+    /// (half of its budget free, or all of it while nothing of it is in flight, and as many
+    /// allowed by the pace), so a backlog is taken in batches, not one event per statement as
+    /// each redelivery ends or each token comes. Never more than the pace allows: [`Self::take`]
+    /// spends a token for each.
+    fn room(&mut self, tenant: TenantId, now: Instant) -> u32 {
         let budget = self.tenant(tenant);
+        let idle = budget.available_permits() == self.per_tenant_size;
         let free = budget.available_permits().min(self.total.available_permits());
         let free = u32::try_from(free).unwrap_or(u32::MAX);
-        let free = match &mut self.pace {
-            Some(pace) => free.min(pace.available(std::time::Instant::now())),
-            None => free,
-        };
-        let idle = budget.available_permits() == self.per_tenant_size;
-        if free < Self::batch_of(self.per_tenant_size) && !idle {
+        let batch = Self::batch_of(self.per_tenant_size);
+        if free < batch && !idle {
             return 0;
         }
-        free
+        let Some(pace) = &mut self.pace else { return free };
+        let allowed = pace.available(now);
+        if allowed < batch.min(free) {
+            return 0;
+        }
+        free.min(allowed)
     }
 
-    /// How long until the pace lets a batch start: zero without a pace or when it may now.
-    fn pace_wait(&mut self) -> std::time::Duration {
+    /// How long from `now` until the pace lets a batch start: zero without a pace or when it
+    /// may now.
+    fn pace_wait(&mut self, now: Instant) -> Duration {
         let batch = Self::batch_of(self.per_tenant_size);
-        self.pace
-            .as_mut()
-            .map_or(std::time::Duration::ZERO, |pace| pace.wait_for(batch, std::time::Instant::now()))
+        self.pace.as_mut().map_or(Duration::ZERO, |pace| pace.wait_for(batch, now))
     }
 
     /// Places for one redelivery, if both budgets have one.
@@ -188,36 +193,38 @@ async fn run(
                 }
             }
         }
-        let mut filled = false;
+        let mut held_back = false;
         // Each pass starts with the next tenant: none waits behind another's backlog for long.
         first = if scheduled.is_empty() { 0 } else { (first + 1) % scheduled.len() };
         for tenant in scheduled.iter().cycle().skip(first).take(scheduled.len()) {
             if *stopped.borrow() {
                 return;
             }
-            filled |= pass(&runner, &store, &metrics, &config, &mut budgets, tenant).await;
+            held_back |= pass(&runner, &store, &metrics, &config, &mut budgets, tenant).await;
             if give_up_now {
                 give_up(&runner, &store, outbox.as_ref(), &metrics, tenant).await;
             }
         }
         // A pass held back by the pace looks again as soon as the pace allows a batch.
-        let pace_wait = budgets.pace_wait();
-        let wait = match filled && !pace_wait.is_zero() {
-            true => tokio::time::sleep(pace_wait.min(config.every)),
-            false => tokio::time::sleep(config.every),
+        let pace_wait = budgets.pace_wait(Instant::now());
+        let wait = if held_back && !pace_wait.is_zero() {
+            tokio::time::sleep(pace_wait.min(config.every))
+        } else {
+            tokio::time::sleep(config.every)
         };
         tokio::select! {
             _ = wait => {}
             // A backlog drains as fast as the budgets allow: the next pass starts as soon as a
             // redelivery finishes.
-            _ = budgets.finished.notified(), if filled => {}
+            _ = budgets.finished.notified(), if held_back => {}
             _ = stopped.changed() => return,
         }
     }
 }
 
-/// One tenant's redeliveries taken and dispatched, as many as its budgets allow; `true` when
-/// it took all it asked for (more may be due).
+/// One tenant's redeliveries taken and dispatched, as many as its budgets and the pace allow;
+/// `true` when they held it back (it took all it asked for, or asked for none): more may be
+/// due, to be looked for as soon as a redelivery ends or the pace allows a batch.
 async fn pass(
     runner: &DeliveryRunner,
     store: &PgRedeliveries,
@@ -226,7 +233,7 @@ async fn pass(
     budgets: &mut Budgets,
     scheduled: &ScheduledTenant,
 ) -> bool {
-    let room = budgets.room(scheduled.tenant);
+    let room = budgets.room(scheduled.tenant, Instant::now());
     if room == 0 {
         return true;
     }
@@ -275,5 +282,63 @@ async fn give_up(
         Err(error) => {
             tracing::warn!(tenant.id = %scheduled.tenant, error = %error, "could not give up the tenant's spent redeliveries; trying again")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(per_second: u32) -> RedeliveryConfig {
+        RedeliveryConfig {
+            every: Duration::from_secs(1),
+            in_flight: 32,
+            in_flight_per_tenant: 8,
+            per_second,
+            hold: Duration::from_secs(90),
+        }
+    }
+
+    fn tenant() -> TenantId {
+        TenantId::from_uuid(uuid::Uuid::from_u128(41))
+    }
+
+    #[test]
+    fn the_pace_caps_the_room_and_every_place_taken_spends_from_it() {
+        let start = Instant::now();
+        let mut budgets = Budgets::new(config(10), start);
+        // The budget (8) is less than the pace's first second (10).
+        assert_eq!(budgets.room(tenant(), start), 8);
+        let places: Vec<Places> = (0..8).map(|_| budgets.take(tenant()).expect("a place")).collect();
+        drop(places);
+        // Two left: fewer than a batch (4), so none until the pace allows one.
+        assert_eq!(budgets.room(tenant(), start), 0);
+        assert_eq!(budgets.pace_wait(start), Duration::from_millis(200));
+        let later = start + Duration::from_millis(200);
+        assert_eq!(budgets.room(tenant(), later), 4);
+        assert_eq!(budgets.pace_wait(later), Duration::ZERO);
+    }
+
+    #[test]
+    fn without_a_pace_only_the_in_flight_budgets_count() {
+        let start = Instant::now();
+        let mut budgets = Budgets::new(config(0), start);
+        for _ in 0..5 {
+            let places: Vec<Places> = (0..8).map(|_| budgets.take(tenant()).expect("a place")).collect();
+            assert_eq!(budgets.room(tenant(), start), 0, "its whole budget is in flight");
+            drop(places);
+            assert_eq!(budgets.room(tenant(), start), 8);
+        }
+        assert_eq!(budgets.pace_wait(start), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_tenant_with_redeliveries_in_flight_waits_for_half_its_budget() {
+        let start = Instant::now();
+        let mut budgets = Budgets::new(config(0), start);
+        let mut places: Vec<Places> = (0..5).map(|_| budgets.take(tenant()).expect("a place")).collect();
+        assert_eq!(budgets.room(tenant(), start), 0, "3 free: less than a batch of 4");
+        places.pop();
+        assert_eq!(budgets.room(tenant(), start), 4);
     }
 }

@@ -141,9 +141,10 @@ pub struct RedeliveryArgs {
     #[arg(long, env = "DOORMAN_REDELIVERY_IN_FLIGHT_PER_TENANT", default_value_t = 8)]
     pub redelivery_in_flight_per_tenant: u32,
 
-    /// Redeliveries this process starts per second at most, over all tenants (0: no pace,
-    /// only the in-flight budgets). What a backlog after an outage costs the database and the
-    /// live traffic beside it: 10,000 due at 100/s drain in under two minutes.
+    /// Redeliveries this process starts per second on average, over all tenants, and at most
+    /// one second's worth at once (0: no pace, only the in-flight budgets). What a backlog after
+    /// an outage costs the database and the live traffic beside it: 10,000 due at 100/s drain
+    /// in under two minutes; each process has its own.
     #[arg(long, env = "DOORMAN_REDELIVERY_PER_SECOND", default_value_t = 100)]
     pub redelivery_per_second: u32,
 
