@@ -767,6 +767,7 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     sign_in(&browser, &admin.base, &root).await;
     let pages = [
         ("tenants", "/console/tenants".to_owned()),
+        ("find-event", "/console/events?event_id=EvA11yFailed".to_owned()),
         ("tenant", format!("/console/tenants/{tenant}")),
         ("events", format!("/console/tenants/{tenant}/events?state=handled")),
         ("event", format!("/console/tenants/{tenant}/events/EvA11yFailed")),
