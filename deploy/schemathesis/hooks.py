@@ -25,15 +25,21 @@ SEEDED = _seeded()
 @schemathesis.hook
 def map_case(ctx, case):
     """A generated tenant, event or workspace id names nothing, so operations that read or
-    remove one would only ever answer 404: half of the valid cases (chosen by what was
-    generated, so a run stays reproducible) name a seeded tenant's instead. Not in the
-    stateful phase: there the tenant comes from a link (the one the scenario created), and
-    pointing the step at a seeded tenant (deleted, perhaps, by an earlier case) would make its
-    404 look like "a created resource not found"."""
+    remove one would only ever answer 404, and a search by event id find nothing: half of the
+    valid cases (chosen by what was generated, so a run stays reproducible) name a seeded
+    tenant's instead. Not in the stateful phase: there the tenant comes from a link (the one
+    the scenario created), and pointing the step at a seeded tenant (deleted, perhaps, by an
+    earlier case) would make its 404 look like "a created resource not found"."""
     if case.meta is None or case.meta.generation.mode != GenerationMode.POSITIVE:
         return case
     if case.meta.phase.name == TestPhase.STATEFUL:
         return case
+    query = case.query
+    if SEEDED and query and isinstance(query.get("event_id"), str) and not len(query["event_id"]) % 2:
+        # findEvents: a seeded event's id, found in its tenant.
+        generated = query["event_id"]
+        seed = SEEDED[len(generated) % len(SEEDED)]
+        query["event_id"] = seed["events"][len(generated) % len(seed["events"])]
     params = case.path_parameters
     if not SEEDED or not params:
         return case

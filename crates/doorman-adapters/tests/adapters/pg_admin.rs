@@ -731,3 +731,83 @@ async fn a_replay_job_is_taken_by_one_process_at_a_time_and_again_once_its_hold_
     second.ports().jobs().finish(tenant, id).await.unwrap();
     assert_eq!(first.ports().jobs().take(later).await.unwrap(), None, "a finished job is not taken");
 }
+
+/// Support's search by event id: an id is tenant-local, so two tenants may each have one.
+/// A key for every tenant finds both, each with its tenant's name; a scoped caller its own
+/// only, both as the admin API reads (`doorman_admin`, row-level security) and as the command
+/// line does (the owner, whom no policy holds: the statement itself must name the tenant);
+/// another platform's receipt of the same id, and another id, are not found.
+#[tokio::test]
+async fn an_event_id_is_found_in_every_tenant_that_has_it_and_a_scoped_caller_finds_its_own() {
+    use doorman_adapters::postgres::PgLedger;
+    use doorman_domain::ports::Ledger;
+    use doorman_domain::{ExternalEventId, Platform, ReceiptStatus};
+
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let (a, b, c) = (
+        tenant_with_team(&op, "TA").await,
+        tenant_with_team(&op, "TB").await,
+        tenant_with_team(&op, "TC").await,
+    );
+    let store = receipt_store(db.pool());
+    store.claim(&receipt(a, "Ev0123ABCD", now())).await.unwrap();
+    store.claim(&receipt(b, "Ev0123ABCD", now() - Duration::minutes(30))).await.unwrap();
+    store.complete(&key(a, "Ev0123ABCD"), &delivered(now()), days_ago(7), 10).await.unwrap();
+    store.claim(&receipt(c, "Ev0123ABCE", now())).await.unwrap();
+    // The same id on another platform (no face writes one yet; the key allows it).
+    diesel::sql_query(
+        "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
+         VALUES ($1, 'teams', 'Ev0123ABCD', 'message', 0, now())",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(*c.as_uuid())
+    .execute(&mut db.owner().await)
+    .await
+    .unwrap();
+
+    let id = ExternalEventId::new("Ev0123ABCD").unwrap();
+    let found = |tenants: Vec<doorman_domain::FoundReceipt>| -> Vec<(TenantId, String, String)> {
+        tenants
+            .into_iter()
+            .map(|f| (f.receipt.key.tenant, f.tenant_name, f.receipt.key.external_id.to_string()))
+            .collect()
+    };
+    let both = vec![
+        (a, "tenant TA".to_owned(), "Ev0123ABCD".to_owned()),
+        (b, "tenant TB".to_owned(), "Ev0123ABCD".to_owned()),
+    ];
+    for (face, ledger) in [
+        ("admin", PgLedger::new(db.admin_pool())),
+        ("owner", PgLedger::new(pool::connect_as(db.url(), &PoolSettings::default(), None))),
+    ] {
+        assert_eq!(
+            found(ledger.find(None, Platform::Slack, &id).await.unwrap()),
+            both,
+            "{face}: every tenant"
+        );
+        assert_eq!(
+            found(ledger.find(Some(b), Platform::Slack, &id).await.unwrap()),
+            vec![both[1].clone()],
+            "{face}: B's only"
+        );
+        assert!(
+            ledger.find(Some(c), Platform::Slack, &id).await.unwrap().is_empty(),
+            "{face}: not C's teams one"
+        );
+        let other = ExternalEventId::new("Ev0123ABC").unwrap();
+        assert!(
+            ledger.find(None, Platform::Slack, &other).await.unwrap().is_empty(),
+            "{face}: no prefix match"
+        );
+    }
+
+    // Through the use case as the admin API runs it: each match's state.
+    let admin = admin(&db);
+    let matches = admin.find_events(&key_caller(None, true), &id).await.unwrap();
+    let states: Vec<_> = matches.iter().map(|m| (m.receipt.key.tenant, m.status.as_str())).collect();
+    assert_eq!(states, [(a, "handled"), (b, "stranded")]);
+    let scoped = admin.find_events(&key_caller(Some(a), true), &id).await.unwrap();
+    assert_eq!(scoped.len(), 1);
+    assert!(matches!(scoped[0].status, ReceiptStatus::Handled { .. }));
+    assert_eq!(scoped[0].receipt.key.tenant, a);
+}

@@ -2,7 +2,7 @@
 //! with each event's outcome, and the report of a replay the command line ran.
 
 use chrono::{DateTime, Utc};
-use doorman_domain::{Attempt, EventReport, ReplayJob, Replayed, TenantId};
+use doorman_domain::{Attempt, EventMatch, EventReport, ReplayJob, Replayed, TenantId};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -14,6 +14,47 @@ super::page_of!(
     EventPage,
     EventDoc
 );
+
+super::list_of!(
+    /// The events found by an id, one per tenant that has it, by tenant name: never more than
+    /// the tenants the key may see, so never paged.
+    EventMatchList,
+    EventMatchDoc
+);
+
+/// An event found by its id (support's search across tenants): whose it is, and what became
+/// of it. Its whole story is at `GET /admin/v1/tenants/{tenant_id}/events/{external_event_id}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct EventMatchDoc {
+    pub tenant_id: Uuid,
+    pub tenant_name: String,
+    pub platform: String,
+    pub external_event_id: String,
+    pub event_type: String,
+    /// `stranded`: unfinished for over 10 minutes.
+    #[schema(value_type = words::EventStatus)]
+    pub status: String,
+    pub claimed_at: DateTime<Utc>,
+    pub handled_at: Option<DateTime<Utc>>,
+    pub failure: Option<FailureDoc>,
+}
+
+impl From<EventMatch> for EventMatchDoc {
+    fn from(found: EventMatch) -> Self {
+        let r = found.receipt;
+        Self {
+            tenant_id: *r.key.tenant.as_uuid(),
+            tenant_name: found.tenant_name,
+            platform: r.key.platform.as_str().to_owned(),
+            external_event_id: r.key.external_id.as_str().to_owned(),
+            event_type: r.event_type,
+            status: found.status.as_str().to_owned(),
+            claimed_at: r.claimed_at,
+            handled_at: r.handled_at,
+            failure: r.failure.map(|f| FailureDoc { reason: f.reason, at: f.at }),
+        }
+    }
+}
 
 /// Why an event's last dispatch failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

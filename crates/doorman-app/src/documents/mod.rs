@@ -16,8 +16,8 @@ pub mod words;
 
 pub use self::audit::{AuditDoc, AuditPage};
 pub use self::events::{
-    ActorDoc, AttemptDoc, EventDoc, EventPage, FailureDoc, JobEventDoc, ReplayJobDoc, ReplayReport,
-    ReplayedDoc,
+    ActorDoc, AttemptDoc, EventDoc, EventMatchDoc, EventMatchList, EventPage, FailureDoc, JobEventDoc,
+    ReplayJobDoc, ReplayReport, ReplayedDoc,
 };
 pub use self::keys::{KeyDoc, NewKeyDoc, SignInLinkDoc, sign_in_link_lifetime};
 pub use self::tenants::{

@@ -21,6 +21,19 @@ pub fn event_path(raw: &str) -> Result<ExternalEventId, ApiError> {
     ExternalEventId::new(raw).map_err(|_| unknown_event(raw))
 }
 
+/// `event_id` of a search: whole, as the platform wrote it. Missing, empty, longer than 255
+/// bytes or not printable ASCII is a 422 naming it; `.` and `..` are well-formed but no event
+/// is stored under them (`None`: nothing to look for, an empty answer).
+pub fn event_search(raw: Option<&str>) -> Result<Option<ExternalEventId>, ApiError> {
+    let raw =
+        raw.ok_or_else(|| ApiError::invalid("event_id", "is required: Slack's event id, like Ev0123ABCD"))?;
+    match ExternalEventId::new(raw) {
+        Ok(id) => Ok(Some(id)),
+        Err(_) if raw == "." || raw == ".." => Ok(None),
+        Err(e) => Err(ApiError::invalid_value("event_id", &e)),
+    }
+}
+
 /// 404 for an event with no receipt, with `event_status: unknown` as `receipts show` says it.
 pub fn unknown_event(id: &str) -> ApiError {
     let mut error = ApiError::not_found(format!(

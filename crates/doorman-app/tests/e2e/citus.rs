@@ -960,6 +960,53 @@ async fn on_citus_a_read_only_listing_of_every_state_changes_no_row_and_needs_on
     );
 }
 
+/// Support's search by event id on Citus: two tenants on different workers with the same id
+/// are both found by a key for every tenant (the query pruned to their shards, each probing
+/// its primary key); a scoped key finds its own, and with the other tenant's worker down its
+/// search still answers: `tenant_id = ANY(…)` of one tenant is routed to its worker alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_an_event_id_is_found_on_every_tenants_worker_and_a_scoped_search_needs_only_its_own() {
+    let run = Run::start_with_servers(0).await;
+    let (a, b) = (run.placed[0].clone(), run.placed[1].clone());
+    assert_ne!(a.worker, b.worker, "the two tenants are on different workers");
+    let rows: Vec<String> = [&a, &b]
+        .iter()
+        .map(|p| format!("('{}', 'slack', 'EvSame', 'message', 0, now())", p.tenant))
+        .collect();
+    run.cluster
+        .coordinator_sql(&format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, \
+             delivery_attempt, claimed_at) VALUES {}",
+            rows.join(", ")
+        ))
+        .expect("the same id in both tenants");
+    let tenants_of = |found: &Value| -> Vec<String> {
+        let mut ids: Vec<String> = found["items"]
+            .as_array()
+            .unwrap_or_else(|| panic!("items in {found}"))
+            .iter()
+            .map(|i| i["tenant_id"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let search = "/admin/v1/events?event_id=EvSame".to_owned();
+    let support = run.admin_api("support", KeyScope { tenant: None, read_only: true }).await;
+    let (status, found) = support.call(reqwest::Method::GET, search.clone(), None).await;
+    assert_eq!(status, 200, "{found}");
+    let mut both = vec![a.tenant.to_string(), b.tenant.to_string()];
+    both.sort();
+    assert_eq!(tenants_of(&found), both);
+    let portal = run.admin_api("portal", KeyScope { tenant: Some(a.tenant), read_only: true }).await;
+    let (status, own) = portal.call(reqwest::Method::GET, search.clone(), None).await;
+    assert_eq!((status, tenants_of(&own)), (200, vec![a.tenant.to_string()]), "{own}");
+
+    let cluster = Arc::clone(&run.cluster);
+    tokio::task::spawn_blocking(move || cluster.stop_worker(b.worker)).await.unwrap();
+    let (status, own) = portal.call(reqwest::Method::GET, search, None).await;
+    assert_eq!((status, tenants_of(&own)), (200, vec![a.tenant.to_string()]), "{own}");
+}
+
 /// Offboarding on Citus: what a tenant leaves in the distributed tables (its receipts, the
 /// kept payload of an event whose dispatch failed, a slash command's fingerprint) is on its
 /// worker's shards; deleted over the admin API, nothing of it is left on any worker, and the

@@ -280,3 +280,36 @@ async fn every_audited_action_is_read_back_from_the_trail() {
         "never a sign-in link's token"
     );
 }
+
+/// `receipts find`: an event's id in every tenant, without its tenant; exit 1 when none has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipts_find_lists_every_tenants_event_of_an_id_and_exits_1_when_none_has_it() {
+    use diesel_async::RunQueryDsl;
+
+    let db = TestDatabase::create().await;
+    let url = db.url();
+    let acme = ok(&doorman(url, &["tenant", "add", "--name", "Acme"])).trim().to_owned();
+    let globex = ok(&doorman(url, &["tenant", "add", "--name", "Globex"])).trim().to_owned();
+    for tenant in [&acme, &globex] {
+        diesel::sql_query(format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
+             VALUES ('{tenant}', 'slack', 'Ev0123ABCD', 'app_mention', 0, now())"
+        ))
+        .execute(&mut db.owner().await)
+        .await
+        .unwrap();
+    }
+    let found: serde_json::Value =
+        serde_json::from_str(&ok(&doorman(url, &["receipts", "find", "--event-id", "Ev0123ABCD", "--json"])))
+            .unwrap();
+    let tenants: Vec<_> =
+        found["items"].as_array().unwrap().iter().map(|i| i["tenant_name"].clone()).collect();
+    assert_eq!(tenants, ["Acme", "Globex"], "{found}");
+    assert_eq!(found["items"][0]["tenant_id"], acme.as_str());
+    assert_eq!(found["items"][1]["status"], "in_flight");
+    let human = ok(&doorman(url, &["receipts", "find", "--event-id", "Ev0123ABCD"]));
+    assert!(human.contains(&acme) && human.contains(&globex) && human.contains("in_flight"), "{human}");
+    let none = doorman(url, &["receipts", "find", "--event-id", "Ev0123ABC"]);
+    assert_eq!(none.status.code(), Some(1), "{none:?}");
+    assert!(String::from_utf8_lossy(&none.stdout).contains("no tenant has it"), "{none:?}");
+}

@@ -767,6 +767,7 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     sign_in(&browser, &admin.base, &root).await;
     let pages = [
         ("tenants", "/console/tenants".to_owned()),
+        ("find-event", "/console/events?event_id=EvA11yFailed".to_owned()),
         ("tenant", format!("/console/tenants/{tenant}")),
         ("events", format!("/console/tenants/{tenant}/events?state=handled")),
         ("event", format!("/console/tenants/{tenant}/events/EvA11yFailed")),
@@ -794,4 +795,69 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     assert!(unlabelled.iter().any(|v| v.starts_with("\"label\"")), "{unlabelled:?}");
     browser.close().await.unwrap();
     server.shutdown().await;
+}
+
+/// Support finds an event by its whole Slack id without knowing its tenant: the tenants page
+/// has the box, the answer lists every tenant that has the id, each linking to the event's
+/// page, with the id escaped on the page and encoded in the link; a customer's portal finds
+/// its own tenant's only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn support_finds_an_event_by_its_id_in_every_tenant_and_a_portal_in_its_own_only() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let root = key(&db, None, false).await;
+    let acme = admin.tenant(&root, "Acme").await;
+    let globex = admin.tenant(&root, "Globex <Ltd>").await;
+    let odd = "Ev<b>&\"1/?#%";
+    for (tenant, id) in [(&acme, "Ev0123ABCD"), (&globex, "Ev0123ABCD"), (&globex, odd)] {
+        diesel_async::RunQueryDsl::execute(
+            diesel::sql_query(format!(
+                "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
+                 VALUES ('{tenant}', 'slack', $1, 'app_mention', 0, now())"
+            ))
+            .bind::<diesel::sql_types::Text, _>(id),
+            &mut db.owner().await,
+        )
+        .await
+        .unwrap();
+    }
+    let event_page = |tenant: &str, id: &str| format!("/console/tenants/{tenant}/events/{}", segment(id));
+
+    let support = Session::sign_in(&admin.base, &key(&db, None, true).await).await;
+    let tenants = support.get("/console/tenants").await.text().await.unwrap();
+    assert!(
+        tenants.contains(r#"action="/console/events""#) && tenants.contains(r#"name="event_id""#),
+        "the tenants page has the search box: {tenants}"
+    );
+    let answer = support.get("/console/events?event_id=Ev0123ABCD").await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()[header::CONTENT_SECURITY_POLICY], CSP);
+    let found = answer.text().await.unwrap();
+    for link in [event_page(&acme, "Ev0123ABCD"), event_page(&globex, "Ev0123ABCD")] {
+        assert!(found.contains(&format!("href=\"{link}\"")), "{link} in {found}");
+        assert_eq!(support.get(&link).await.status(), 200, "{link} opens");
+    }
+    assert!(found.contains("Globex &#60;Ltd&#62;") && !found.contains("Globex <Ltd>"), "{found}");
+    let odd_found =
+        support.get(&format!("/console/events?event_id={}", segment(odd))).await.text().await.unwrap();
+    assert!(odd_found.contains(&format!("href=\"{}\"", event_page(&globex, odd))), "{odd_found}");
+    assert!(!odd_found.contains("Ev<b>"), "the id is escaped: {odd_found}");
+    assert_eq!(support.get(&event_page(&globex, odd)).await.status(), 200);
+    // A pasted id's surrounding spaces are not part of it; a prefix finds nothing.
+    let pasted = support.get("/console/events?event_id=%20Ev0123ABCD%0A").await.text().await.unwrap();
+    assert!(pasted.contains(&event_page(&acme, "Ev0123ABCD")), "{pasted}");
+    let prefix = support.get("/console/events?event_id=Ev0123ABC").await.text().await.unwrap();
+    assert!(prefix.contains("No event") && !prefix.contains(&acme), "{prefix}");
+    let form_only = support.get("/console/events").await.text().await.unwrap();
+    assert!(form_only.contains(r#"name="event_id""#) && !form_only.contains("No event"), "{form_only}");
+    assert_eq!(support.get("/console/events?event_id=%C3%A9v").await.status(), 422);
+
+    // A customer's portal (a read-only key for Acme): Acme's event, nothing of Globex.
+    let portal = Session::sign_in(&admin.base, &key(&db, Some(&acme), true).await).await;
+    let own = portal.get("/console/events?event_id=Ev0123ABCD").await.text().await.unwrap();
+    assert!(own.contains(&event_page(&acme, "Ev0123ABCD")), "{own}");
+    assert!(!own.contains(&globex) && !own.contains("Globex"), "nothing of another tenant: {own}");
+    let theirs =
+        portal.get(&format!("/console/events?event_id={}", segment(odd))).await.text().await.unwrap();
+    assert!(theirs.contains("No event") && !theirs.contains(&globex), "{theirs}");
 }

@@ -44,8 +44,9 @@ pub use operational::{OperationalEvent, OperationalKind};
 pub use page::{AuditCursor, Cursor, EventCursor, JobCursor, Page, PageLimit, PageRequest, TenantCursor};
 pub use platform::Platform;
 pub use receipt::{
-    Attempt, AttemptAnswer, Claim, ClaimId, Completion, EventFilter, EventReport, EventState, Failure,
-    FirstDelivery, NewReceipt, Receipt, ReceiptKey, ReceiptRecord, ReceiptStatus, Retention,
+    Attempt, AttemptAnswer, Claim, ClaimId, Completion, EventFilter, EventMatch, EventReport, EventState,
+    Failure, FirstDelivery, FoundReceipt, NewReceipt, Receipt, ReceiptKey, ReceiptRecord, ReceiptStatus,
+    Retention,
 };
 pub use redelivery::{Redelivery, RedeliverySchedule, ScheduledTenant};
 pub use replay::{

@@ -188,6 +188,23 @@ pub struct EventReport {
     pub attempts: Vec<Attempt>,
 }
 
+/// A receipt found by its event id across tenants, with its tenant's name (the search of
+/// support staff, who know an event's id before its tenant).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundReceipt {
+    pub tenant_name: String,
+    pub receipt: Receipt,
+}
+
+/// An event found by its id: its tenant (id in the receipt's key, and name), its receipt and
+/// its status now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventMatch {
+    pub tenant_name: String,
+    pub receipt: Receipt,
+    pub status: ReceiptStatus,
+}
+
 /// One dispatch of an event: Doorman's own (the live one, after its claim), or an operator's
 /// replay; with what the agent answered, when it is on record.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,10 +15,10 @@ use super::Clock;
 use crate::errors::StorageError;
 use crate::model::{
     AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditRecord, Created,
-    EventCursor, EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId, KeyName,
-    KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest,
-    Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule, Removed, ReplayAttempt, ReplayJob, ReplayJobId,
-    ReplayOutcome, ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
+    EventCursor, EventFilter, ExternalEventId, FoundReceipt, Idempotency, InstallationSummary, JobCursor,
+    KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page,
+    PageRequest, Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule, Removed, ReplayAttempt, ReplayJob,
+    ReplayJobId, ReplayOutcome, ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
     WorkspaceRef,
 };
 
@@ -218,6 +218,18 @@ pub trait Ledger: Send + Sync {
         filter: &EventFilter,
         page: &PageRequest<EventCursor>,
     ) -> impl Future<Output = Result<Page<ReceiptRecord, EventCursor>, StorageError>> + Send;
+
+    /// Every receipt of `platform` numbered `event_id` among the tenant's (every tenant's with
+    /// `None`), each with its tenant's name, ordered by tenant name then id. With a tenant,
+    /// MUST NOT return another tenant's. MUST NOT scan the receipts: at most one probe of
+    /// their primary key per tenant (support searches beside the hot path, and the receipts
+    /// have no index on the event id alone).
+    fn find(
+        &self,
+        tenant: Option<TenantId>,
+        platform: Platform,
+        event_id: &ExternalEventId,
+    ) -> impl Future<Output = Result<Vec<FoundReceipt>, StorageError>> + Send;
 
     /// The attempts on record of one event (every failed dispatch and every replay), oldest
     /// first. MUST read them in the event's tenant scope: never another tenant's.

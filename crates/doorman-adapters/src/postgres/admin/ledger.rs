@@ -1,21 +1,23 @@
 //! Receipts as operators read them: one, or a page of failed or stranded ones, each with
-//! whether its payload is kept.
+//! whether its payload is kept; or every receipt of one event id across the tenants a caller
+//! may see (support's search).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::Ledger;
 use doorman_domain::{
-    AttemptRecord, EventCursor, EventFilter, EventState, FailureKind, Page, PageRequest, ReceiptKey,
-    ReceiptRecord, StorageError, TenantId,
+    AttemptRecord, EventCursor, EventFilter, EventState, ExternalEventId, FailureKind, FoundReceipt, Page,
+    PageRequest, Platform, ReceiptKey, ReceiptRecord, StorageError, TenantId,
 };
+use uuid::Uuid;
 
 use crate::postgres::errors::from_diesel;
-use crate::postgres::pool::{PgPool, act_for};
+use crate::postgres::pool::{PgPool, across_tenants, act_for};
 use crate::postgres::receipt_row::{ReceiptRow, stranded_before, sweep_watermark};
 use crate::postgres::schema::{
     messaging_event_attempts as attempts, messaging_event_payloads as payloads,
-    messaging_event_receipts as receipts,
+    messaging_event_receipts as receipts, tenants,
 };
 
 type Boxed<'a> = receipts::BoxedQuery<'a, diesel::pg::Pg>;
@@ -200,6 +202,76 @@ impl Ledger for PgLedger {
             },
             event_id: r.receipt.key.external_id.clone(),
         }))
+    }
+
+    /// Two statements in one transaction, neither a scan of the receipts, and no index of
+    /// their own (the hot path pays nothing for support's search):
+    ///
+    /// 1. the tenants searched, with their names: the one named (under `app.tenant_id`), or
+    ///    every tenant (`app.all_tenants`, which `doorman_admin` may read `tenants` under);
+    /// 2. `tenant_id = ANY($tenants) AND platform = $2 AND external_event_id = $3`: the
+    ///    receipts' primary key `(tenant_id, platform, external_event_id)` serves it as one
+    ///    probe per tenant (an index scan with the array as its condition), and on Citus the
+    ///    tenants' values prune it to the shards that hold them, each probing its own index.
+    ///
+    /// The receipts' policy admits a row whose tenant is in `app.tenant_ids`, so the second
+    /// statement runs with that list set to the tenants the first found: row-level security
+    /// still holds it to them (a scoped caller's is its one tenant).
+    async fn find(
+        &self,
+        tenant: Option<TenantId>,
+        platform: Platform,
+        event_id: &ExternalEventId,
+    ) -> Result<Vec<FoundReceipt>, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let event_id = event_id.as_str().to_owned();
+        /// The tenants searched (id, name), and the receipts found among them.
+        type Found = (Vec<(Uuid, String)>, Vec<ReceiptRow>);
+        let found: Result<Found, StorageError> = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let mut searched = tenants::table.select((tenants::id, tenants::name)).into_boxed();
+                match tenant {
+                    Some(tenant) => {
+                        act_for(conn, tenant).await?;
+                        searched = searched.filter(tenants::id.eq(*tenant.as_uuid()));
+                    }
+                    None => across_tenants(conn).await?,
+                }
+                let names: Vec<(Uuid, String)> = searched.load(conn).await?;
+                if names.is_empty() {
+                    return Ok((names, Vec::new()));
+                }
+                let ids: Vec<Uuid> = names.iter().map(|(id, _)| *id).collect();
+                let list = format!("{{{}}}", ids.iter().map(Uuid::to_string).collect::<Vec<_>>().join(","));
+                diesel::sql_query("SELECT doorman_set_local('app.tenant_ids', $1)")
+                    .bind::<diesel::sql_types::Text, _>(list)
+                    .execute(conn)
+                    .await?;
+                let rows = receipts::table
+                    .filter(receipts::tenant_id.eq_any(ids))
+                    .filter(receipts::platform.eq(platform.as_str()))
+                    .filter(receipts::external_event_id.eq(event_id))
+                    .select(ReceiptRow::as_select())
+                    .load(conn)
+                    .await?;
+                Ok((names, rows))
+            })
+            .await
+            .map_err(from_diesel);
+        let (names, rows) = unit.finish(found).await?;
+        let mut found = Vec::with_capacity(rows.len());
+        for row in rows {
+            let receipt = row.into_receipt()?;
+            // Only a tenant searched: its row could not have been read otherwise.
+            if let Some((_, name)) = names.iter().find(|(id, _)| id == receipt.key.tenant.as_uuid()) {
+                found.push(FoundReceipt { tenant_name: name.clone(), receipt });
+            }
+        }
+        found.sort_by(|a, b| {
+            (a.tenant_name.as_str(), a.receipt.key.tenant)
+                .cmp(&(b.tenant_name.as_str(), b.receipt.key.tenant))
+        });
+        Ok(found)
     }
 
     /// Through the attempts' primary key (tenant, platform, event, start): on Citus the

@@ -5,7 +5,8 @@
 //! owner. The code is the same for both: every transaction names the one tenant it acts for
 //! ([`act_for`](super::pool::act_for): `SET LOCAL app.tenant_id`), and the two listings that
 //! cross tenants (every tenant, every audit entry) say so
-//! ([`across_tenants`](super::pool::across_tenants)). Every
+//! ([`across_tenants`](super::pool::across_tenants)), as does support's search by event id,
+//! which then names the tenants it searches (`app.tenant_ids`, [`ledger`]). Every
 //! change writes its audit entry in its own transaction ([`audit::write`]).
 
 mod agents;

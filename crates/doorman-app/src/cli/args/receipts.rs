@@ -41,6 +41,19 @@ pub enum ReceiptsCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Find an event by its whole id in every tenant (its tenant unknown): each tenant's, with
+    /// its status. Exit 1 when no tenant has it.
+    Find {
+        #[arg(long)]
+        event_id: String,
+        /// Unfinished for longer than this: stranded.
+        #[arg(long, default_value_t = ReceiptStatus::STRANDED_AFTER.into())]
+        older_than: humantime::Duration,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
     /// Send kept events to the tenant's agent again (same `webhook-id`, `delivery.replay`),
     /// one at a time through the same bridge as `serve`. Refuses handled events and events
     /// whose payload was not kept. Exit 1 unless every selected event was handled.

@@ -15,13 +15,16 @@ use super::context::{Cli, Needs, explain, maintenance, small_pool, tenant_id};
 use super::{Unsuccessful, output};
 use crate::cli::{DatabaseArgs, ReceiptsCommand, ReplayArgs};
 use crate::config::DispatchConfig;
-use crate::documents::{EventDoc, ReplayReport};
+use crate::documents::{EventDoc, EventMatchList, ReplayReport};
 use crate::replays::Replays;
 
 pub async fn run(command: ReceiptsCommand) -> anyhow::Result<()> {
     match command {
         ReceiptsCommand::Show { tenant, event_id, older_than, json, db } => {
             show(&tenant, &event_id, *older_than, json, &db).await?;
+        }
+        ReceiptsCommand::Find { event_id, older_than, json, db } => {
+            find(&event_id, *older_than, json, &db).await?;
         }
         ReceiptsCommand::Replay(args) => Box::pin(replay(*args)).await?,
         ReceiptsCommand::Stranded { older_than, tenant, json, db } => {
@@ -134,6 +137,44 @@ fn print_events(reports: &[EventReport], as_json: bool, what: &str) {
             r.failure.as_ref().map(|f| f.reason.as_str()).unwrap_or("-"),
         ));
     }
+}
+
+/// `receipts find`: every tenant's event of that id, through the admin API's use case.
+async fn find(
+    event_id: &str,
+    stranded_after: std::time::Duration,
+    as_json: bool,
+    db: &DatabaseArgs,
+) -> anyhow::Result<()> {
+    let event_id = ExternalEventId::new(event_id).context("--event-id")?;
+    let cli = Cli::owner(db, Needs { stranded_after: Some(stranded_after), ..Needs::default() });
+    let found = cli.operator.find_events(&cli.caller, &event_id).await.map_err(explain)?;
+    let none = found.is_empty();
+    if as_json {
+        output::json(&serde_json::to_value(found.into_iter().collect::<EventMatchList>())?);
+    } else if none {
+        output::line(&format!(
+            "{event_id}: no tenant has it (never received, pruned after the retention, or from a workspace no tenant had linked)"
+        ));
+    } else {
+        output::line(
+            "TENANT                                NAME                  STATUS     TYPE                 CLAIMED AT",
+        );
+        for m in &found {
+            output::line(&format!(
+                "{:<37} {:<21} {:<10} {:<20} {}",
+                m.receipt.key.tenant,
+                m.tenant_name,
+                m.status.as_str(),
+                m.receipt.event_type,
+                m.receipt.claimed_at.format("%Y-%m-%d %H:%M:%S UTC"),
+            ));
+        }
+    }
+    if none {
+        return Err(Unsuccessful(format!("no tenant has event {event_id}")).into());
+    }
+    Ok(())
 }
 
 /// `receipts show`: one event's fate in one answer.

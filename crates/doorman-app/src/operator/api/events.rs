@@ -1,5 +1,6 @@
 //! `/admin/v1/tenants/{id}/events`: what became of events, one at a time (with each of its
-//! dispatches) or listed by state, time and type.
+//! dispatches) or listed by state, time and type; `/admin/v1/events?event_id=`: an event
+//! found by its id in every tenant the key may see.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use doorman_domain::usecases::operator::events::EventQuery;
@@ -7,8 +8,8 @@ use doorman_domain::{EventCursor, EventState, OperatorError};
 
 use super::Authenticated;
 use super::refusals::ReadRefusals;
-use crate::documents::{EventDoc, EventPage};
-use crate::operator::params::{event_path, event_type, tenant_path, unknown_event};
+use crate::documents::{EventDoc, EventMatchList, EventPage};
+use crate::operator::params::{event_path, event_search, event_type, tenant_path, unknown_event};
 use crate::operator::problem::{ApiError, Problem};
 use crate::operator::query::Query;
 use crate::operator::state::AdminState;
@@ -88,4 +89,35 @@ pub async fn list(
     let page = query.page::<EventCursor>()?;
     let listed = state.operator.events(&caller.0, Some(tenant), which, filter, &page).await?;
     Ok(HttpResponse::Ok().json(EventPage::of(listed)))
+}
+
+/// The events numbered `event_id`, in every tenant the key may see (a scoped key: its own),
+/// each with its tenant and what became of it: support knows an event's id before its
+/// tenant. The id is matched whole (an id is tenant-local, so two tenants may each have one);
+/// none found is an empty list.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/events",
+    operation_id = "findEvents",
+    tag = "events",
+    params(
+        ("event_id" = String, Query, min_length = 1, max_length = 255, pattern = "^[ -~]+$", description = "Slack's event id, whole (Ev…)"),
+    ),
+    responses(
+        (status = 200, description = "The events found, by tenant name", body = EventMatchList),
+        (status = 401, description = "No valid key (`WWW-Authenticate: Bearer`)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A missing event_id, or one that is empty, over 255 bytes or not printable ASCII", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn find(
+    caller: Authenticated,
+    request: HttpRequest,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let found = match event_search(Query::of(&request).get("event_id"))? {
+        Some(id) => state.operator.find_events(&caller.0, &id).await?,
+        None => Vec::new(),
+    };
+    Ok(HttpResponse::Ok().json(found.into_iter().collect::<EventMatchList>()))
 }

@@ -103,6 +103,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
                 .service(resource!("/tenants/{id}/events/{event_id}/replay", POST => replays::replay_one))
                 .service(resource!("/tenants/{id}/replays", GET => replays::list, POST => replays::replay_many))
                 .service(resource!("/tenants/{id}/replays/{job_id}", GET => replays::get))
+                .service(resource!("/events", GET => events::find))
                 .service(resource!("/audit", GET => audit::list))
                 .service(resource!("/keys", GET => keys::list, POST => keys::create))
                 .service(resource!("/keys/{key_id}", GET => keys::get, DELETE => keys::revoke))

@@ -38,6 +38,7 @@ use crate::operator::problem::{PROBLEM_JSON, Problem};
         installs::remove,
         events::get,
         events::list,
+        events::find,
         replays::replay_one,
         replays::replay_many,
         replays::list,
@@ -392,7 +393,7 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
-        assert_eq!(count, 30, "every operation of the document is checked");
+        assert_eq!(count, 31, "every operation of the document is checked");
     }
 
     /// Every `cursor` parameter states its listing's pattern: a listing added without one

@@ -1,6 +1,7 @@
-//! Events and replays: a tenant's events by state, time and type (paged), one event with each
-//! of its dispatches and replays, replaying it (or every failure since a time) as a job, and
-//! the jobs with their progress.
+//! Events and replays: an event found by its Slack id in every tenant the session sees, a
+//! tenant's events by state, time and type (paged), one event with each of its dispatches and
+//! replays, replaying it (or every failure since a time) as a job, and the jobs with their
+//! progress.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
@@ -13,8 +14,8 @@ use doorman_domain::{
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::documents::{EventDoc, ReplayJobDoc, TenantDoc};
-use crate::operator::params::{event_path, event_type, tenant_path};
+use crate::documents::{EventDoc, EventMatchDoc, ReplayJobDoc, TenantDoc};
+use crate::operator::params::{event_path, event_search, event_type, tenant_path};
 use crate::operator::problem::ApiError;
 use crate::operator::query::Query;
 use crate::operator::state::AdminState;
@@ -31,6 +32,15 @@ struct EventsPage {
     event_type: String,
     events: Vec<EventDoc>,
     next: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "console/find.html")]
+struct FindPage {
+    chrome: Chrome,
+    event_id: String,
+    /// `None` before a search (the form alone).
+    found: Option<Vec<EventMatchDoc>>,
 }
 
 #[derive(Template)]
@@ -56,6 +66,28 @@ struct JobPage {
     chrome: Chrome,
     tenant: TenantDoc,
     job: ReplayJobDoc,
+}
+
+/// `?event_id=`: the events of that whole Slack id in every tenant the session sees (a
+/// customer's portal: its own tenant's), each linking to its page. Without one, the form.
+pub async fn find(request: HttpRequest, state: web::Data<AdminState>) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let query = Query::of(&request);
+    // Pasted ids often carry a space or a line's end; no platform's id begins or ends so.
+    let event_id = query.get("event_id").map(str::trim).unwrap_or_default().to_owned();
+    let found = if event_id.is_empty() {
+        None
+    } else {
+        Some(match event_search(Some(&event_id))? {
+            Some(id) => state.operator.find_events(&session.caller, &id).await?,
+            None => Vec::new(),
+        })
+    };
+    page::ok(&FindPage {
+        chrome: session.chrome(&request),
+        event_id,
+        found: found.map(|found| found.into_iter().map(EventMatchDoc::from).collect()),
+    })
 }
 
 /// `state` (failed by default), `since` and `until` (RFC 3339, or a browser's

@@ -65,6 +65,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
             .service(page!("/tenants/{id}/retain-payloads", POST => tenants::retain_payloads))
             .service(page!("/tenants/{id}/redelivery", POST => tenants::redelivery))
             .service(page!("/tenants/{id}/install-links", POST => tenants::install_link))
+            .service(page!("/events", GET => events::find))
             .service(page!("/tenants/{id}/events", GET => events::list))
             .service(page!("/tenants/{id}/events/{event}", GET => events::show))
             .service(page!("/tenants/{id}/events/{event}/replay", POST => events::replay_one))

@@ -22,6 +22,7 @@ mod declared;
 mod keys;
 mod offboarding;
 mod replays;
+mod search;
 
 /// `doorman admin serve` in this test's runtime.
 pub(crate) struct Admin {

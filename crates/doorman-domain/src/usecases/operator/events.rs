@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use super::Operator;
 use crate::errors::OperatorError;
 use crate::model::{
-    Attempt, Caller, EventCursor, EventFilter, EventReport, EventState, EventType, ExternalEventId, Page,
-    PageRequest, Platform, ReceiptKey, ReceiptRecord, TenantId,
+    Attempt, Caller, EventCursor, EventFilter, EventMatch, EventReport, EventState, EventType,
+    ExternalEventId, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, TenantId,
 };
 use crate::ports::{Clock, Ledger, OperatorPorts, ReplayJobs};
 
@@ -63,6 +63,32 @@ impl<P: OperatorPorts> Operator<P> {
         };
         let found = self.ports.ledger().list(tenant, &filter, page).await?;
         Ok(found.map(|record| self.report(record)))
+    }
+
+    /// Every event numbered `event_id` among the tenants the caller may see: a scoped
+    /// caller's own tenant only, every tenant for a caller that sees them all. Each with its
+    /// tenant (id and name) and its status now. An id is tenant-local (decision 4), so two
+    /// tenants may each have one; none is an empty answer, not `NotFound` (a search that
+    /// finds nothing is no error). Ordered by tenant name, then id.
+    pub async fn find_events(
+        &self,
+        caller: &Caller,
+        event_id: &ExternalEventId,
+    ) -> Result<Vec<EventMatch>, OperatorError> {
+        let tenant = self.scoped(caller, None).await?;
+        let found = self.ports.ledger().find(tenant, Platform::Slack, event_id).await?;
+        let now = self.ports.clock().now();
+        Ok(found
+            .into_iter()
+            // The port's contract already keeps a scoped caller to its tenant; checked again
+            // here, where the access rule lives, so a wrong adapter cannot show another's.
+            .filter(|found| caller.actor.may_see(found.receipt.key.tenant))
+            .map(|found| EventMatch {
+                status: found.receipt.status(now, self.settings.stranded_after),
+                tenant_name: found.tenant_name,
+                receipt: found.receipt,
+            })
+            .collect())
     }
 
     /// Receipts claimed before this are stranded if still unfinished.

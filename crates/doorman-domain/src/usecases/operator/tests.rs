@@ -792,6 +792,71 @@ async fn an_event_reads_in_flight_then_stranded_and_an_absent_one_is_not_found()
     assert_eq!(error, OperatorError::NotFound { what: "event", id: "Ev9".into() });
 }
 
+fn found(tenant: TenantId, name: &str, receipt: Receipt) -> FoundReceipt {
+    let mut receipt = receipt;
+    receipt.key.tenant = tenant;
+    FoundReceipt { tenant_name: name.into(), receipt }
+}
+
+#[tokio::test]
+async fn an_event_id_is_searched_in_every_tenant_for_a_key_for_every_tenant_with_each_status() {
+    let mut ports = Ports::new();
+    ports.tenants.expect_get().never();
+    let mut handled = receipt(30);
+    handled.handled_at = Some(now());
+    ports
+        .ledger
+        .expect_find()
+        .withf(|tenant, platform, id| {
+            tenant.is_none() && *platform == Platform::Slack && id.as_str() == "Ev0123ABCD"
+        })
+        .times(1)
+        .returning(move |_, _, _| {
+            ready(Ok(vec![found(own(), "Acme", handled.clone()), found(other(), "Globex", receipt(601))]))
+        });
+    let matches = ports
+        .build()
+        .find_events(&key(None, true), &ExternalEventId::new("Ev0123ABCD").unwrap())
+        .await
+        .unwrap();
+    let seen: Vec<_> =
+        matches.iter().map(|m| (m.receipt.key.tenant, m.tenant_name.as_str(), m.status.as_str())).collect();
+    assert_eq!(seen, vec![(own(), "Acme", "handled"), (other(), "Globex", "stranded")]);
+}
+
+#[tokio::test]
+async fn a_scoped_key_searches_its_own_tenant_only_and_never_sees_another_tenants_match() {
+    let mut ports = Ports::new();
+    ports
+        .ledger
+        .expect_find()
+        .withf(|tenant, _, _| *tenant == Some(own()))
+        .times(1)
+        // An adapter breaking its contract: the other tenant's row is still not shown.
+        .returning(|_, _, _| {
+            ready(Ok(vec![found(own(), "Acme", receipt(5)), found(other(), "Globex", receipt(5))]))
+        });
+    let matches = ports
+        .build()
+        .find_events(&key(Some(own()), true), &ExternalEventId::new("Ev1").unwrap())
+        .await
+        .unwrap();
+    let seen: Vec<_> = matches.iter().map(|m| (m.receipt.key.tenant, m.status.as_str())).collect();
+    assert_eq!(seen, vec![(own(), "in_flight")]);
+}
+
+#[tokio::test]
+async fn a_search_that_finds_nothing_is_an_empty_answer_and_a_storage_failure_is_an_error() {
+    let mut ports = Ports::new();
+    ports.ledger.expect_find().times(1).returning(|_, _, _| ready(Ok(vec![])));
+    let matches = ports.build().find_events(&cli(), &ExternalEventId::new("Ev9").unwrap()).await;
+    assert_eq!(matches, Ok(vec![]));
+    let mut ports = Ports::new();
+    ports.ledger.expect_find().returning(|_, _, _| ready(Err(StorageError::Unavailable("down".into()))));
+    let error = ports.build().find_events(&cli(), &ExternalEventId::new("Ev9").unwrap()).await.unwrap_err();
+    assert!(matches!(error, OperatorError::Storage(_)), "{error:?}");
+}
+
 #[tokio::test]
 async fn a_stranded_listing_asks_for_receipts_older_than_the_threshold() {
     let mut ports = Ports::new().with_own_tenant();
