@@ -83,6 +83,9 @@ since=$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M)
 pages=(
     "/console/tenants"
     "/console/tenants?search=bench"
+    "/console/tenants?search=TBULK7"  # by a workspace's team id
+    "/console/events?event_id=EvBench10"  # an event by its id, across the 200 tenants
+    "/console/events?event_id=EvNowhere"  # an id no tenant has
     "/console/tenants/$t"
     "/console/tenants/$t/events?state=handled"
     "/console/tenants/$t/events?state=failed"
