@@ -14,7 +14,7 @@ use doorman_testkit::{FakeAgent, ServeProcess};
 
 use doorman_domain::TenantId;
 
-use crate::helpers::{AGENT_SECRET, doorman, http_client, ok, spawn_serve, try_post_event};
+use crate::helpers::{AGENT_SECRET, doorman, http_client, ok, quiesce, spawn_serve, try_post_event};
 
 /// Short settings, so the whole story fits in a test: a dispatch may take 2 s, a redelivery
 /// holds its event 5 s, the runner looks every 200 ms, an open circuit lets a probe through
@@ -102,6 +102,16 @@ async fn until_all_taken(agent: &FakeAgent, team: &str, acknowledged: &[String])
         .await;
 }
 
+/// Waits until none of `servers` has a dispatch in flight: the agent may have taken an event
+/// a moment before its outcome is written (the full suite once read two receipts of the last
+/// events unhandled just after the agent had answered them).
+async fn settled(servers: &[&ServeProcess]) {
+    let http = http_client();
+    for server in servers {
+        quiesce(&http, server.metrics_base()).await;
+    }
+}
+
 /// Receipts of `team`'s tenant not handled: (event id, failure reason, redeliveries).
 async fn unhandled(db: &TestDatabase, team: &str) -> Vec<(String, Option<String>, i16)> {
     #[derive(diesel::QueryableByName)]
@@ -158,6 +168,7 @@ async fn an_agent_down_for_30_s_under_load_gets_every_acknowledged_event_once_it
     let (with, without) = (with.await.unwrap(), without.await.unwrap());
 
     until_all_taken(&agent, "TRE", &with).await;
+    settled(&[&server]).await;
     assert_eq!(taken(&agent, "TRE"), ids(&with), "the agent's distinct ids are the events acknowledged");
     assert_eq!(unhandled(&db, "TRE").await, [], "none stranded, failed or lost");
     let again: Vec<_> = agent
@@ -215,6 +226,7 @@ async fn two_processes_one_killed_while_redeliveries_are_due_lose_none_and_send_
     let acknowledged = load.await.unwrap();
 
     until_all_taken(&agent, "TKILL", &acknowledged).await;
+    settled(&[&survivor]).await;
     assert_eq!(taken(&agent, "TKILL"), ids(&acknowledged));
     assert_eq!(unhandled(&db, "TKILL").await, [], "the killed process's events too");
     each_attempt_sent_once(&agent);
