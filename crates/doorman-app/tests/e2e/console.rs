@@ -795,3 +795,61 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     browser.close().await.unwrap();
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn support_finds_audit_entries_by_action_key_and_time_with_the_trails_form() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let other = key(&db, None, false).await;
+    let a = admin.tenant(&root, "Acme").await;
+    let b = admin.tenant(&other, "Globex").await;
+    assert_eq!(
+        admin
+            .put(&format!("/admin/v1/tenants/{a}/retain-payloads"), &other, json!({"enabled": true}))
+            .await
+            .status,
+        200
+    );
+
+    let driver = Chromedriver::start().await;
+    let browser = driver.browser("audit").await;
+    sign_in(&browser, &admin.base, &root).await;
+    arrive(&browser, "/console/tenants").await;
+    browser.goto(&format!("{}/console/audit", admin.base)).await.unwrap();
+    find(&browser, "#action").await.select_by_value("tenant.create").await.unwrap();
+    let other_id = key_id(&other).to_string();
+    find(&browser, "#key").await.send_keys(&other_id).await.unwrap();
+    click(&browser, "form.filters button[type=submit]").await;
+    arrive(&browser, &format!("/console/audit?tenant=&action=tenant.create&key={other_id}&since=&until="))
+        .await;
+    let rows = text(&browser, "tbody").await;
+    assert!(rows.contains("tenant.create") && rows.contains(&b), "{rows}");
+    assert!(!rows.contains(&a) && !rows.contains("tenant.retain_payloads"), "{rows}");
+    assert_eq!(browser.find_all(Locator::Css("tbody tr")).await.unwrap().len(), 1);
+    let kept = find(&browser, "#action option[selected]").await.attr("value").await.unwrap();
+    assert_eq!(kept.as_deref(), Some("tenant.create"), "the form shows what it found");
+
+    // A window that can hold nothing newer: an hour ago until a minute ago.
+    let at =
+        |minutes: i64| (chrono::Utc::now() - chrono::Duration::minutes(minutes)).format("%Y-%m-%dT%H:%M");
+    browser.goto(&format!("{}/console/audit?since={}&until={}", admin.base, at(60), at(-1))).await.unwrap();
+    assert_eq!(
+        browser.find_all(Locator::Css("tbody tr")).await.unwrap().len(),
+        5,
+        "{}",
+        text(&browser, "main").await
+    );
+    browser.goto(&format!("{}/console/audit?since={}&until={}", admin.base, at(120), at(60))).await.unwrap();
+    assert!(text(&browser, "main").await.contains("No entries match these filters"));
+
+    // Until before since, an unknown action: the page says why.
+    let session = Session::sign_in(&admin.base, &root).await;
+    let refused = session.get(&format!("/console/audit?since={}&until={}", at(0), at(60))).await;
+    assert_eq!(refused.status(), 422);
+    assert!(refused.text().await.unwrap().contains("must not be before since"));
+    let refused = session.get("/console/audit?action=tenant.created").await;
+    assert_eq!(refused.status(), 422);
+    assert!(refused.text().await.unwrap().contains("audit actions"));
+    browser.close().await.unwrap();
+}

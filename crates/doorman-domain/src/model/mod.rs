@@ -27,7 +27,7 @@ pub use access::{
 };
 pub use admission::{Busy, Permit};
 pub use answer::{AttemptRecord, Delivered, FailureKind, MAX_ANSWER_EXCERPT, answer_excerpt};
-pub use audit::{AuditAction, AuditEntry, AuditRecord};
+pub use audit::{AuditAction, AuditEntry, AuditFilter, AuditRecord};
 pub use directory::{
     AgentSummary, Created, Idempotency, IdempotencyKey, InstallLink, InstallationSummary, Linked,
     LinkedWorkspace, NewTenant, Removed, TenantRecord, TenantSearch,

@@ -14,11 +14,11 @@ use chrono::{DateTime, Utc};
 use super::Clock;
 use crate::errors::StorageError;
 use crate::model::{
-    AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditRecord, Created,
-    EventCursor, EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId, KeyName,
-    KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest,
-    Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule, Removed, ReplayAttempt, ReplayJob, ReplayJobId,
-    ReplayOutcome, ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
+    AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditFilter, AuditRecord,
+    Created, EventCursor, EventFilter, ExternalEventId, Idempotency, InstallationSummary, JobCursor, KeyId,
+    KeyName, KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page,
+    PageRequest, Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule, Removed, ReplayAttempt, ReplayJob,
+    ReplayJobId, ReplayOutcome, ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
     WorkspaceRef,
 };
 
@@ -233,10 +233,12 @@ pub trait AuditTrail: Send + Sync {
     /// Writes one entry on its own, for a change no other port makes (a replay).
     fn record(&self, entry: &AuditEntry) -> impl Future<Output = Result<(), StorageError>> + Send;
 
-    /// Entries, newest first; with `tenant`, that tenant's only.
+    /// Entries, newest first; with `tenant`, that tenant's only; only those `filter` selects
+    /// (its action's stored word; made with its key; at or after `since`, before `until`).
     fn list(
         &self,
         tenant: Option<TenantId>,
+        filter: &AuditFilter,
         page: &PageRequest<AuditCursor>,
     ) -> impl Future<Output = Result<Page<AuditRecord, AuditCursor>, StorageError>> + Send;
 }

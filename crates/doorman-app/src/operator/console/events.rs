@@ -96,7 +96,7 @@ pub async fn list(
 }
 
 /// An instant from a filter field: RFC 3339, or what a `datetime-local` input sends (UTC).
-fn instant(field: &str, raw: &str) -> Result<Option<DateTime<Utc>>, ConsoleError> {
+pub(super) fn instant(field: &str, raw: &str) -> Result<Option<DateTime<Utc>>, ConsoleError> {
     if raw.is_empty() {
         return Ok(None);
     }

@@ -18,6 +18,7 @@ use crate::helpers::{
     wait_for_directory_notice_since,
 };
 
+mod audit;
 mod declared;
 mod keys;
 mod offboarding;
