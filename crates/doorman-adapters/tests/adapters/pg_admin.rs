@@ -452,6 +452,54 @@ async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
     assert_eq!(names, ["Stranded"], "not B's, not the recent one");
 }
 
+/// A listing's total counts what its pages list, in its tenant, state, window and type, and
+/// stops at what it is asked to count up to.
+#[tokio::test]
+async fn an_event_listings_total_counts_its_selection_up_to_what_is_asked() {
+    use doorman_domain::ports::Ledger;
+    use doorman_domain::{EventFilter, EventState};
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let a = tenant_with_team(&op, "TA").await;
+    let b = tenant_with_team(&op, "TB").await;
+    let store = receipt_store(db.pool());
+    let old = now() - Duration::minutes(30);
+    for n in 0..5 {
+        store.claim(&receipt(a, &format!("Fail{n}"), old)).await.unwrap();
+        store
+            .record_failure(&key(a, &format!("Fail{n}")), &failed("agent answered HTTP 500", now()))
+            .await
+            .unwrap();
+    }
+    store.claim(&receipt(a, "Handled", old)).await.unwrap();
+    store.complete(&key(a, "Handled"), &delivered(now()), days_ago(7), 10).await.unwrap();
+    store.claim(&receipt(a, "Stranded", old)).await.unwrap();
+    store.claim(&receipt(b, "FailB", old)).await.unwrap();
+    store.record_failure(&key(b, "FailB"), &failed("agent answered HTTP 500", now())).await.unwrap();
+
+    let admin = admin(&db);
+    let ledger = admin.ports().ledger();
+    let filter = |state| EventFilter {
+        state,
+        since: None,
+        until: None,
+        event_type: None,
+        stranded_before: now() - Duration::minutes(10),
+    };
+    let count =
+        async |tenant, filter: EventFilter, up_to| ledger.count(Some(tenant), &filter, up_to).await.unwrap();
+    assert_eq!(count(a, filter(EventState::Failed), 1001).await, 5);
+    assert_eq!(count(a, filter(EventState::Failed), 3).await, 3, "no more than asked");
+    assert_eq!(count(b, filter(EventState::Failed), 1001).await, 1, "the tenant's own");
+    assert_eq!(count(a, filter(EventState::Handled), 1001).await, 1);
+    assert_eq!(count(a, filter(EventState::Stranded), 1001).await, 1);
+    assert_eq!(count(a, filter(EventState::InFlight), 1001).await, 0);
+    let later = EventFilter { since: Some(now() + Duration::minutes(1)), ..filter(EventState::Failed) };
+    assert_eq!(count(a, later, 1001).await, 0, "the window counts as it lists");
+    let other_type = EventFilter { event_type: Some("reaction_added".into()), ..filter(EventState::Failed) };
+    assert_eq!(count(a, other_type, 1001).await, 0, "so does the type");
+}
+
 /// A read never writes: a read-only key scoped to one tenant lists its events in every state,
 /// and selects its stranded ones for a (dry-run) replay, and no row of any table changes (the
 /// sweep that marks stranded receipts is the background process's, and marks every tenant's).

@@ -308,14 +308,14 @@ async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_wr
 }
 
 /// A plain HTTP client holding a console session, as a browser would.
-struct Session {
+pub(crate) struct Session {
     base: String,
     http: reqwest::Client,
     cookie: String,
 }
 
 impl Session {
-    async fn sign_in(base: &str, key: &str) -> Self {
+    pub(crate) async fn sign_in(base: &str, key: &str) -> Self {
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         let answer = http
             .post(format!("{base}/console/sign-in"))
@@ -333,7 +333,7 @@ impl Session {
         Self { base: base.to_owned(), http, cookie }
     }
 
-    async fn get(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
         self.http
             .get(format!("{}{path}", self.base))
             .header(header::COOKIE, &self.cookie)

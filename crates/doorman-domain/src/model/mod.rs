@@ -41,7 +41,9 @@ pub use installation::{
 };
 pub use job::Job;
 pub use operational::{OperationalEvent, OperationalKind};
-pub use page::{AuditCursor, Cursor, EventCursor, JobCursor, Page, PageLimit, PageRequest, TenantCursor};
+pub use page::{
+    AuditCursor, Cursor, EventCursor, JobCursor, Page, PageLimit, PageRequest, TenantCursor, Total,
+};
 pub use platform::Platform;
 pub use receipt::{
     Attempt, AttemptAnswer, Claim, ClaimId, Completion, EventFilter, EventReport, EventState, Failure,

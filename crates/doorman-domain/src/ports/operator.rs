@@ -219,6 +219,16 @@ pub trait Ledger: Send + Sync {
         page: &PageRequest<EventCursor>,
     ) -> impl Future<Output = Result<Page<ReceiptRecord, EventCursor>, StorageError>> + Send;
 
+    /// How many receipts `list` selects with `filter` (every page of it), counting at most
+    /// `up_to`: MUST answer `up_to` when there are more, and MUST NOT read more than `up_to`
+    /// rows to know it (a listing's total must stay cheap at a million receipts).
+    fn count(
+        &self,
+        tenant: Option<TenantId>,
+        filter: &EventFilter,
+        up_to: u64,
+    ) -> impl Future<Output = Result<u64, StorageError>> + Send;
+
     /// The attempts on record of one event (every failed dispatch and every replay), oldest
     /// first. MUST read them in the event's tenant scope: never another tenant's.
     fn attempts(

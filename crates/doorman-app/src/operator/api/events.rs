@@ -46,7 +46,8 @@ pub async fn get(
 }
 
 /// The tenant's events in one state: handled (newest claim first), failed (newest failure
-/// first), in flight or stranded (oldest claim first).
+/// first), in flight or stranded (oldest claim first); with how many there are in all
+/// (`total`, exact up to 1,000, else `total_is_lower_bound`).
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants/{id}/events",
@@ -86,6 +87,7 @@ pub async fn list(
         event_type: event_type(query.get("type"))?,
     };
     let page = query.page::<EventCursor>()?;
-    let listed = state.operator.events(&caller.0, Some(tenant), which, filter, &page).await?;
-    Ok(HttpResponse::Ok().json(EventPage::of(listed)))
+    let listed = state.operator.events(&caller.0, Some(tenant), which, filter.clone(), &page).await?;
+    let total = state.operator.events_total(&caller.0, Some(tenant), which, filter).await?;
+    Ok(HttpResponse::Ok().json(EventPage::of(listed, total)))
 }

@@ -31,6 +31,8 @@ struct EventsPage {
     event_type: String,
     events: Vec<EventDoc>,
     next: Option<String>,
+    /// How many match, over every page: "1,000 events", or "more than 1,000".
+    total: String,
 }
 
 #[derive(Template)]
@@ -79,7 +81,8 @@ pub async fn list(
         event_type: event_type((!kind.is_empty()).then_some(kind.as_str()))?,
     };
     let page = query.page::<EventCursor>()?;
-    let listed = state.operator.events(&session.caller, Some(tenant), which, filter, &page).await?;
+    let listed = state.operator.events(&session.caller, Some(tenant), which, filter.clone(), &page).await?;
+    let total = state.operator.events_total(&session.caller, Some(tenant), which, filter).await?;
     let filters = [("state", which.as_str()), ("since", &since), ("until", &until), ("type", &kind)];
     let next = listed.next.map(|cursor| page::next_page(&filters, &cursor));
     page::ok(&EventsPage {
@@ -92,6 +95,7 @@ pub async fn list(
         event_type: kind,
         events: listed.items.into_iter().map(EventDoc::from).collect(),
         next,
+        total: page::total(total, "event", "events"),
     })
 }
 

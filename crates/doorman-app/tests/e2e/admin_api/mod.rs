@@ -23,6 +23,7 @@ mod declared;
 mod keys;
 mod offboarding;
 mod replays;
+mod totals;
 
 /// `doorman admin serve` in this test's runtime.
 pub(crate) struct Admin {

@@ -813,6 +813,47 @@ async fn a_stranded_listing_asks_for_receipts_older_than_the_threshold() {
 }
 
 #[tokio::test]
+async fn an_events_total_counts_one_past_the_cap_with_the_listings_filter_and_says_more_than_beyond_it() {
+    for (counted, total) in [
+        (0, Total { count: 0, lower_bound: false }),
+        (Total::CAP, Total { count: Total::CAP, lower_bound: false }),
+        (Total::CAP + 1, Total { count: Total::CAP, lower_bound: true }),
+    ] {
+        let mut ports = Ports::new().with_own_tenant();
+        ports
+            .ledger
+            .expect_count()
+            .withf(|tenant, filter, up_to| {
+                *tenant == Some(own())
+                    && filter.state == EventState::Failed
+                    && filter.since == Some(now())
+                    && filter.event_type.as_deref() == Some("message")
+                    && *up_to == Total::CAP + 1
+            })
+            .times(1)
+            .returning(move |_, _, _| ready(Ok(counted)));
+        let query = super::events::EventQuery {
+            since: Some(now()),
+            until: None,
+            event_type: Some(EventType::new("message").unwrap()),
+        };
+        let scoped = key(Some(own()), true);
+        let got = ports.build().events_total(&scoped, None, EventState::Failed, query).await.unwrap();
+        assert_eq!(got, total, "{counted} counted");
+    }
+}
+
+#[tokio::test]
+async fn a_scoped_key_counts_no_other_tenants_events() {
+    let operator = Ports::new().with_own_tenant().build();
+    let error = operator
+        .events_total(&key(Some(own()), true), Some(other()), EventState::Failed, Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(error, OperatorError::UnknownTenant(other()));
+}
+
+#[tokio::test]
 async fn an_events_history_is_its_live_dispatch_then_each_replay() {
     let mut ports = Ports::new().with_own_tenant();
     let failed_at = now() - chrono::Duration::seconds(300);

@@ -1,0 +1,63 @@
+//! Listings say how many they select: exact up to 1,000, "more than 1,000" beyond, counted
+//! with the listing's own filters, in the API's pages and on the console's.
+
+use diesel_async::SimpleAsyncConnection;
+use doorman_testkit::database::TestDatabase;
+
+use super::{Admin, key};
+use crate::console::Session;
+
+/// `failed` failed receipts and `handled` handled ones of `tenant`, claimed an hour ago.
+async fn receipts(db: &TestDatabase, tenant: &str, failed: u32, handled: u32) {
+    let insert = |kind: &str, n: u32, done: &str| {
+        format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt,
+                 claimed_at, handled_at, failure_reason, failed_at)
+             SELECT '{tenant}', 'slack', '{kind}' || n, 'message', 0, now() - interval '1 hour', {done}
+             FROM generate_series(1, {n}) AS n;"
+        )
+    };
+    let sql = insert("EvFailed", failed, "NULL, 'agent answered HTTP 500', now() - interval '59 minutes'")
+        + &insert("EvHandled", handled, "now() - interval '59 minutes', NULL, NULL");
+    db.owner().await.batch_execute(&sql).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_listing_says_how_many_it_selects_exactly_up_to_1000_and_more_than_that_beyond() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    let other = admin.tenant(&root, "Globex").await;
+    receipts(&db, &tenant, 1001, 3).await;
+    receipts(&db, &other, 7, 0).await;
+    let events = |query: &str| format!("/admin/v1/tenants/{tenant}/events?{query}");
+
+    let failed = admin.get(&events("state=failed&limit=2"), &root).await;
+    assert_eq!(failed.status, 200, "{failed:?}");
+    assert_eq!(failed.body["items"].as_array().unwrap().len(), 2);
+    assert_eq!((&failed.body["total"], &failed.body["total_is_lower_bound"]), (&1000.into(), &true.into()));
+    let handled = admin.get(&events("state=handled&limit=2"), &root).await.body;
+    assert_eq!((&handled["total"], &handled["total_is_lower_bound"]), (&3.into(), &false.into()));
+    // The next page says the same total: it counts the listing, not what is left.
+    let cursor = handled["next_cursor"].as_str().unwrap();
+    let next = admin.get(&events(&format!("state=handled&limit=2&cursor={cursor}")), &root).await.body;
+    assert_eq!((next["items"].as_array().unwrap().len(), &next["total"]), (1, &3.into()));
+    let none = admin.get(&events("state=failed&type=app_mention"), &root).await.body;
+    assert_eq!(
+        (&none["total"], &none["total_is_lower_bound"]),
+        (&0.into(), &false.into()),
+        "with its filters"
+    );
+    let theirs = admin.get(&format!("/admin/v1/tenants/{other}/events?state=failed"), &root).await.body;
+    assert_eq!(theirs["total"], 7, "each tenant's own");
+
+    let console = Session::sign_in(&admin.base, &root).await;
+    let page = async |state: &str| {
+        let shown = console.get(&format!("/console/tenants/{tenant}/events?state={state}")).await;
+        shown.text().await.unwrap()
+    };
+    let failed = page("failed").await;
+    assert!(failed.contains(r#"<p id="total">more than 1,000 events</p>"#), "{failed}");
+    assert!(page("handled").await.contains(r#"<p id="total">3 events</p>"#));
+}
