@@ -452,6 +452,25 @@ async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
     assert_eq!(names, ["Stranded"], "not B's, not the recent one");
 }
 
+#[tokio::test]
+async fn a_tenant_listings_total_counts_what_its_search_finds_up_to_what_is_asked() {
+    use doorman_domain::ports::Tenants as _;
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let mut acme = Vec::new();
+    for n in 0..4 {
+        acme.push(admin.create_tenant(&writer, name(&format!("Acme {n}")), None).await.unwrap().tenant.id);
+    }
+    admin.create_tenant(&writer, name("Globex"), None).await.unwrap();
+    let tenants = admin.ports().tenants();
+    let acme_search = || vec![TenantSearch::Anything(name("acme"))];
+    assert_eq!(tenants.count(None, vec![], 1001).await.unwrap(), 5);
+    assert_eq!(tenants.count(None, acme_search(), 1001).await.unwrap(), 4);
+    assert_eq!(tenants.count(None, acme_search(), 2).await.unwrap(), 2, "no more than asked");
+    assert_eq!(tenants.count(Some(acme[0]), vec![], 1001).await.unwrap(), 1, "a scoped key's own");
+}
+
 /// A listing's total counts what its pages list, in its tenant, state, window and type, and
 /// stops at what it is asked to count up to.
 #[tokio::test]

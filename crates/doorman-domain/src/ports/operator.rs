@@ -56,6 +56,15 @@ pub trait Tenants: Send + Sync {
         page: &PageRequest<TenantCursor>,
     ) -> impl Future<Output = Result<Page<TenantRecord, TenantCursor>, StorageError>> + Send;
 
+    /// How many tenants `list` finds with `only` and `search` (every page of it), counting at
+    /// most `up_to`: MUST answer `up_to` when there are more, reading no more than `up_to` rows.
+    fn count(
+        &self,
+        only: Option<TenantId>,
+        search: Vec<TenantSearch>,
+        up_to: u64,
+    ) -> impl Future<Output = Result<u64, StorageError>> + Send;
+
     /// Whether the tenant keeps its claimed events' payloads for replay, with `audit`.
     fn set_retain_payloads(
         &self,

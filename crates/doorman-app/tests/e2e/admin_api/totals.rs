@@ -61,3 +61,20 @@ async fn an_event_listing_says_how_many_it_selects_exactly_up_to_1000_and_more_t
     assert!(failed.contains(r#"<p id="total">more than 1,000 events</p>"#), "{failed}");
     assert!(page("handled").await.contains(r#"<p id="total">3 events</p>"#));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_listing_says_how_many_it_finds() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    for name in ["Acme One", "Acme Two", "Acme Three", "Globex"] {
+        admin.tenant(&root, name).await;
+    }
+    let all = admin.get("/admin/v1/tenants?limit=1", &root).await.body;
+    assert_eq!((&all["total"], &all["total_is_lower_bound"]), (&4.into(), &false.into()), "{all}");
+    let acme = admin.get("/admin/v1/tenants?search=acme&limit=1", &root).await.body;
+    assert_eq!(acme["total"], 3);
+    let console = Session::sign_in(&admin.base, &root).await;
+    let shown = console.get("/console/tenants?search=acme").await.text().await.unwrap();
+    assert!(shown.contains(r#"<p id="total">3 tenants</p>"#), "{shown}");
+}

@@ -844,6 +844,23 @@ async fn an_events_total_counts_one_past_the_cap_with_the_listings_filter_and_sa
 }
 
 #[tokio::test]
+async fn a_tenant_listings_total_counts_the_callers_tenants_found_by_the_search_one_past_the_cap() {
+    let mut ports = Ports::new();
+    let search = vec![TenantSearch::Anything(TenantName::new("acme").unwrap())];
+    let expected = search.clone();
+    ports
+        .tenants
+        .expect_count()
+        .withf(move |only, asked, up_to| {
+            *only == Some(own()) && *asked == expected && *up_to == Total::CAP + 1
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(Total::CAP + 1)));
+    let total = ports.build().tenants_total(&key(Some(own()), true), search).await.unwrap();
+    assert_eq!(total, Total { count: Total::CAP, lower_bound: true });
+}
+
+#[tokio::test]
 async fn a_scoped_key_counts_no_other_tenants_events() {
     let operator = Ports::new().with_own_tenant().build();
     let error = operator
