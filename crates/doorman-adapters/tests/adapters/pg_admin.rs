@@ -442,7 +442,7 @@ async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
         .events(
             &reader,
             Some(a),
-            doorman_domain::EventState::Stranded,
+            Some(doorman_domain::EventState::Stranded),
             Default::default(),
             &PageRequest::default(),
         )
@@ -499,7 +499,7 @@ async fn an_event_listings_total_counts_its_selection_up_to_what_is_asked() {
     let admin = admin(&db);
     let ledger = admin.ports().ledger();
     let filter = |state| EventFilter {
-        state,
+        state: Some(state),
         since: None,
         until: None,
         event_type: None,
@@ -557,7 +557,8 @@ async fn listing_every_state_with_a_read_only_key_changes_no_row_and_finds_every
     let (admin, reader) = (admin(&db), key_caller(Some(a), true));
     let mut listed = Vec::new();
     for state in [EventState::Handled, EventState::Failed, EventState::InFlight, EventState::Stranded] {
-        let page = admin.events(&reader, Some(a), state, Default::default(), &PageRequest::default()).await;
+        let page =
+            admin.events(&reader, Some(a), Some(state), Default::default(), &PageRequest::default()).await;
         let ids: Vec<String> =
             page.unwrap().items.iter().map(|r| r.receipt.key.external_id.to_string()).collect();
         listed.push((state, ids));

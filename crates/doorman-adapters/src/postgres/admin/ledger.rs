@@ -46,7 +46,8 @@ fn selected<'a>(
         query = query.filter(receipts::event_type.eq(event_type.clone()));
     }
     match filter.state {
-        EventState::Failed => {
+        None => claimed_between(query, filter),
+        Some(EventState::Failed) => {
             query =
                 query.filter(receipts::handled_at.is_null()).filter(receipts::failure_reason.is_not_null());
             if let Some(since) = filter.since {
@@ -57,10 +58,12 @@ fn selected<'a>(
             }
             query
         }
-        EventState::Handled => claimed_between(query.filter(receipts::handled_at.is_not_null()), filter),
-        EventState::InFlight | EventState::Stranded => {
+        Some(EventState::Handled) => {
+            claimed_between(query.filter(receipts::handled_at.is_not_null()), filter)
+        }
+        Some(state @ (EventState::InFlight | EventState::Stranded)) => {
             query = query.filter(receipts::handled_at.is_null()).filter(receipts::failure_reason.is_null());
-            query = if filter.state == EventState::Stranded {
+            query = if state == EventState::Stranded {
                 query.filter(stranded_before(filter.stranded_before, watermark))
             } else {
                 query.filter(receipts::claimed_at.ge(filter.stranded_before))
@@ -128,7 +131,8 @@ impl Ledger for PgLedger {
             .transpose()
     }
 
-    /// Handled: newest claim first, through the receipts' claim-time index (the agent's
+    /// Every state (`None`): newest claim first, through the receipts' (tenant, claim time)
+    /// index. Handled: newest claim first, through the receipts' claim-time index (the agent's
     /// answer time is not indexed: a completion stays a heap-only update, ADR 18). Failed:
     /// newest failure first, through the index of failed receipts. In flight: oldest claim
     /// first among those claimed since the stranded threshold (the claim-time index again).
@@ -147,7 +151,7 @@ impl Ledger for PgLedger {
         let rows: Result<Vec<(ReceiptRow, bool)>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let watermark = match filter.state {
-                    EventState::Stranded => sweep_watermark(conn).await?,
+                    Some(EventState::Stranded) => sweep_watermark(conn).await?,
                     _ => None,
                 };
                 if let Some(tenant) = tenant {
@@ -157,7 +161,7 @@ impl Ledger for PgLedger {
                 let after = page.after.as_ref().map(|c| (c.at, c.event_id.as_str().to_owned()));
                 let query =
                     match (filter.state, after) {
-                        (EventState::Failed, after) => {
+                        (Some(EventState::Failed), after) => {
                             let mut query = query;
                             if let Some((at, id)) = after {
                                 query =
@@ -167,7 +171,7 @@ impl Ledger for PgLedger {
                             }
                             query.order((receipts::failed_at.desc(), receipts::external_event_id.desc()))
                         }
-                        (EventState::Handled, after) => {
+                        (None | Some(EventState::Handled), after) => {
                             let mut query = query;
                             if let Some((at, id)) = after {
                                 query =
@@ -177,7 +181,7 @@ impl Ledger for PgLedger {
                             }
                             query.order((receipts::claimed_at.desc(), receipts::external_event_id.desc()))
                         }
-                        (EventState::InFlight | EventState::Stranded, after) => {
+                        (Some(EventState::InFlight | EventState::Stranded), after) => {
                             let mut query = query;
                             if let Some((at, id)) = after {
                                 query =
@@ -208,7 +212,7 @@ impl Ledger for PgLedger {
             .collect::<Result<Vec<_>, StorageError>>()?;
         Ok(Page::from_overfetch(records, page.limit, |r: &ReceiptRecord| EventCursor {
             at: match (filter.state, &r.receipt.failure) {
-                (EventState::Failed, Some(failure)) => failure.at,
+                (Some(EventState::Failed), Some(failure)) => failure.at,
                 _ => r.receipt.claimed_at,
             },
             event_id: r.receipt.key.external_id.clone(),
@@ -229,7 +233,7 @@ impl Ledger for PgLedger {
         let rows: Result<Vec<i32>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let watermark = match filter.state {
-                    EventState::Stranded => sweep_watermark(conn).await?,
+                    Some(EventState::Stranded) => sweep_watermark(conn).await?,
                     _ => None,
                 };
                 if let Some(tenant) = tenant {

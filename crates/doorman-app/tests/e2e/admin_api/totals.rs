@@ -78,3 +78,47 @@ async fn a_tenant_listing_says_how_many_it_finds() {
     let shown = console.get("/console/tenants?search=acme").await.text().await.unwrap();
     assert!(shown.contains(r#"<p id="total">3 tenants</p>"#), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_in_every_state_are_one_list_newest_claim_first_with_its_total() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    receipts(&db, &tenant, 2, 3).await;
+    db.owner()
+        .await
+        .batch_execute(&format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at)
+             VALUES ('{tenant}', 'slack', 'EvNewest', 'message', 0, now())"
+        ))
+        .await
+        .unwrap();
+
+    let all = admin.get(&format!("/admin/v1/tenants/{tenant}/events?limit=4"), &root).await;
+    assert_eq!(all.status, 200, "{all:?}");
+    let items = all.body["items"].as_array().unwrap();
+    let statuses: Vec<&str> = items.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(items[0]["external_event_id"], "EvNewest", "newest claim first: {statuses:?}");
+    assert_eq!(statuses[0], "in_flight");
+    assert_eq!((&all.body["total"], &all.body["total_is_lower_bound"]), (&6.into(), &false.into()));
+    let cursor = all.body["next_cursor"].as_str().unwrap();
+    let rest =
+        admin.get(&format!("/admin/v1/tenants/{tenant}/events?limit=4&cursor={cursor}"), &root).await.body;
+    let mut seen: Vec<&str> = statuses.clone();
+    seen.extend(rest["items"].as_array().unwrap().iter().map(|e| e["status"].as_str().unwrap()));
+    seen.sort_unstable();
+    assert_eq!(seen, ["failed", "failed", "handled", "handled", "handled", "in_flight"]);
+
+    let console = Session::sign_in(&admin.base, &root).await;
+    let shown =
+        console.get(&format!("/console/tenants/{tenant}/events?state=all")).await.text().await.unwrap();
+    assert!(
+        shown.contains("Events: all states") && shown.contains(r#"<p id="total">6 events</p>"#),
+        "{shown}"
+    );
+    assert!(shown.contains(r#"<option value="all" selected>all states</option>"#), "{shown}");
+    for status in ["failed", "handled", "in flight"] {
+        assert!(shown.contains(&format!(">{status}</span>")), "{status} in {shown}");
+    }
+}

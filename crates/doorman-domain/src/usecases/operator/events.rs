@@ -44,12 +44,13 @@ impl<P: OperatorPorts> Operator<P> {
     }
 
     /// Handled (newest claim first), failed (newest failure first), in flight or stranded
-    /// (oldest first) events: of one tenant, or (a caller for every tenant) of all.
+    /// (oldest first) events, or (`None`) events in every state, newest claim first: of one
+    /// tenant, or (a caller for every tenant) of all.
     pub async fn events(
         &self,
         caller: &Caller,
         tenant: Option<TenantId>,
-        state: EventState,
+        state: Option<EventState>,
         query: EventQuery,
         page: &PageRequest<EventCursor>,
     ) -> Result<Page<EventReport, EventCursor>, OperatorError> {
@@ -65,7 +66,7 @@ impl<P: OperatorPorts> Operator<P> {
         &self,
         caller: &Caller,
         tenant: Option<TenantId>,
-        state: EventState,
+        state: Option<EventState>,
         query: EventQuery,
     ) -> Result<Total, OperatorError> {
         let tenant = self.scoped(caller, tenant).await?;
@@ -74,7 +75,7 @@ impl<P: OperatorPorts> Operator<P> {
         Ok(Total::of_counted(counted))
     }
 
-    fn event_filter(&self, state: EventState, query: EventQuery) -> EventFilter {
+    fn event_filter(&self, state: Option<EventState>, query: EventQuery) -> EventFilter {
         EventFilter {
             state,
             since: query.since,

@@ -800,14 +800,14 @@ async fn a_stranded_listing_asks_for_receipts_older_than_the_threshold() {
         .expect_list()
         .withf(|tenant, filter, _| {
             *tenant == Some(own())
-                && filter.state == EventState::Stranded
+                && filter.state == Some(EventState::Stranded)
                 && filter.stranded_before == now() - chrono::Duration::seconds(600)
         })
         .times(1)
         .returning(|_, _, _| ready(Ok(Page { items: vec![], next: None })));
     let page = ports
         .build()
-        .events(&cli(), Some(own()), EventState::Stranded, Default::default(), &PageRequest::default())
+        .events(&cli(), Some(own()), Some(EventState::Stranded), Default::default(), &PageRequest::default())
         .await;
     assert!(page.unwrap().items.is_empty());
 }
@@ -825,7 +825,7 @@ async fn an_events_total_counts_one_past_the_cap_with_the_listings_filter_and_sa
             .expect_count()
             .withf(|tenant, filter, up_to| {
                 *tenant == Some(own())
-                    && filter.state == EventState::Failed
+                    && filter.state == Some(EventState::Failed)
                     && filter.since == Some(now())
                     && filter.event_type.as_deref() == Some("message")
                     && *up_to == Total::CAP + 1
@@ -838,7 +838,7 @@ async fn an_events_total_counts_one_past_the_cap_with_the_listings_filter_and_sa
             event_type: Some(EventType::new("message").unwrap()),
         };
         let scoped = key(Some(own()), true);
-        let got = ports.build().events_total(&scoped, None, EventState::Failed, query).await.unwrap();
+        let got = ports.build().events_total(&scoped, None, Some(EventState::Failed), query).await.unwrap();
         assert_eq!(got, total, "{counted} counted");
     }
 }
@@ -864,7 +864,7 @@ async fn a_tenant_listings_total_counts_the_callers_tenants_found_by_the_search_
 async fn a_scoped_key_counts_no_other_tenants_events() {
     let operator = Ports::new().with_own_tenant().build();
     let error = operator
-        .events_total(&key(Some(own()), true), Some(other()), EventState::Failed, Default::default())
+        .events_total(&key(Some(own()), true), Some(other()), Some(EventState::Failed), Default::default())
         .await
         .unwrap_err();
     assert_eq!(error, OperatorError::UnknownTenant(other()));
