@@ -963,6 +963,10 @@ ALTER TABLE ONLY public.operational_events
 ALTER TABLE ONLY public.tenants
     ADD CONSTRAINT tenants_pkey PRIMARY KEY (id);
 
+CREATE INDEX admin_audit_action_newest ON public.admin_audit USING btree (action, at DESC, id DESC);
+
+CREATE INDEX admin_audit_key_newest ON public.admin_audit USING btree (actor_id, at DESC, id DESC) WHERE (actor_kind = 'key'::text);
+
 CREATE INDEX admin_audit_newest ON public.admin_audit USING btree (at DESC, id DESC);
 
 CREATE INDEX admin_audit_tenant_newest ON public.admin_audit USING btree (tenant_id, at DESC, id DESC);

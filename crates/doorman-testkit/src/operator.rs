@@ -122,7 +122,7 @@ impl TestOperator {
         loop {
             let listed = self
                 .operator
-                .events(&self.caller, None, state, Default::default(), &page)
+                .events(&self.caller, None, Some(state), Default::default(), &page)
                 .await
                 .expect("list events");
             found.extend(listed.items.into_iter().map(|report| report.receipt));

@@ -48,11 +48,18 @@ const MIGRATE_LOCK: i64 = 0x646f_6f72_6d61_6e6d;
 
 /// The migrations run outside a transaction, with their statements: embedded a second time so
 /// they can be sent one at a time. A test checks the list against the migrations' metadata.
-pub const ONE_BY_ONE: &[(&str, &str, &str)] = &[(
-    "20261202000002",
-    include_str!("../../../../migrations/2026-12-02-000002_heap_only_completions_indexes/up.sql"),
-    include_str!("../../../../migrations/2026-12-02-000002_heap_only_completions_indexes/down.sql"),
-)];
+pub const ONE_BY_ONE: &[(&str, &str, &str)] = &[
+    (
+        "20261202000002",
+        include_str!("../../../../migrations/2026-12-02-000002_heap_only_completions_indexes/up.sql"),
+        include_str!("../../../../migrations/2026-12-02-000002_heap_only_completions_indexes/down.sql"),
+    ),
+    (
+        "20261209000001",
+        include_str!("../../../../migrations/2026-12-09-000001_audit_found_by_action_and_key/up.sql"),
+        include_str!("../../../../migrations/2026-12-09-000001_audit_found_by_action_and_key/down.sql"),
+    ),
+];
 
 /// The embedded migrations, with those that run outside a transaction sent one statement at a
 /// time.

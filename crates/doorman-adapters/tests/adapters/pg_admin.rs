@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use diesel::sql_types::{BigInt, Text};
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use doorman_adapters::bridge::DestinationPolicy;
 use doorman_adapters::postgres::PgOperatorPorts;
 use doorman_adapters::postgres::admin::keys::Presented;
@@ -14,9 +14,9 @@ use doorman_adapters::postgres::pool::{self, ADMIN_ROLE, PoolSettings, act_for};
 use doorman_domain::ports::{OperatorPorts, ReceiptStore, Tenants};
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
 use doorman_domain::{
-    Actor, ApiKey, AuditCursor, Caller, IdempotencyKey, KeyId, KeyName, KeyRefusal, KeyScope, OperatorError,
-    PageLimit, PageRequest, RedeliverySchedule, RequestId, TenantCursor, TenantId, TenantName, TenantSearch,
-    WorkspaceId,
+    Actor, ApiKey, AuditAction, AuditCursor, AuditFilter, Caller, IdempotencyKey, KeyId, KeyName, KeyRefusal,
+    KeyScope, OperatorError, PageLimit, PageRequest, RedeliverySchedule, RequestId, TenantCursor, TenantId,
+    TenantName, TenantSearch, WorkspaceId,
 };
 use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
@@ -210,7 +210,7 @@ async fn a_creation_under_a_key_whose_first_request_is_still_open_is_told_so_at_
     let admin = Arc::new(admin(&db));
     let caller = key_caller(None, false);
     let mut holder = db.owner().await;
-    diesel_async::SimpleAsyncConnection::batch_execute(
+    SimpleAsyncConnection::batch_execute(
         &mut holder,
         "CREATE FUNCTION hold_tenant_insert() RETURNS trigger LANGUAGE plpgsql AS            $$ BEGIN PERFORM pg_advisory_lock(4242); PERFORM pg_advisory_unlock(4242); RETURN NEW; END $$;          CREATE TRIGGER hold_tenant_insert BEFORE INSERT ON tenants FOR EACH ROW EXECUTE FUNCTION hold_tenant_insert();          SELECT pg_advisory_lock(4242);",
     )
@@ -311,7 +311,10 @@ async fn redelivery_is_stored_as_its_delays_read_back_by_every_reading_and_off_i
     assert_eq!(stored_schedule(&db, tenant.id).await, None);
     assert_eq!(admin.tenant(&writer, tenant.id).await.unwrap().redelivery, None);
 
-    let trail = admin.audit(&writer, Some(tenant.id), &PageRequest::<AuditCursor>::default()).await.unwrap();
+    let trail = admin
+        .audit(&writer, Some(tenant.id), &AuditFilter::default(), &PageRequest::<AuditCursor>::default())
+        .await
+        .unwrap();
     let entries: Vec<_> =
         trail.items.iter().map(|r| (r.action.as_str(), r.target.as_deref().unwrap_or_default())).collect();
     assert_eq!(
@@ -439,7 +442,7 @@ async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
         .events(
             &reader,
             Some(a),
-            doorman_domain::EventState::Stranded,
+            Some(doorman_domain::EventState::Stranded),
             Default::default(),
             &PageRequest::default(),
         )
@@ -447,6 +450,73 @@ async fn stranded_and_failed_listings_find_unfinished_receipts_only() {
         .unwrap();
     let names: Vec<_> = stranded.items.iter().map(|r| r.receipt.key.external_id.as_str()).collect();
     assert_eq!(names, ["Stranded"], "not B's, not the recent one");
+}
+
+#[tokio::test]
+async fn a_tenant_listings_total_counts_what_its_search_finds_up_to_what_is_asked() {
+    use doorman_domain::ports::Tenants as _;
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let mut acme = Vec::new();
+    for n in 0..4 {
+        acme.push(admin.create_tenant(&writer, name(&format!("Acme {n}")), None).await.unwrap().tenant.id);
+    }
+    admin.create_tenant(&writer, name("Globex"), None).await.unwrap();
+    let tenants = admin.ports().tenants();
+    let acme_search = || vec![TenantSearch::Anything(name("acme"))];
+    assert_eq!(tenants.count(None, vec![], 1001).await.unwrap(), 5);
+    assert_eq!(tenants.count(None, acme_search(), 1001).await.unwrap(), 4);
+    assert_eq!(tenants.count(None, acme_search(), 2).await.unwrap(), 2, "no more than asked");
+    assert_eq!(tenants.count(Some(acme[0]), vec![], 1001).await.unwrap(), 1, "a scoped key's own");
+}
+
+/// A listing's total counts what its pages list, in its tenant, state, window and type, and
+/// stops at what it is asked to count up to.
+#[tokio::test]
+async fn an_event_listings_total_counts_its_selection_up_to_what_is_asked() {
+    use doorman_domain::ports::Ledger;
+    use doorman_domain::{EventFilter, EventState};
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let a = tenant_with_team(&op, "TA").await;
+    let b = tenant_with_team(&op, "TB").await;
+    let store = receipt_store(db.pool());
+    let old = now() - Duration::minutes(30);
+    for n in 0..5 {
+        store.claim(&receipt(a, &format!("Fail{n}"), old)).await.unwrap();
+        store
+            .record_failure(&key(a, &format!("Fail{n}")), &failed("agent answered HTTP 500", now()))
+            .await
+            .unwrap();
+    }
+    store.claim(&receipt(a, "Handled", old)).await.unwrap();
+    store.complete(&key(a, "Handled"), &delivered(now()), days_ago(7), 10).await.unwrap();
+    store.claim(&receipt(a, "Stranded", old)).await.unwrap();
+    store.claim(&receipt(b, "FailB", old)).await.unwrap();
+    store.record_failure(&key(b, "FailB"), &failed("agent answered HTTP 500", now())).await.unwrap();
+
+    let admin = admin(&db);
+    let ledger = admin.ports().ledger();
+    let filter = |state| EventFilter {
+        state: Some(state),
+        since: None,
+        until: None,
+        event_type: None,
+        stranded_before: now() - Duration::minutes(10),
+    };
+    let count =
+        async |tenant, filter: EventFilter, up_to| ledger.count(Some(tenant), &filter, up_to).await.unwrap();
+    assert_eq!(count(a, filter(EventState::Failed), 1001).await, 5);
+    assert_eq!(count(a, filter(EventState::Failed), 3).await, 3, "no more than asked");
+    assert_eq!(count(b, filter(EventState::Failed), 1001).await, 1, "the tenant's own");
+    assert_eq!(count(a, filter(EventState::Handled), 1001).await, 1);
+    assert_eq!(count(a, filter(EventState::Stranded), 1001).await, 1);
+    assert_eq!(count(a, filter(EventState::InFlight), 1001).await, 0);
+    let later = EventFilter { since: Some(now() + Duration::minutes(1)), ..filter(EventState::Failed) };
+    assert_eq!(count(a, later, 1001).await, 0, "the window counts as it lists");
+    let other_type = EventFilter { event_type: Some("reaction_added".into()), ..filter(EventState::Failed) };
+    assert_eq!(count(a, other_type, 1001).await, 0, "so does the type");
 }
 
 /// A read never writes: a read-only key scoped to one tenant lists its events in every state,
@@ -487,7 +557,8 @@ async fn listing_every_state_with_a_read_only_key_changes_no_row_and_finds_every
     let (admin, reader) = (admin(&db), key_caller(Some(a), true));
     let mut listed = Vec::new();
     for state in [EventState::Handled, EventState::Failed, EventState::InFlight, EventState::Stranded] {
-        let page = admin.events(&reader, Some(a), state, Default::default(), &PageRequest::default()).await;
+        let page =
+            admin.events(&reader, Some(a), Some(state), Default::default(), &PageRequest::default()).await;
         let ids: Vec<String> =
             page.unwrap().items.iter().map(|r| r.receipt.key.external_id.to_string()).collect();
         listed.push((state, ids));
@@ -665,7 +736,10 @@ async fn the_audit_trail_says_who_did_what_newest_first_and_a_scoped_key_reads_i
     op.pause(a, true).await.unwrap_err(); // no agent: refused, nothing audited
     op.link(b, Some("TB"), None).await.unwrap();
 
-    let all = admin.audit(&writer, None, &PageRequest::<AuditCursor>::default()).await.unwrap();
+    let all = admin
+        .audit(&writer, None, &AuditFilter::default(), &PageRequest::<AuditCursor>::default())
+        .await
+        .unwrap();
     let actions: Vec<_> = all.items.iter().map(|r| (r.action.as_str(), r.actor_kind.as_str())).collect();
     assert_eq!(
         actions,
@@ -686,8 +760,138 @@ async fn the_audit_trail_says_who_did_what_newest_first_and_a_scoped_key_reads_i
     assert_eq!(keyed.actor_name, "backend");
 
     let scoped = key_caller(Some(b), true);
-    let own = admin.audit(&scoped, None, &PageRequest::default()).await.unwrap();
+    let own = admin.audit(&scoped, None, &AuditFilter::default(), &PageRequest::default()).await.unwrap();
     assert!(own.items.iter().all(|r| r.tenant == Some(b)) && own.items.len() == 2, "{:?}", own.items);
+}
+
+/// Writes an audit row as the owner, at `minutes` past a fixed hour, made with key `actor`
+/// (or by the command line when `actor` is `None`).
+async fn audit_row(
+    conn: &mut AsyncPgConnection,
+    minutes: i64,
+    action: &str,
+    actor: Option<KeyId>,
+    tenant: Option<TenantId>,
+) {
+    let (kind, id) = match actor {
+        Some(key) => ("key", key.to_string()),
+        None => ("cli", "ops".to_owned()),
+    };
+    diesel::sql_query(
+        "INSERT INTO admin_audit (at, actor_kind, actor_id, actor_name, action, tenant_id, request_id)
+         VALUES ('2026-12-01T10:00:00Z'::timestamptz + make_interval(mins => $1::int), $2, $3, 'n', $4, $5::uuid, 'r')",
+    )
+    .bind::<BigInt, _>(minutes)
+    .bind::<Text, _>(kind)
+    .bind::<Text, _>(id)
+    .bind::<Text, _>(action)
+    .bind::<diesel::sql_types::Nullable<Text>, _>(tenant.map(|t| t.to_string()))
+    .execute(conn)
+    .await
+    .unwrap();
+}
+
+fn at(minutes: i64) -> chrono::DateTime<chrono::Utc> {
+    "2026-12-01T10:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap() + Duration::minutes(minutes)
+}
+
+#[tokio::test]
+async fn the_audit_trail_is_found_by_action_key_and_window_a_page_at_a_time_within_the_callers_scope() {
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let a = admin.create_tenant(&writer, name("A"), None).await.unwrap().tenant.id;
+    let b = admin.create_tenant(&writer, name("B"), None).await.unwrap().tenant.id;
+    let (k1, k2) = (KeyId::generate(), KeyId::generate());
+    let mut owner = db.owner().await;
+    owner.batch_execute("DELETE FROM admin_audit").await.unwrap();
+    for minute in 0..6 {
+        audit_row(&mut owner, minute, "agent.pause", Some(k1), Some(a)).await;
+    }
+    audit_row(&mut owner, 10, "agent.pause", Some(k2), Some(b)).await;
+    audit_row(&mut owner, 11, "agent.resume", Some(k1), Some(a)).await;
+    audit_row(&mut owner, 12, "agent.pause", None, Some(a)).await;
+    let page = |limit| PageRequest::<AuditCursor> { limit: PageLimit::new(limit).unwrap(), after: None };
+    let minutes = |items: &[doorman_domain::AuditRecord]| -> Vec<i64> {
+        items.iter().map(|r| (r.at - at(0)).num_minutes()).collect()
+    };
+
+    let pauses = AuditFilter { action: Some(AuditAction::AgentPause), ..AuditFilter::default() };
+    let found = admin.audit(&writer, None, &pauses, &page(50)).await.unwrap();
+    assert_eq!(minutes(&found.items), [12, 10, 5, 4, 3, 2, 1, 0]);
+
+    let by_k1 = AuditFilter { key: Some(k1), ..AuditFilter::default() };
+    let found = admin.audit(&writer, None, &by_k1, &page(50)).await.unwrap();
+    assert_eq!(minutes(&found.items), [11, 5, 4, 3, 2, 1, 0], "a key's own, and not the command line's");
+
+    // Both, in a window (since included, until not), two at a time.
+    let both = AuditFilter {
+        action: Some(AuditAction::AgentPause),
+        key: Some(k1),
+        since: Some(at(1)),
+        until: Some(at(5)),
+    };
+    let mut request = page(2);
+    let mut seen = Vec::new();
+    loop {
+        let found = admin.audit(&writer, None, &both, &request).await.unwrap();
+        seen.extend(minutes(&found.items));
+        match found.next {
+            Some(next) => request.after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, [4, 3, 2, 1]);
+
+    // A key scoped to B finds B's pauses only, whatever else matches.
+    let scoped = key_caller(Some(b), true);
+    let found = admin.audit(&scoped, None, &pauses, &page(50)).await.unwrap();
+    assert_eq!(minutes(&found.items), [10]);
+    let found = admin.audit(&writer, Some(a), &by_k1, &page(50)).await.unwrap();
+    assert_eq!(found.items.len(), 7);
+}
+
+/// The trail's filters, as the adapter writes them, on a trail of 50,000 rows mostly of one
+/// action by one key (a replay's entries): a rare action's or key's page reads through its
+/// own index in the listing's order, not through the whole trail (no sort, no scan).
+#[tokio::test]
+async fn a_long_audit_trail_is_filtered_through_its_indexes() {
+    let db = TestDatabase::create().await;
+    let mut owner = db.owner().await;
+    owner
+        .batch_execute(
+            "INSERT INTO admin_audit (at, actor_kind, actor_id, actor_name, action, tenant_id, request_id)
+             SELECT now() - make_interval(secs => n), 'key',
+                    CASE WHEN n % 1000 = 7 THEN md5('rare') ELSE md5('busy') END, 'n',
+                    CASE WHEN n % 1000 = 0 THEN 'key.revoke' ELSE 'event.replay' END, NULL, 'r'
+             FROM generate_series(1, 50000) AS n;
+             ANALYZE admin_audit;",
+        )
+        .await
+        .unwrap();
+    let order = "ORDER BY at DESC, id DESC LIMIT 51";
+    for (filter, index) in [
+        ("action = 'key.revoke'", "admin_audit_action_newest"),
+        ("actor_kind = 'key' AND actor_id = md5('rare')", "admin_audit_key_newest"),
+        ("at >= now() - interval '1 hour' AND at < now()", "admin_audit_newest"),
+    ] {
+        #[derive(diesel::QueryableByName)]
+        struct Plan {
+            #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+            line: String,
+        }
+        let plan: Vec<Plan> =
+            diesel::sql_query(format!("EXPLAIN SELECT * FROM admin_audit WHERE {filter} {order}"))
+                .load(&mut owner)
+                .await
+                .unwrap();
+        let plan: Vec<String> = plan.into_iter().map(|p| p.line).collect();
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains(index) && !plan.contains("Sort") && !plan.contains("Seq Scan"),
+            "{filter}:\n{plan}"
+        );
+    }
 }
 
 /// Two admin processes asking at once: each unfinished job goes to one of them, and a job

@@ -9,8 +9,8 @@ use uuid::Uuid;
 
 use super::words;
 
-super::page_of!(
-    /// A page of events.
+super::counted_page_of!(
+    /// A page of events, and how many the listing selects.
     EventPage,
     EventDoc
 );

@@ -52,6 +52,48 @@ macro_rules! page_of {
     };
 }
 
+/// A page of a listing that also says how many it selects in all ([`doorman_domain::Total`]):
+/// `total`, exact up to 1,000, and `total_is_lower_bound` when there are more than `total`.
+/// Fields added to the page: a client that reads `items` and `next_cursor` reads them as before.
+macro_rules! counted_page_of {
+    ($(#[$doc:meta])* $page:ident, $item:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize, ::utoipa::ToSchema)]
+        pub struct $page {
+            pub items: Vec<$item>,
+            /// Pass it as `cursor` for the next page; `null` on the last.
+            pub next_cursor: Option<String>,
+            /// How many the listing selects over all its pages (the cursor aside), counted up
+            /// to 1,000: beyond that `1000` with `total_is_lower_bound`.
+            #[serde(default)]
+            #[schema(minimum = 0, maximum = 1000)]
+            pub total: u64,
+            /// There are more than `total`.
+            #[serde(default)]
+            pub total_is_lower_bound: bool,
+        }
+
+        impl $page {
+            /// The documents of a use case's page, its next cursor as opaque text, and the
+            /// listing's total.
+            pub fn of<D, C: doorman_domain::Cursor>(
+                page: doorman_domain::Page<D, C>,
+                total: doorman_domain::Total,
+            ) -> Self
+            where
+                $item: From<D>,
+            {
+                Self {
+                    items: page.items.into_iter().map(<$item>::from).collect(),
+                    next_cursor: page.next.map(|c| c.encode()),
+                    total: total.count,
+                    total_is_lower_bound: total.lower_bound,
+                }
+            }
+        }
+    };
+}
+
 /// A list never long enough to page, one named type per item type.
 macro_rules! list_of {
     ($(#[$doc:meta])* $list:ident, $item:ty) => {
@@ -72,4 +114,4 @@ macro_rules! list_of {
     };
 }
 
-pub(crate) use {list_of, page_of};
+pub(crate) use {counted_page_of, list_of, page_of};

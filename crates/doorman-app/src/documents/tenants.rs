@@ -78,7 +78,7 @@ impl OffboardedDoc {
     }
 }
 
-super::page_of!(
+super::counted_page_of!(
     /// A page of tenants, oldest first.
     TenantPage,
     TenantDoc

@@ -308,14 +308,14 @@ async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_wr
 }
 
 /// A plain HTTP client holding a console session, as a browser would.
-struct Session {
+pub(crate) struct Session {
     base: String,
     http: reqwest::Client,
     cookie: String,
 }
 
 impl Session {
-    async fn sign_in(base: &str, key: &str) -> Self {
+    pub(crate) async fn sign_in(base: &str, key: &str) -> Self {
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         let answer = http
             .post(format!("{base}/console/sign-in"))
@@ -333,7 +333,7 @@ impl Session {
         Self { base: base.to_owned(), http, cookie }
     }
 
-    async fn get(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
         self.http
             .get(format!("{}{path}", self.base))
             .header(header::COOKIE, &self.cookie)
@@ -860,4 +860,62 @@ async fn support_finds_an_event_by_its_id_in_every_tenant_and_a_portal_in_its_ow
     let theirs =
         portal.get(&format!("/console/events?event_id={}", segment(odd))).await.text().await.unwrap();
     assert!(theirs.contains("No event") && !theirs.contains(&globex), "{theirs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn support_finds_audit_entries_by_action_key_and_time_with_the_trails_form() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let other = key(&db, None, false).await;
+    let a = admin.tenant(&root, "Acme").await;
+    let b = admin.tenant(&other, "Globex").await;
+    assert_eq!(
+        admin
+            .put(&format!("/admin/v1/tenants/{a}/retain-payloads"), &other, json!({"enabled": true}))
+            .await
+            .status,
+        200
+    );
+
+    let driver = Chromedriver::start().await;
+    let browser = driver.browser("audit").await;
+    sign_in(&browser, &admin.base, &root).await;
+    arrive(&browser, "/console/tenants").await;
+    browser.goto(&format!("{}/console/audit", admin.base)).await.unwrap();
+    find(&browser, "#action").await.select_by_value("tenant.create").await.unwrap();
+    let other_id = key_id(&other).to_string();
+    find(&browser, "#key").await.send_keys(&other_id).await.unwrap();
+    click(&browser, "form.filters button[type=submit]").await;
+    arrive(&browser, &format!("/console/audit?tenant=&action=tenant.create&key={other_id}&since=&until="))
+        .await;
+    let rows = text(&browser, "tbody").await;
+    assert!(rows.contains("tenant.create") && rows.contains(&b), "{rows}");
+    assert!(!rows.contains(&a) && !rows.contains("tenant.retain_payloads"), "{rows}");
+    assert_eq!(browser.find_all(Locator::Css("tbody tr")).await.unwrap().len(), 1);
+    let kept = find(&browser, "#action option[selected]").await.attr("value").await.unwrap();
+    assert_eq!(kept.as_deref(), Some("tenant.create"), "the form shows what it found");
+
+    // A window that can hold nothing newer: an hour ago until a minute ago.
+    let at =
+        |minutes: i64| (chrono::Utc::now() - chrono::Duration::minutes(minutes)).format("%Y-%m-%dT%H:%M");
+    browser.goto(&format!("{}/console/audit?since={}&until={}", admin.base, at(60), at(-1))).await.unwrap();
+    assert_eq!(
+        browser.find_all(Locator::Css("tbody tr")).await.unwrap().len(),
+        5,
+        "{}",
+        text(&browser, "main").await
+    );
+    browser.goto(&format!("{}/console/audit?since={}&until={}", admin.base, at(120), at(60))).await.unwrap();
+    assert!(text(&browser, "main").await.contains("No entries match these filters"));
+
+    // Until before since, an unknown action: the page says why.
+    let session = Session::sign_in(&admin.base, &root).await;
+    let refused = session.get(&format!("/console/audit?since={}&until={}", at(0), at(60))).await;
+    assert_eq!(refused.status(), 422);
+    assert!(refused.text().await.unwrap().contains("must not be before since"));
+    let refused = session.get("/console/audit?action=tenant.created").await;
+    assert_eq!(refused.status(), 422);
+    assert!(refused.text().await.unwrap().contains("audit actions"));
+    browser.close().await.unwrap();
 }

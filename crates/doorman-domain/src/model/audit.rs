@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Actor, Caller, TenantId};
+use super::{Actor, Caller, KeyId, TenantId, ValidationError};
 
 /// What was changed. The stored word is [`AuditAction::as_str`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,6 +76,14 @@ impl AuditAction {
         Self::ConsoleSessionsPrune,
     ];
 
+    /// The action stored as `word`; any other word is refused (a filter naming an action that
+    /// is never written would silently match nothing).
+    pub fn parse(word: &str) -> Result<Self, ValidationError> {
+        Self::ALL.into_iter().find(|action| action.as_str() == word).ok_or_else(|| {
+            ValidationError::new("action", "must be one of the audit actions, like tenant.create")
+        })
+    }
+
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::TenantCreate => "tenant.create",
@@ -102,6 +110,31 @@ impl AuditAction {
             Self::ReceiptsPrune => "receipts.prune",
             Self::InstallStatesPrune => "install_states.prune",
             Self::ConsoleSessionsPrune => "console_sessions.prune",
+        }
+    }
+}
+
+/// Which entries a listing selects besides their tenant: each field left out selects all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    pub action: Option<AuditAction>,
+    /// Only entries made with this key (as their actor).
+    pub key: Option<KeyId>,
+    /// At or after this.
+    pub since: Option<DateTime<Utc>>,
+    /// Before this.
+    pub until: Option<DateTime<Utc>>,
+}
+
+impl AuditFilter {
+    /// Refuses `until` before `since`: a window that can hold nothing is a mistake, not an
+    /// empty answer.
+    pub fn check(&self) -> Result<(), ValidationError> {
+        match (self.since, self.until) {
+            (Some(since), Some(until)) if until < since => {
+                Err(ValidationError::new("until", "must not be before since"))
+            }
+            _ => Ok(()),
         }
     }
 }
@@ -250,6 +283,27 @@ mod tests {
         for (i, action) in AuditAction::ALL.into_iter().enumerate() {
             assert_eq!(position(action), i);
         }
+    }
+
+    #[test]
+    fn each_action_is_parsed_from_its_word_and_nothing_else() {
+        for action in AuditAction::ALL {
+            assert_eq!(AuditAction::parse(action.as_str()), Ok(action));
+        }
+        for word in ["", "tenant", "TENANT.CREATE", "tenant.create ", "tenant.created"] {
+            assert_eq!(AuditAction::parse(word).unwrap_err().what, "action", "{word:?}");
+        }
+    }
+
+    #[test]
+    fn a_filter_whose_until_is_before_its_since_is_refused() {
+        let at = |s: i64| DateTime::from_timestamp(1_700_000_000 + s, 0);
+        let window = |since, until| AuditFilter { since, until, ..AuditFilter::default() };
+        assert_eq!(window(at(1), at(0)).check().unwrap_err().what, "until");
+        assert_eq!(window(at(0), at(0)).check(), Ok(()), "an instant's window is allowed");
+        assert_eq!(window(at(0), at(1)).check(), Ok(()));
+        assert_eq!(window(None, at(0)).check(), Ok(()));
+        assert_eq!(window(at(0), None).check(), Ok(()));
     }
 
     #[test]

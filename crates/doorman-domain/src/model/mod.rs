@@ -27,7 +27,7 @@ pub use access::{
 };
 pub use admission::{Busy, Permit};
 pub use answer::{AttemptRecord, Delivered, FailureKind, MAX_ANSWER_EXCERPT, answer_excerpt};
-pub use audit::{AuditAction, AuditEntry, AuditRecord};
+pub use audit::{AuditAction, AuditEntry, AuditFilter, AuditRecord};
 pub use directory::{
     AgentSummary, Created, Idempotency, IdempotencyKey, InstallLink, InstallationSummary, Linked,
     LinkedWorkspace, NewTenant, Removed, TenantRecord, TenantSearch,
@@ -41,7 +41,9 @@ pub use installation::{
 };
 pub use job::Job;
 pub use operational::{OperationalEvent, OperationalKind};
-pub use page::{AuditCursor, Cursor, EventCursor, JobCursor, Page, PageLimit, PageRequest, TenantCursor};
+pub use page::{
+    AuditCursor, Cursor, EventCursor, JobCursor, Page, PageLimit, PageRequest, TenantCursor, Total,
+};
 pub use platform::Platform;
 pub use receipt::{
     Attempt, AttemptAnswer, Claim, ClaimId, Completion, EventFilter, EventMatch, EventReport, EventState,

@@ -52,6 +52,30 @@ impl<C> Default for PageRequest<C> {
     }
 }
 
+/// How many items a listing selects, counted up to a cap so that counting stays cheap however
+/// many there are (a million receipts): exact up to [`Total::CAP`], and beyond it "more than
+/// `CAP`" (`lower_bound`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Total {
+    pub count: u64,
+    /// There are more than `count`.
+    pub lower_bound: bool,
+}
+
+impl Total {
+    /// The most a listing counts exactly.
+    pub const CAP: u64 = 1000;
+
+    /// What a count of at most `CAP + 1` rows says: one past the cap means more than it.
+    pub fn of_counted(counted: u64) -> Self {
+        if counted > Self::CAP {
+            Self { count: Self::CAP, lower_bound: true }
+        } else {
+            Self { count: counted, lower_bound: false }
+        }
+    }
+}
+
 /// One page, and where the next starts (`None`: this was the last).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T, C> {

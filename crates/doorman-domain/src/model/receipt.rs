@@ -166,7 +166,8 @@ impl EventState {
 /// A listing of events.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventFilter {
-    pub state: EventState,
+    /// `None`: events in every state, newest claim first.
+    pub state: Option<EventState>,
     /// At or after this: the last failure's time for `Failed`, the claim's for the others.
     pub since: Option<DateTime<Utc>>,
     /// Before this, likewise.

@@ -14,12 +14,12 @@ use chrono::{DateTime, Utc};
 use super::Clock;
 use crate::errors::StorageError;
 use crate::model::{
-    AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditRecord, Created,
-    EventCursor, EventFilter, ExternalEventId, FoundReceipt, Idempotency, InstallationSummary, JobCursor,
-    KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page,
-    PageRequest, Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule, Removed, ReplayAttempt, ReplayJob,
-    ReplayJobId, ReplayOutcome, ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
-    WorkspaceRef,
+    AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditFilter, AuditRecord,
+    Created, EventCursor, EventFilter, ExternalEventId, FoundReceipt, Idempotency, InstallationSummary,
+    JobCursor, KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob,
+    NewTenant, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule, Removed,
+    ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult, TenantCursor, TenantId, TenantName,
+    TenantRecord, TenantSearch, WorkspaceRef,
 };
 
 /// Tenants.
@@ -55,6 +55,15 @@ pub trait Tenants: Send + Sync {
         search: Vec<TenantSearch>,
         page: &PageRequest<TenantCursor>,
     ) -> impl Future<Output = Result<Page<TenantRecord, TenantCursor>, StorageError>> + Send;
+
+    /// How many tenants `list` finds with `only` and `search` (every page of it), counting at
+    /// most `up_to`: MUST answer `up_to` when there are more, reading no more than `up_to` rows.
+    fn count(
+        &self,
+        only: Option<TenantId>,
+        search: Vec<TenantSearch>,
+        up_to: u64,
+    ) -> impl Future<Output = Result<u64, StorageError>> + Send;
 
     /// Whether the tenant keeps its claimed events' payloads for replay, with `audit`.
     fn set_retain_payloads(
@@ -230,6 +239,15 @@ pub trait Ledger: Send + Sync {
         platform: Platform,
         event_id: &ExternalEventId,
     ) -> impl Future<Output = Result<Vec<FoundReceipt>, StorageError>> + Send;
+    /// How many receipts `list` selects with `filter` (every page of it), counting at most
+    /// `up_to`: MUST answer `up_to` when there are more, and MUST NOT read more than `up_to`
+    /// rows to know it (a listing's total must stay cheap at a million receipts).
+    fn count(
+        &self,
+        tenant: Option<TenantId>,
+        filter: &EventFilter,
+        up_to: u64,
+    ) -> impl Future<Output = Result<u64, StorageError>> + Send;
 
     /// The attempts on record of one event (every failed dispatch and every replay), oldest
     /// first. MUST read them in the event's tenant scope: never another tenant's.
@@ -245,10 +263,12 @@ pub trait AuditTrail: Send + Sync {
     /// Writes one entry on its own, for a change no other port makes (a replay).
     fn record(&self, entry: &AuditEntry) -> impl Future<Output = Result<(), StorageError>> + Send;
 
-    /// Entries, newest first; with `tenant`, that tenant's only.
+    /// Entries, newest first; with `tenant`, that tenant's only; only those `filter` selects
+    /// (its action's stored word; made with its key; at or after `since`, before `until`).
     fn list(
         &self,
         tenant: Option<TenantId>,
+        filter: &AuditFilter,
         page: &PageRequest<AuditCursor>,
     ) -> impl Future<Output = Result<Page<AuditRecord, AuditCursor>, StorageError>> + Send;
 }

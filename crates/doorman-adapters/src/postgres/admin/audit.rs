@@ -3,7 +3,9 @@
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use doorman_domain::ports::AuditTrail;
-use doorman_domain::{AuditCursor, AuditEntry, AuditRecord, Page, PageRequest, StorageError, TenantId};
+use doorman_domain::{
+    AuditCursor, AuditEntry, AuditFilter, AuditRecord, Page, PageRequest, StorageError, TenantId,
+};
 use uuid::Uuid;
 
 use crate::postgres::errors::from_diesel;
@@ -71,10 +73,12 @@ impl AuditTrail for PgAuditTrail {
     async fn list(
         &self,
         tenant: Option<TenantId>,
+        filter: &AuditFilter,
         page: &PageRequest<AuditCursor>,
     ) -> Result<Page<AuditRecord, AuditCursor>, StorageError> {
         let mut unit = self.pool.unit().await?;
         let page = page.clone();
+        let filter = filter.clone();
         let rows: Result<Vec<Row>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let mut query = admin_audit::table.into_boxed();
@@ -84,6 +88,23 @@ impl AuditTrail for PgAuditTrail {
                         query = query.filter(admin_audit::tenant_id.eq(*tenant.as_uuid()));
                     }
                     None => across_tenants(conn).await?,
+                }
+                // Each is served by an index ending in (at DESC, id DESC): by action, by actor,
+                // by tenant, or the trail's own for a window alone (migration
+                // 2026-12-09-000001_audit_found_by_action_and_key).
+                if let Some(action) = filter.action {
+                    query = query.filter(admin_audit::action.eq(action.as_str()));
+                }
+                if let Some(key) = filter.key {
+                    query = query
+                        .filter(admin_audit::actor_kind.eq("key"))
+                        .filter(admin_audit::actor_id.eq(key.to_string()));
+                }
+                if let Some(since) = filter.since {
+                    query = query.filter(admin_audit::at.ge(since));
+                }
+                if let Some(until) = filter.until {
+                    query = query.filter(admin_audit::at.lt(until));
                 }
                 if let Some(after) = page.after {
                     query = query.filter(

@@ -38,6 +38,48 @@ fn claimed_between<'a>(mut query: Boxed<'a>, filter: &EventFilter) -> Boxed<'a> 
     query
 }
 
+/// The receipts a listing selects (its tenant, state, window and type), in no order: its
+/// pages add their cursor and order, its total a limit.
+fn selected<'a>(
+    tenant: Option<TenantId>,
+    filter: &EventFilter,
+    watermark: Option<DateTime<Utc>>,
+) -> Boxed<'a> {
+    let mut query = receipts::table.into_boxed();
+    if let Some(tenant) = tenant {
+        query = query.filter(receipts::tenant_id.eq(*tenant.as_uuid()));
+    }
+    if let Some(event_type) = &filter.event_type {
+        query = query.filter(receipts::event_type.eq(event_type.clone()));
+    }
+    match filter.state {
+        None => claimed_between(query, filter),
+        Some(EventState::Failed) => {
+            query =
+                query.filter(receipts::handled_at.is_null()).filter(receipts::failure_reason.is_not_null());
+            if let Some(since) = filter.since {
+                query = query.filter(receipts::failed_at.ge(since));
+            }
+            if let Some(until) = filter.until {
+                query = query.filter(receipts::failed_at.lt(until));
+            }
+            query
+        }
+        Some(EventState::Handled) => {
+            claimed_between(query.filter(receipts::handled_at.is_not_null()), filter)
+        }
+        Some(state @ (EventState::InFlight | EventState::Stranded)) => {
+            query = query.filter(receipts::handled_at.is_null()).filter(receipts::failure_reason.is_null());
+            query = if state == EventState::Stranded {
+                query.filter(stranded_before(filter.stranded_before, watermark))
+            } else {
+                query.filter(receipts::claimed_at.ge(filter.stranded_before))
+            };
+            claimed_between(query, filter)
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct PgLedger {
     pool: PgPool,
@@ -96,7 +138,8 @@ impl Ledger for PgLedger {
             .transpose()
     }
 
-    /// Handled: newest claim first, through the receipts' claim-time index (the agent's
+    /// Every state (`None`): newest claim first, through the receipts' (tenant, claim time)
+    /// index. Handled: newest claim first, through the receipts' claim-time index (the agent's
     /// answer time is not indexed: a completion stays a heap-only update, ADR 18). Failed:
     /// newest failure first, through the index of failed receipts. In flight: oldest claim
     /// first among those claimed since the stranded threshold (the claim-time index again).
@@ -115,30 +158,18 @@ impl Ledger for PgLedger {
         let rows: Result<Vec<(ReceiptRow, bool)>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let watermark = match filter.state {
-                    EventState::Stranded => sweep_watermark(conn).await?,
+                    Some(EventState::Stranded) => sweep_watermark(conn).await?,
                     _ => None,
                 };
-                let mut query = receipts::table.into_boxed();
                 if let Some(tenant) = tenant {
                     act_for(conn, tenant).await?;
-                    query = query.filter(receipts::tenant_id.eq(*tenant.as_uuid()));
                 }
-                if let Some(event_type) = &filter.event_type {
-                    query = query.filter(receipts::event_type.eq(event_type.clone()));
-                }
+                let query = selected(tenant, &filter, watermark);
                 let after = page.after.as_ref().map(|c| (c.at, c.event_id.as_str().to_owned()));
-                query =
-                    match filter.state {
-                        EventState::Failed => {
-                            query = query
-                                .filter(receipts::handled_at.is_null())
-                                .filter(receipts::failure_reason.is_not_null());
-                            if let Some(since) = filter.since {
-                                query = query.filter(receipts::failed_at.ge(since));
-                            }
-                            if let Some(until) = filter.until {
-                                query = query.filter(receipts::failed_at.lt(until));
-                            }
+                let query =
+                    match (filter.state, after) {
+                        (Some(EventState::Failed), after) => {
+                            let mut query = query;
                             if let Some((at, id)) = after {
                                 query =
                                     query.filter(receipts::failed_at.lt(at).or(
@@ -147,9 +178,8 @@ impl Ledger for PgLedger {
                             }
                             query.order((receipts::failed_at.desc(), receipts::external_event_id.desc()))
                         }
-                        EventState::Handled => {
-                            query =
-                                claimed_between(query.filter(receipts::handled_at.is_not_null()), &filter);
+                        (None | Some(EventState::Handled), after) => {
+                            let mut query = query;
                             if let Some((at, id)) = after {
                                 query =
                                     query.filter(receipts::claimed_at.lt(at).or(
@@ -158,16 +188,8 @@ impl Ledger for PgLedger {
                             }
                             query.order((receipts::claimed_at.desc(), receipts::external_event_id.desc()))
                         }
-                        EventState::InFlight | EventState::Stranded => {
-                            query = query
-                                .filter(receipts::handled_at.is_null())
-                                .filter(receipts::failure_reason.is_null());
-                            query = if filter.state == EventState::Stranded {
-                                query.filter(stranded_before(filter.stranded_before, watermark))
-                            } else {
-                                query.filter(receipts::claimed_at.ge(filter.stranded_before))
-                            };
-                            query = claimed_between(query, &filter);
+                        (Some(EventState::InFlight | EventState::Stranded), after) => {
+                            let mut query = query;
                             if let Some((at, id)) = after {
                                 query =
                                     query.filter(receipts::claimed_at.gt(at).or(
@@ -197,7 +219,7 @@ impl Ledger for PgLedger {
             .collect::<Result<Vec<_>, StorageError>>()?;
         Ok(Page::from_overfetch(records, page.limit, |r: &ReceiptRecord| EventCursor {
             at: match (filter.state, &r.receipt.failure) {
-                (EventState::Failed, Some(failure)) => failure.at,
+                (Some(EventState::Failed), Some(failure)) => failure.at,
                 _ => r.receipt.claimed_at,
             },
             event_id: r.receipt.key.external_id.clone(),
@@ -272,6 +294,37 @@ impl Ledger for PgLedger {
                 .cmp(&(b.tenant_name.as_str(), b.receipt.key.tenant))
         });
         Ok(found)
+    }
+
+    /// At most `up_to` rows of the listing's selection are read (a constant each, through the
+    /// same indexes as its pages), and counted: a million receipts cost what `up_to` do.
+    async fn count(
+        &self,
+        tenant: Option<TenantId>,
+        filter: &EventFilter,
+        up_to: u64,
+    ) -> Result<u64, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let filter = filter.clone();
+        let limit = i64::try_from(up_to).unwrap_or(i64::MAX);
+        let rows: Result<Vec<i32>, StorageError> = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let watermark = match filter.state {
+                    Some(EventState::Stranded) => sweep_watermark(conn).await?,
+                    _ => None,
+                };
+                if let Some(tenant) = tenant {
+                    act_for(conn, tenant).await?;
+                }
+                selected(tenant, &filter, watermark)
+                    .select(diesel::dsl::sql::<diesel::sql_types::Integer>("1"))
+                    .limit(limit)
+                    .load(conn)
+                    .await
+            })
+            .await
+            .map_err(from_diesel);
+        Ok(unit.finish(rows).await?.len() as u64)
     }
 
     /// Through the attempts' primary key (tenant, platform, event, start): on Citus the

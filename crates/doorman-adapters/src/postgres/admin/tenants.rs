@@ -76,6 +76,22 @@ fn found_by(
     )
 }
 
+/// The tenants a listing finds (`only` that one; each of `search` narrowing), in no order: its
+/// pages add their cursor and order, its total a limit.
+fn found<'a>(only: Option<TenantId>, search: &[TenantSearch]) -> tenants::BoxedQuery<'a, diesel::pg::Pg> {
+    let mut query = tenants::table.into_boxed();
+    if let Some(tenant) = only {
+        query = query.filter(tenants::id.eq(*tenant.as_uuid()));
+    }
+    for narrowing in search {
+        query = match narrowing {
+            TenantSearch::Name(text) => query.filter(tenants::name.ilike(contains_pattern(text.as_str()))),
+            TenantSearch::Anything(text) => query.filter(found_by(text.as_str())),
+        };
+    }
+    query
+}
+
 /// A stored tenant read back: its schedule went through the same constructor when it was
 /// written (and the table's check holds it to the same bounds).
 fn record((id, name, created_at, retain_payloads, schedule): Row) -> Result<TenantRecord, StorageError> {
@@ -199,22 +215,11 @@ impl Tenants for PgTenants {
         let page = page.clone();
         let rows: Result<Vec<Row>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let mut query = tenants::table.into_boxed();
                 match only {
-                    Some(tenant) => {
-                        act_for(conn, tenant).await?;
-                        query = query.filter(tenants::id.eq(*tenant.as_uuid()));
-                    }
+                    Some(tenant) => act_for(conn, tenant).await?,
                     None => across_tenants(conn).await?,
                 }
-                for narrowing in &search {
-                    query = match narrowing {
-                        TenantSearch::Name(text) => {
-                            query.filter(tenants::name.ilike(contains_pattern(text.as_str())))
-                        }
-                        TenantSearch::Anything(text) => query.filter(found_by(text.as_str())),
-                    };
-                }
+                let mut query = found(only, &search);
                 if let Some(after) = page.after {
                     query = query.filter(tenants::created_at.gt(after.created_at).or(
                         tenants::created_at.eq(after.created_at).and(tenants::id.gt(*after.id.as_uuid())),
@@ -235,6 +240,32 @@ impl Tenants for PgTenants {
             created_at: t.created_at,
             id: t.id,
         }))
+    }
+
+    /// At most `up_to` rows of what `list` finds are read (a constant each) and counted.
+    async fn count(
+        &self,
+        only: Option<TenantId>,
+        search: Vec<TenantSearch>,
+        up_to: u64,
+    ) -> Result<u64, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let limit = i64::try_from(up_to).unwrap_or(i64::MAX);
+        let rows: Result<Vec<i32>, StorageError> = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                match only {
+                    Some(tenant) => act_for(conn, tenant).await?,
+                    None => across_tenants(conn).await?,
+                }
+                found(only, &search)
+                    .select(diesel::dsl::sql::<diesel::sql_types::Integer>("1"))
+                    .limit(limit)
+                    .load(conn)
+                    .await
+            })
+            .await
+            .map_err(from_diesel);
+        Ok(unit.finish(rows).await?.len() as u64)
     }
 
     async fn set_retain_payloads(

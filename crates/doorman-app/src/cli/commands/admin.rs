@@ -1,7 +1,9 @@
 //! `doorman admin …`: serve the admin API, manage its keys, read the audit trail.
 
 use anyhow::Context;
-use doorman_domain::{AuditAction, AuditCursor, KeyId, KeyName, KeyScope, PageLimit, PageRequest};
+use doorman_domain::{
+    AuditAction, AuditCursor, AuditFilter, KeyId, KeyName, KeyScope, PageLimit, PageRequest,
+};
 
 use super::context::{Cli, Needs, explain, maintenance, tenant_id};
 use super::output;
@@ -52,7 +54,11 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             let mut page = PageRequest::<AuditCursor> { limit: PageLimit::new(PageLimit::MAX)?, after: None };
             let mut entries = Vec::new();
             while entries.len() < limit {
-                let listed = cli.operator.audit(&cli.caller, tenant, &page).await.map_err(explain)?;
+                let listed = cli
+                    .operator
+                    .audit(&cli.caller, tenant, &AuditFilter::default(), &page)
+                    .await
+                    .map_err(explain)?;
                 entries.extend(listed.items.into_iter().map(AuditDoc::from));
                 match listed.next {
                     Some(next) => page.after = Some(next),

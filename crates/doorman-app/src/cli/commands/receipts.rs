@@ -99,7 +99,7 @@ async fn every(cli: &Cli, tenant: Option<TenantId>, state: EventState) -> anyhow
     loop {
         let listed = cli
             .operator
-            .events(&cli.caller, tenant, state, Default::default(), &page)
+            .events(&cli.caller, tenant, Some(state), Default::default(), &page)
             .await
             .map_err(explain)?;
         found.extend(listed.items);

@@ -47,7 +47,9 @@ pub async fn get(
 }
 
 /// The tenant's events in one state: handled (newest claim first), failed (newest failure
-/// first), in flight or stranded (oldest claim first).
+/// first), in flight or stranded (oldest claim first), or in every state (no `state`: newest
+/// claim first); with how many there are in all
+/// (`total`, exact up to 1,000, else `total_is_lower_bound`).
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants/{id}/events",
@@ -55,7 +57,7 @@ pub async fn get(
     tag = "events",
     params(
         ("id" = uuid::Uuid, Path, description = "The tenant's id"),
-        ("state" = crate::documents::words::EventStatus, Query, description = "Which events: handled (newest claim first), failed (newest failure first), in_flight or stranded (oldest claim first)"),
+        ("state" = Option<crate::documents::words::EventStatus>, Query, description = "Which events: handled (newest claim first), failed (newest failure first), in_flight or stranded (oldest claim first); left out, every event whatever its state (newest claim first)"),
         ("since" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: at or after this (the last failure's time for `failed`, the claim's otherwise)"),
         ("until" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: before this, likewise"),
         ("type" = Option<String>, Query, min_length = 1, max_length = 255, pattern = "^[a-z0-9]+([_.][a-z0-9]+)*$", description = "Only events of this type: Slack's, lower-case words joined by `_` or `.` (`app_mention`, `message`, …)"),
@@ -65,7 +67,7 @@ pub async fn get(
     responses(
         (status = 200, description = "A page of events", body = EventPage),
         ReadRefusals,
-        (status = 422, description = "A missing or unknown state, or a refused since, until, type, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "An unknown state, or a refused since, until, type, limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -77,18 +79,20 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let tenant = tenant_path(&path)?;
     let query = Query::of(&request);
+    // No state: every event, whatever became of it, newest claim first.
     let which = query
         .get("state")
-        .ok_or_else(|| ApiError::invalid("state", "is required: handled, failed, in_flight or stranded"))?;
-    let which = EventState::parse(which).map_err(|e| ApiError::invalid_value("state", &e))?;
+        .map(|word| EventState::parse(word).map_err(|e| ApiError::invalid_value("state", &e)))
+        .transpose()?;
     let filter = EventQuery {
         since: query.instant("since")?,
         until: query.instant("until")?,
         event_type: event_type(query.get("type"))?,
     };
     let page = query.page::<EventCursor>()?;
-    let listed = state.operator.events(&caller.0, Some(tenant), which, filter, &page).await?;
-    Ok(HttpResponse::Ok().json(EventPage::of(listed)))
+    let listed = state.operator.events(&caller.0, Some(tenant), which, filter.clone(), &page).await?;
+    let total = state.operator.events_total(&caller.0, Some(tenant), which, filter).await?;
+    Ok(HttpResponse::Ok().json(EventPage::of(listed, total)))
 }
 
 /// The events numbered `event_id`, in every tenant the key may see (a scoped key: its own),

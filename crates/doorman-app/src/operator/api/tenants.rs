@@ -117,8 +117,10 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::of(&request);
     let page = query.page::<TenantCursor>()?;
-    let listed = state.operator.tenants(&caller.0, tenant_search(&query)?, &page).await?;
-    Ok(HttpResponse::Ok().json(TenantPage::of(listed)))
+    let search = tenant_search(&query)?;
+    let listed = state.operator.tenants(&caller.0, search.clone(), &page).await?;
+    let total = state.operator.tenants_total(&caller.0, search).await?;
+    Ok(HttpResponse::Ok().json(TenantPage::of(listed, total)))
 }
 
 /// One tenant.

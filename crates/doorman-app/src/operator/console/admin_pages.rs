@@ -6,8 +6,9 @@ use std::ops::RangeInclusive;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::Utc;
-use doorman_domain::{AuditCursor, KeyId, KeyName, KeyScope, TenantId};
+use doorman_domain::{AuditAction, AuditCursor, AuditFilter, KeyId, KeyName, KeyScope, TenantId};
 
+use super::events::instant;
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
@@ -25,6 +26,12 @@ pub const KEY_EXPIRY_DAYS: RangeInclusive<i64> = 1..=730;
 struct AuditPage {
     chrome: Chrome,
     tenant: String,
+    /// The filters as asked (blank: any), shown back in the form.
+    action: String,
+    key: String,
+    since: String,
+    until: String,
+    actions: [&'static str; AuditAction::ALL.len()],
     entries: Vec<AuditDoc>,
     next: Option<String>,
 }
@@ -49,20 +56,44 @@ impl KeysPage {
     }
 }
 
-/// `?tenant=` narrows the trail to one tenant (a scoped session always reads its own).
+/// `?tenant=` narrows the trail to one tenant (a scoped session always reads its own);
+/// `action`, `key`, `since` and `until` (RFC 3339, or a browser's `2026-12-01T10:00` read as
+/// UTC) narrow it as the API's do. Blank fields select everything.
 pub async fn audit(request: HttpRequest, state: web::Data<AdminState>) -> Result<HttpResponse, ConsoleError> {
     let session = Session::of(&request, &state).await?;
     let query = Query::of(&request);
-    let asked = query.get("tenant").map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
-    let tenant: Option<TenantId> = asked.as_deref().map(tenant_path).transpose()?;
+    let text = |name| query.get(name).map(str::trim).unwrap_or_default().to_owned();
+    let (asked, action, key, since, until) =
+        (text("tenant"), text("action"), text("key"), text("since"), text("until"));
+    let tenant: Option<TenantId> = (!asked.is_empty()).then(|| tenant_path(&asked)).transpose()?;
+    let filter = AuditFilter {
+        action: (!action.is_empty())
+            .then(|| AuditAction::parse(&action).map_err(|e| ApiError::invalid_value("action", &e)))
+            .transpose()?,
+        key: (!key.is_empty())
+            .then(|| key.parse().map_err(|_| ConsoleError::bad_request("key: must be a key's id (a UUID)")))
+            .transpose()?,
+        since: instant("since", &since)?,
+        until: instant("until", &until)?,
+    };
     let page = query.page::<AuditCursor>()?;
-    let listed = state.operator.audit(&session.caller, tenant, &page).await?;
-    let next = listed
-        .next
-        .map(|cursor| page::next_page(&[("tenant", asked.as_deref().unwrap_or_default())], &cursor));
+    let listed = state.operator.audit(&session.caller, tenant, &filter, &page).await?;
+    let filters = [
+        ("tenant", asked.as_str()),
+        ("action", &action),
+        ("key", &key),
+        ("since", &since),
+        ("until", &until),
+    ];
+    let next = listed.next.map(|cursor| page::next_page(&filters, &cursor));
     page::ok(&AuditPage {
         chrome: session.chrome(&request),
-        tenant: asked.unwrap_or_default(),
+        tenant: asked,
+        action,
+        key,
+        since,
+        until,
+        actions: AuditAction::ALL.map(AuditAction::as_str),
         entries: listed.items.into_iter().map(AuditDoc::from).collect(),
         next,
     })

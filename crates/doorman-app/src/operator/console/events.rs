@@ -26,12 +26,15 @@ struct EventsPage {
     chrome: Chrome,
     tenant: TenantDoc,
     state: &'static str,
-    states: [&'static str; 4],
+    /// Each state's word, then `all`.
+    states: Vec<&'static str>,
     since: String,
     until: String,
     event_type: String,
     events: Vec<EventDoc>,
     next: Option<String>,
+    /// How many match, over every page: "1,000 events", or "more than 1,000".
+    total: String,
 }
 
 #[derive(Template)]
@@ -90,7 +93,10 @@ pub async fn find(request: HttpRequest, state: web::Data<AdminState>) -> Result<
     })
 }
 
-/// `state` (failed by default), `since` and `until` (RFC 3339, or a browser's
+/// The console's word for the list of events in every state.
+const ALL_STATES: &str = "all";
+
+/// `state` (failed by default; `all`: every state, newest claim first), `since` and `until` (RFC 3339, or a browser's
 /// `2026-12-01T10:00` read as UTC), `type`, `cursor`.
 pub async fn list(
     request: HttpRequest,
@@ -101,8 +107,12 @@ pub async fn list(
     let tenant = tenant_path(&path)?;
     let record = state.operator.tenant(&session.caller, tenant).await?;
     let query = Query::of(&request);
-    let which = EventState::parse(query.get("state").unwrap_or("failed"))
-        .map_err(|e| ApiError::invalid_value("state", &e))?;
+    // `all`: one list of every event, whatever became of it, newest claim first.
+    let which = match query.get("state").unwrap_or("failed") {
+        ALL_STATES => None,
+        word => Some(EventState::parse(word).map_err(|e| ApiError::invalid_value("state", &e))?),
+    };
+    let word = which.map_or(ALL_STATES, EventState::as_str);
     let text = |name| query.get(name).map(str::trim).unwrap_or_default().to_owned();
     let (since, until, kind) = (text("since"), text("until"), text("type"));
     let filter = EventQuery {
@@ -111,24 +121,30 @@ pub async fn list(
         event_type: event_type((!kind.is_empty()).then_some(kind.as_str()))?,
     };
     let page = query.page::<EventCursor>()?;
-    let listed = state.operator.events(&session.caller, Some(tenant), which, filter, &page).await?;
-    let filters = [("state", which.as_str()), ("since", &since), ("until", &until), ("type", &kind)];
+    let listed = state.operator.events(&session.caller, Some(tenant), which, filter.clone(), &page).await?;
+    let total = state.operator.events_total(&session.caller, Some(tenant), which, filter).await?;
+    let filters = [("state", word), ("since", &since), ("until", &until), ("type", &kind)];
     let next = listed.next.map(|cursor| page::next_page(&filters, &cursor));
     page::ok(&EventsPage {
         chrome: session.chrome(&request),
         tenant: TenantDoc::from(record),
-        state: which.as_str(),
-        states: EventState::ALL.map(EventState::as_str),
+        state: word,
+        states: [EventState::Handled, EventState::Failed, EventState::InFlight, EventState::Stranded]
+            .map(EventState::as_str)
+            .into_iter()
+            .chain([ALL_STATES])
+            .collect(),
         since,
         until,
         event_type: kind,
         events: listed.items.into_iter().map(EventDoc::from).collect(),
         next,
+        total: page::total(total, "event", "events"),
     })
 }
 
 /// An instant from a filter field: RFC 3339, or what a `datetime-local` input sends (UTC).
-fn instant(field: &str, raw: &str) -> Result<Option<DateTime<Utc>>, ConsoleError> {
+pub(super) fn instant(field: &str, raw: &str) -> Result<Option<DateTime<Utc>>, ConsoleError> {
     if raw.is_empty() {
         return Ok(None);
     }

@@ -63,6 +63,29 @@ pub fn notice(done: Option<&str>) -> Option<&'static str> {
     })
 }
 
+/// A listing's total in words: `1 event`, `1,000 events`, `more than 1,000 events`.
+pub fn total(total: doorman_domain::Total, one: &str, many: &str) -> String {
+    let count = thousands(total.count);
+    match (total.lower_bound, total.count) {
+        (true, _) => format!("more than {count} {many}"),
+        (false, 1) => format!("1 {one}"),
+        (false, _) => format!("{count} {many}"),
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// The query string of a listing's next page: its filters that are set, then the cursor.
 pub fn next_page(filters: &[(&str, &str)], cursor: &impl doorman_domain::Cursor) -> String {
     let mut next = form_urlencoded::Serializer::new(String::new());
@@ -106,6 +129,18 @@ mod tests {
     use doorman_domain::{Cursor, TenantCursor};
 
     use super::*;
+
+    #[test]
+    fn a_total_is_said_in_words_with_thousands_and_more_than_beyond_the_cap() {
+        use doorman_domain::Total;
+        let said = |count, lower_bound| total(Total { count, lower_bound }, "event", "events");
+        assert_eq!(said(0, false), "0 events");
+        assert_eq!(said(1, false), "1 event");
+        assert_eq!(said(999, false), "999 events");
+        assert_eq!(said(1000, false), "1,000 events");
+        assert_eq!(said(1000, true), "more than 1,000 events");
+        assert_eq!(said(1_234_567, false), "1,234,567 events");
+    }
 
     #[test]
     fn a_segment_keeps_only_unreserved_characters() {

@@ -41,6 +41,8 @@ struct TenantsPage {
     /// The next page's query string, if there is one.
     next: Option<String>,
     may_create: bool,
+    /// How many it finds, over every page: "12 tenants", or "more than 1,000".
+    total: String,
 }
 
 #[derive(Template)]
@@ -82,7 +84,8 @@ pub async fn list(request: HttpRequest, state: web::Data<AdminState>) -> Result<
         )]
     };
     let page = query.page::<TenantCursor>()?;
-    let listed = state.operator.tenants(&session.caller, found_by, &page).await?;
+    let listed = state.operator.tenants(&session.caller, found_by.clone(), &page).await?;
+    let total = state.operator.tenants_total(&session.caller, found_by).await?;
     let next = listed.next.map(|cursor| page::next_page(&[("search", &search)], &cursor));
     page::ok(&TenantsPage {
         chrome: session.chrome(&request),
@@ -90,6 +93,7 @@ pub async fn list(request: HttpRequest, state: web::Data<AdminState>) -> Result<
         tenants: listed.items.into_iter().map(TenantDoc::from).collect(),
         next,
         may_create: session.caller.actor.may_create_tenants(),
+        total: page::total(total, "tenant", "tenants"),
     })
 }
 

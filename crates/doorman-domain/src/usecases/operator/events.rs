@@ -6,7 +6,7 @@ use super::Operator;
 use crate::errors::OperatorError;
 use crate::model::{
     Attempt, Caller, EventCursor, EventFilter, EventMatch, EventReport, EventState, EventType,
-    ExternalEventId, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, TenantId,
+    ExternalEventId, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, TenantId, Total,
 };
 use crate::ports::{Clock, Ledger, OperatorPorts, ReplayJobs};
 
@@ -44,25 +44,45 @@ impl<P: OperatorPorts> Operator<P> {
     }
 
     /// Handled (newest claim first), failed (newest failure first), in flight or stranded
-    /// (oldest first) events: of one tenant, or (a caller for every tenant) of all.
+    /// (oldest first) events, or (`None`) events in every state, newest claim first: of one
+    /// tenant, or (a caller for every tenant) of all.
     pub async fn events(
         &self,
         caller: &Caller,
         tenant: Option<TenantId>,
-        state: EventState,
+        state: Option<EventState>,
         query: EventQuery,
         page: &PageRequest<EventCursor>,
     ) -> Result<Page<EventReport, EventCursor>, OperatorError> {
         let tenant = self.scoped(caller, tenant).await?;
-        let filter = EventFilter {
+        let filter = self.event_filter(state, query);
+        let found = self.ports.ledger().list(tenant, &filter, page).await?;
+        Ok(found.map(|record| self.report(record)))
+    }
+
+    /// How many events `events` lists with the same arguments, over all its pages: exact up to
+    /// [`Total::CAP`], else "more than" it (at most `CAP + 1` rows are read to know).
+    pub async fn events_total(
+        &self,
+        caller: &Caller,
+        tenant: Option<TenantId>,
+        state: Option<EventState>,
+        query: EventQuery,
+    ) -> Result<Total, OperatorError> {
+        let tenant = self.scoped(caller, tenant).await?;
+        let filter = self.event_filter(state, query);
+        let counted = self.ports.ledger().count(tenant, &filter, Total::CAP + 1).await?;
+        Ok(Total::of_counted(counted))
+    }
+
+    fn event_filter(&self, state: Option<EventState>, query: EventQuery) -> EventFilter {
+        EventFilter {
             state,
             since: query.since,
             until: query.until,
             event_type: query.event_type.map(|t| t.as_str().to_owned()),
             stranded_before: self.stranded_before(),
-        };
-        let found = self.ports.ledger().list(tenant, &filter, page).await?;
-        Ok(found.map(|record| self.report(record)))
+        }
     }
 
     /// Every event numbered `event_id` among the tenants the caller may see: a scoped

@@ -7,7 +7,7 @@ use super::{Operator, entry};
 use crate::errors::{OperatorError, StorageError};
 use crate::model::{
     AuditAction, AuditEntry, Caller, Created, Idempotency, IdempotencyKey, NewTenant, Page, PageRequest,
-    RedeliverySchedule, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
+    RedeliverySchedule, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch, Total,
 };
 use crate::ports::{OperatorPorts, Tenants};
 
@@ -82,6 +82,17 @@ impl<P: OperatorPorts> Operator<P> {
         page: &PageRequest<TenantCursor>,
     ) -> Result<Page<TenantRecord, TenantCursor>, OperatorError> {
         Ok(self.ports.tenants().list(caller.actor.only_tenant(), search, page).await?)
+    }
+
+    /// How many tenants `tenants` lists with the same search, over all its pages: exact up to
+    /// [`Total::CAP`], else "more than" it.
+    pub async fn tenants_total(
+        &self,
+        caller: &Caller,
+        search: Vec<TenantSearch>,
+    ) -> Result<Total, OperatorError> {
+        let counted = self.ports.tenants().count(caller.actor.only_tenant(), search, Total::CAP + 1).await?;
+        Ok(Total::of_counted(counted))
     }
 
     /// Renames a tenant.

@@ -865,16 +865,74 @@ async fn a_stranded_listing_asks_for_receipts_older_than_the_threshold() {
         .expect_list()
         .withf(|tenant, filter, _| {
             *tenant == Some(own())
-                && filter.state == EventState::Stranded
+                && filter.state == Some(EventState::Stranded)
                 && filter.stranded_before == now() - chrono::Duration::seconds(600)
         })
         .times(1)
         .returning(|_, _, _| ready(Ok(Page { items: vec![], next: None })));
     let page = ports
         .build()
-        .events(&cli(), Some(own()), EventState::Stranded, Default::default(), &PageRequest::default())
+        .events(&cli(), Some(own()), Some(EventState::Stranded), Default::default(), &PageRequest::default())
         .await;
     assert!(page.unwrap().items.is_empty());
+}
+
+#[tokio::test]
+async fn an_events_total_counts_one_past_the_cap_with_the_listings_filter_and_says_more_than_beyond_it() {
+    for (counted, total) in [
+        (0, Total { count: 0, lower_bound: false }),
+        (Total::CAP, Total { count: Total::CAP, lower_bound: false }),
+        (Total::CAP + 1, Total { count: Total::CAP, lower_bound: true }),
+    ] {
+        let mut ports = Ports::new().with_own_tenant();
+        ports
+            .ledger
+            .expect_count()
+            .withf(|tenant, filter, up_to| {
+                *tenant == Some(own())
+                    && filter.state == Some(EventState::Failed)
+                    && filter.since == Some(now())
+                    && filter.event_type.as_deref() == Some("message")
+                    && *up_to == Total::CAP + 1
+            })
+            .times(1)
+            .returning(move |_, _, _| ready(Ok(counted)));
+        let query = super::events::EventQuery {
+            since: Some(now()),
+            until: None,
+            event_type: Some(EventType::new("message").unwrap()),
+        };
+        let scoped = key(Some(own()), true);
+        let got = ports.build().events_total(&scoped, None, Some(EventState::Failed), query).await.unwrap();
+        assert_eq!(got, total, "{counted} counted");
+    }
+}
+
+#[tokio::test]
+async fn a_tenant_listings_total_counts_the_callers_tenants_found_by_the_search_one_past_the_cap() {
+    let mut ports = Ports::new();
+    let search = vec![TenantSearch::Anything(TenantName::new("acme").unwrap())];
+    let expected = search.clone();
+    ports
+        .tenants
+        .expect_count()
+        .withf(move |only, asked, up_to| {
+            *only == Some(own()) && *asked == expected && *up_to == Total::CAP + 1
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(Total::CAP + 1)));
+    let total = ports.build().tenants_total(&key(Some(own()), true), search).await.unwrap();
+    assert_eq!(total, Total { count: Total::CAP, lower_bound: true });
+}
+
+#[tokio::test]
+async fn a_scoped_key_counts_no_other_tenants_events() {
+    let operator = Ports::new().with_own_tenant().build();
+    let error = operator
+        .events_total(&key(Some(own()), true), Some(other()), Some(EventState::Failed), Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(error, OperatorError::UnknownTenant(other()));
 }
 
 #[tokio::test]
@@ -1124,13 +1182,14 @@ async fn a_scoped_key_reads_only_its_tenants_audit_entries() {
     ports
         .audit
         .expect_list()
-        .withf(|tenant, _| *tenant == Some(own()))
+        .withf(|tenant, _, _| *tenant == Some(own()))
         .times(1)
-        .returning(|_, _| ready(Ok(Page { items: vec![], next: None })));
+        .returning(|_, _, _| ready(Ok(Page { items: vec![], next: None })));
     let operator = ports.build();
     let scoped = key(Some(own()), true);
-    operator.audit(&scoped, None, &PageRequest::default()).await.unwrap();
-    let error = operator.audit(&scoped, Some(other()), &PageRequest::default()).await.unwrap_err();
+    let all = AuditFilter::default();
+    operator.audit(&scoped, None, &all, &PageRequest::default()).await.unwrap();
+    let error = operator.audit(&scoped, Some(other()), &all, &PageRequest::default()).await.unwrap_err();
     assert_eq!(error, OperatorError::UnknownTenant(other()));
 }
 
@@ -1141,16 +1200,50 @@ async fn a_deleted_tenants_audit_entries_stay_readable_to_a_key_for_every_tenant
     ports
         .audit
         .expect_list()
-        .withf(|tenant, _| *tenant == Some(other()))
+        .withf(|tenant, _, _| *tenant == Some(other()))
         .times(1)
-        .returning(|_, _| ready(Ok(Page { items: vec![], next: None })));
+        .returning(|_, _, _| ready(Ok(Page { items: vec![], next: None })));
     let operator = ports.build();
-    operator.audit(&key(None, true), Some(other()), &PageRequest::default()).await.unwrap();
+    let all = AuditFilter::default();
+    operator.audit(&key(None, true), Some(other()), &all, &PageRequest::default()).await.unwrap();
     let never: TenantId = "3b0c8f2e-9d4a-4f6b-8e1c-2a7d5b9c0e13".parse().unwrap();
-    let error = operator.audit(&key(None, false), Some(never), &PageRequest::default()).await.unwrap_err();
+    let error =
+        operator.audit(&key(None, false), Some(never), &all, &PageRequest::default()).await.unwrap_err();
     assert_eq!(error, OperatorError::UnknownTenant(never), "a tenant that never was is still unknown");
-    let scoped = operator.audit(&key(Some(own()), true), Some(other()), &PageRequest::default()).await;
+    let scoped = operator.audit(&key(Some(own()), true), Some(other()), &all, &PageRequest::default()).await;
     assert_eq!(scoped.unwrap_err(), OperatorError::UnknownTenant(other()), "not to a scoped key");
+}
+
+#[tokio::test]
+async fn an_audit_filter_reaches_the_trail_as_asked_with_the_callers_scope() {
+    let mut ports = Ports::new().with_own_tenant();
+    let filter = AuditFilter {
+        action: Some(AuditAction::AgentPause),
+        key: Some("5d9f7c2e-6a1b-4f3e-8c2d-1a2b3c4d5e6f".parse().unwrap()),
+        since: Some(now()),
+        until: Some(now() + chrono::Duration::hours(1)),
+    };
+    let expected = filter.clone();
+    ports
+        .audit
+        .expect_list()
+        .withf(move |tenant, asked, _| *tenant == Some(own()) && *asked == expected)
+        .times(1)
+        .returning(|_, _, _| ready(Ok(Page { items: vec![], next: None })));
+    let operator = ports.build();
+    operator.audit(&key(Some(own()), true), None, &filter, &PageRequest::default()).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_audit_filter_whose_until_is_before_its_since_is_refused_before_anything_is_read() {
+    let operator = Ports::new().untouched().build();
+    let filter = AuditFilter {
+        since: Some(now()),
+        until: Some(now() - chrono::Duration::seconds(1)),
+        ..AuditFilter::default()
+    };
+    let error = operator.audit(&key(None, true), None, &filter, &PageRequest::default()).await.unwrap_err();
+    assert_eq!(error, OperatorError::Invalid(ValidationError::new("until", "must not be before since")));
 }
 
 #[tokio::test]
