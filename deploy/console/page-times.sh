@@ -91,12 +91,14 @@ pages=(
     "/console/tenants/$t/events?state=failed"
     "/console/tenants/$t/events?state=in_flight"
     "/console/tenants/$t/events?state=stranded"
+    "/console/tenants/$t/events?state=all"
     "/console/tenants/$t/events?state=handled&type=message&since=$since"
     "/console/tenants/$t/events/EvBench10"  # the measured tenant's (g % 5 = 0), handled
     "/console/tenants/$t/replays"
     "/console/tenants/$t/replays/$job"
     "/console/audit"
     "/console/audit?tenant=$t"
+    "/console/audit?action=tenant.create"
     "/console/keys"
 )
 printf '%-72s %8s %8s %6s\n' page "median" "max" status
