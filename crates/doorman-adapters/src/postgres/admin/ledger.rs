@@ -115,6 +115,23 @@ macro_rules! payload_kept {
     };
 }
 
+/// What a listing (its page or its count) sets up before its statement: the sweep's watermark
+/// for the stranded rule (read first, see [`stranded_before`]), and the tenant's scope.
+async fn listing_scope(
+    conn: &mut diesel_async::AsyncPgConnection,
+    tenant: Option<TenantId>,
+    filter: &EventFilter,
+) -> Result<Option<DateTime<Utc>>, diesel::result::Error> {
+    let watermark = match filter.state {
+        Some(EventState::Stranded) => sweep_watermark(conn).await?,
+        _ => None,
+    };
+    if let Some(tenant) = tenant {
+        act_for(conn, tenant).await?;
+    }
+    Ok(watermark)
+}
+
 impl Ledger for PgLedger {
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<ReceiptRecord>, StorageError> {
         let mut unit = self.pool.unit().await?;
@@ -157,13 +174,7 @@ impl Ledger for PgLedger {
         let (filter, page) = (filter.clone(), page.clone());
         let rows: Result<Vec<(ReceiptRow, bool)>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let watermark = match filter.state {
-                    Some(EventState::Stranded) => sweep_watermark(conn).await?,
-                    _ => None,
-                };
-                if let Some(tenant) = tenant {
-                    act_for(conn, tenant).await?;
-                }
+                let watermark = listing_scope(conn, tenant, &filter).await?;
                 let query = selected(tenant, &filter, watermark);
                 let after = page.after.as_ref().map(|c| (c.at, c.event_id.as_str().to_owned()));
                 let query =
@@ -309,13 +320,7 @@ impl Ledger for PgLedger {
         let limit = i64::try_from(up_to).unwrap_or(i64::MAX);
         let rows: Result<Vec<i32>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let watermark = match filter.state {
-                    Some(EventState::Stranded) => sweep_watermark(conn).await?,
-                    _ => None,
-                };
-                if let Some(tenant) = tenant {
-                    act_for(conn, tenant).await?;
-                }
+                let watermark = listing_scope(conn, tenant, &filter).await?;
                 selected(tenant, &filter, watermark)
                     .select(diesel::dsl::sql::<diesel::sql_types::Integer>("1"))
                     .limit(limit)
