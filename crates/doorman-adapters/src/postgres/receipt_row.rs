@@ -5,12 +5,73 @@ use diesel::expression::BoxableExpression;
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Nullable, Timestamptz};
 use doorman_domain::{
-    ExternalEventId, Failure, FirstDelivery, Platform, Receipt, ReceiptKey, StorageError, TenantId,
-    ValidationError,
+    EventFilter, EventState, ExternalEventId, Failure, FirstDelivery, Platform, Receipt, ReceiptKey,
+    StorageError, TenantId, ValidationError,
 };
 use uuid::Uuid;
 
 use super::schema::messaging_event_receipts as receipts;
+
+type Boxed<'a> = receipts::BoxedQuery<'a, diesel::pg::Pg>;
+
+/// Claimed at or after `since` and before `until`, where the filter asks; and `claimed_at IS
+/// NOT NULL`, always true (the column is `NOT NULL`), which the planner needs to use the
+/// receipts' claim-time index (`messaging_event_receipts_expiry`, partial on it) for a list in
+/// claim order: without it, a tenant's 200,000 receipts were read and sorted for each page of
+/// the handled list (368 ms; 5 ms with it, `just bench-console`).
+fn claimed_between<'a>(mut query: Boxed<'a>, filter: &EventFilter) -> Boxed<'a> {
+    query = query.filter(receipts::claimed_at.is_not_null());
+    if let Some(since) = filter.since {
+        query = query.filter(receipts::claimed_at.ge(since));
+    }
+    if let Some(until) = filter.until {
+        query = query.filter(receipts::claimed_at.lt(until));
+    }
+    query
+}
+
+/// The receipts a listing selects (its tenant, state, window and type), in no order: its
+/// pages add their cursor and order, its total a limit, a replay by filter its limit (what the
+/// list shows is what is replayed).
+pub(crate) fn listing<'a>(
+    tenant: Option<TenantId>,
+    filter: &EventFilter,
+    watermark: Option<DateTime<Utc>>,
+) -> Boxed<'a> {
+    let mut query = receipts::table.into_boxed();
+    if let Some(tenant) = tenant {
+        query = query.filter(receipts::tenant_id.eq(*tenant.as_uuid()));
+    }
+    if let Some(event_type) = &filter.event_type {
+        query = query.filter(receipts::event_type.eq(event_type.clone()));
+    }
+    match filter.state {
+        None => claimed_between(query, filter),
+        Some(EventState::Failed) => {
+            query =
+                query.filter(receipts::handled_at.is_null()).filter(receipts::failure_reason.is_not_null());
+            if let Some(since) = filter.since {
+                query = query.filter(receipts::failed_at.ge(since));
+            }
+            if let Some(until) = filter.until {
+                query = query.filter(receipts::failed_at.lt(until));
+            }
+            query
+        }
+        Some(EventState::Handled) => {
+            claimed_between(query.filter(receipts::handled_at.is_not_null()), filter)
+        }
+        Some(state @ (EventState::InFlight | EventState::Stranded)) => {
+            query = query.filter(receipts::handled_at.is_null()).filter(receipts::failure_reason.is_null());
+            query = if state == EventState::Stranded {
+                query.filter(stranded_before(filter.stranded_before, watermark))
+            } else {
+                query.filter(receipts::claimed_at.ge(filter.stranded_before))
+            };
+            claimed_between(query, filter)
+        }
+    }
+}
 
 diesel::define_sql_function! {
     /// The stranded rule, stated once in SQL (migration `stranded_and_sealed_rules_once`; the

@@ -12,19 +12,21 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::StoredEvents;
 use doorman_domain::{
-    Delivery, ReceiptKey, ReceiptRecord, ReplaySelection, ReplayTake, StorageError, TenantId,
+    Delivery, EventState, ExternalEventId, MAX_REPLAY_EVENTS, ReceiptKey, ReceiptRecord, ReplaySelection,
+    ReplayTake, StorageError, TenantId,
 };
 
 use super::directory::PAYLOAD_COLUMN;
 use super::errors::from_diesel;
 use super::pool::{PgPool, act_for};
-use super::receipt_row::{ReceiptRow, stranded_before, sweep_watermark};
+use super::receipt_row::{ReceiptRow, listing, stranded_before, sweep_watermark};
 use super::schema::{messaging_event_payloads as payloads, messaging_event_receipts as receipts};
 use crate::secrets::{Keyring, SealedIn};
 use crate::slack::{Parsed, parse_events};
 
-/// The most receipts one replay command selects (run it again for the rest).
-pub const REPLAY_LIMIT: i64 = 1000;
+/// The most receipts one replay selects (run it again for the rest): the domain's
+/// [`MAX_REPLAY_EVENTS`].
+pub const REPLAY_LIMIT: i64 = MAX_REPLAY_EVENTS as i64;
 
 #[derive(Debug, Clone)]
 pub struct PgStoredEvents {
@@ -147,25 +149,41 @@ impl StoredEvents for PgStoredEvents {
                 act_for(conn, tenant).await?;
                 let watermark = match &selection {
                     ReplaySelection::StrandedBefore(_) => sweep_watermark(conn).await?,
+                    ReplaySelection::Matching { filter, .. }
+                        if filter.state == Some(EventState::Stranded) =>
+                    {
+                        sweep_watermark(conn).await?
+                    }
                     _ => None,
                 };
-                let mut query =
-                    receipts::table.filter(receipts::tenant_id.eq(*tenant.as_uuid())).into_boxed();
-                query = match &selection {
-                    ReplaySelection::Event(id) => {
-                        query.filter(receipts::external_event_id.eq(id.as_str().to_owned()))
-                    }
-                    ReplaySelection::FailedSince(since) => query
-                        .filter(receipts::handled_at.is_null())
-                        .filter(receipts::failure_reason.is_not_null())
-                        .filter(receipts::failed_at.ge(*since)),
+                let of_tenant =
+                    || receipts::table.filter(receipts::tenant_id.eq(*tenant.as_uuid())).into_boxed();
+                let (query, limit) = match &selection {
+                    ReplaySelection::Event(id) => (
+                        of_tenant().filter(receipts::external_event_id.eq(id.as_str().to_owned())),
+                        REPLAY_LIMIT,
+                    ),
+                    ReplaySelection::FailedSince(since) => (
+                        of_tenant()
+                            .filter(receipts::handled_at.is_null())
+                            .filter(receipts::failure_reason.is_not_null())
+                            .filter(receipts::failed_at.ge(*since)),
+                        REPLAY_LIMIT,
+                    ),
                     ReplaySelection::StrandedBefore(before) => {
-                        query.filter(stranded_before(*before, watermark))
+                        (of_tenant().filter(stranded_before(*before, watermark)), REPLAY_LIMIT)
+                    }
+                    ReplaySelection::Chosen(ids) => {
+                        let ids: Vec<&str> = ids.iter().map(ExternalEventId::as_str).collect();
+                        (of_tenant().filter(receipts::external_event_id.eq_any(ids)), REPLAY_LIMIT)
+                    }
+                    ReplaySelection::Matching { filter, limit } => {
+                        (listing(Some(tenant), filter, watermark), i64::from(*limit).min(REPLAY_LIMIT))
                     }
                 };
                 let rows: Vec<ReceiptRow> = query
                     .order((receipts::claimed_at.asc(), receipts::external_event_id.asc()))
-                    .limit(REPLAY_LIMIT)
+                    .limit(limit)
                     .select(ReceiptRow::as_select())
                     .load(conn)
                     .await?;

@@ -11,7 +11,10 @@ use doorman_adapters::postgres::PgStoredEvents;
 use doorman_adapters::postgres::receipts::receipt_counts;
 use doorman_adapters::postgres::schema::messaging_event_payloads as payloads;
 use doorman_domain::ports::{Ledger, OperatorPorts, ReceiptStore, StoredEvents};
-use doorman_domain::{ExternalEventId, NewReceipt, Payload, ReplaySelection, ReplayTake, TenantId};
+use doorman_domain::{
+    EventFilter, EventState, ExternalEventId, Label, NewReceipt, Payload, ReplaySelection, ReplayTake,
+    TenantId,
+};
 use doorman_testkit::database::{TestDatabase, receipt_store, test_keys};
 
 use crate::fixtures::{days_ago, delivered, failed, key, now, receipt, tenant_with_team};
@@ -144,6 +147,58 @@ async fn selections_name_only_the_tenants_own_receipts_and_say_which_have_a_payl
         ReplayTake::Unknown,
         "not across tenants"
     );
+}
+
+#[tokio::test]
+async fn a_bulk_retry_selects_the_chosen_ids_or_what_the_lists_filter_shows_of_the_tenant_alone() {
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let (a, b) = (tenant_with_team(&op, "T1").await, tenant_with_team(&op, "T2").await);
+    let store = receipt_store(db.pool());
+    let failure = failed("agent answered HTTP 500", now());
+    let message = Label::new("event type", "message").unwrap();
+    for (tenant, event, kind) in
+        [(a, "EvA1", None), (a, "EvA2", Some(message)), (a, "EvA3", None), (b, "EvB1", None)]
+    {
+        let receipt = kept(tenant, event);
+        let receipt = NewReceipt { event_type: kind.unwrap_or(receipt.event_type.clone()), ..receipt };
+        store.claim(&receipt).await.unwrap();
+        store.record_failure(&key(tenant, event), &failure).await.unwrap();
+    }
+    store.claim(&kept(a, "EvOk")).await.unwrap();
+    store.complete(&key(a, "EvOk"), &delivered(now()), days_ago(7), 100).await.unwrap();
+    let stored = stored(&db);
+    let names = |found: Vec<doorman_domain::ReceiptRecord>| -> Vec<String> {
+        found.into_iter().map(|c| c.receipt.key.external_id.as_str().to_owned()).collect()
+    };
+
+    // Chosen: by id, whatever their state (a replay refuses a handled one by name), the
+    // tenant's own only.
+    let chosen = ReplaySelection::chosen(vec![id("EvOk"), id("EvA1"), id("EvB1")]).unwrap();
+    assert_eq!(
+        names(stored.select(a, &chosen).await.unwrap()),
+        ["EvA1", "EvOk"],
+        "in claim order, never B's"
+    );
+
+    // A filter: what the failed list shows with it, the first `limit`.
+    let filter = |event_type: Option<&str>, since| EventFilter {
+        state: Some(EventState::Failed),
+        since,
+        until: None,
+        event_type: event_type.map(str::to_owned),
+        stranded_before: Utc::now() - Duration::minutes(10),
+    };
+    let matching = |filter, limit| ReplaySelection::matching(filter, limit).unwrap();
+    let all = stored.select(a, &matching(filter(None, None), 1000)).await.unwrap();
+    assert_eq!(names(all), ["EvA1", "EvA2", "EvA3"], "failed, not handled, not B's");
+    let mentions = stored.select(a, &matching(filter(Some("app_mention"), None), 1000)).await.unwrap();
+    assert_eq!(names(mentions), ["EvA1", "EvA3"], "by type");
+    let first = stored.select(a, &matching(filter(Some("app_mention"), None), 1)).await.unwrap();
+    assert_eq!(names(first), ["EvA1"], "within the limit");
+    let later =
+        stored.select(a, &matching(filter(None, Some(now() + Duration::minutes(1))), 1000)).await.unwrap();
+    assert!(later.is_empty(), "since: the failure's time");
 }
 
 #[tokio::test]

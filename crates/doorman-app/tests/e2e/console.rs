@@ -919,3 +919,100 @@ async fn support_finds_audit_entries_by_action_key_and_time_with_the_trails_form
     assert!(refused.text().await.unwrap().contains("audit actions"));
     browser.close().await.unwrap();
 }
+
+/// Support retries failures in bulk: the rows it ticks, or every event the list's filter
+/// shows, each previewed first (how many, which; nothing sent), then run as a replay job and
+/// audited with what was asked. A read-only session may preview, not start one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn support_retries_the_failures_it_ticks_or_its_filter_shows_after_a_preview() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Bulk", "TBULK", agent.url()).await;
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    agent.answer_with(500);
+    for event in ["EvBulk1", "EvBulk2", "EvBulk3"] {
+        assert_eq!(post_event(&http_client(), &serving, "TBULK", event).await, 200);
+        until_status(&admin, &root, &tenant, event, "failed").await;
+    }
+    agent.answer_with(200);
+
+    let driver = Chromedriver::start().await;
+    let browser = driver.browser("bulk").await;
+    sign_in(&browser, &admin.base, &root).await;
+    arrive(&browser, "/console/tenants").await;
+    let failed = format!("/console/tenants/{tenant}/events?state=failed");
+    browser.goto(&format!("{}{failed}", admin.base)).await.unwrap();
+    arrive(&browser, &failed).await;
+
+    // Two rows ticked, previewed: those two (in the list's order, newest failure first), and
+    // nothing sent.
+    for event in ["EvBulk1", "EvBulk3"] {
+        click(&browser, &format!("input[type=checkbox][value={event}]")).await;
+    }
+    click(&browser, "#retry-chosen button").await;
+    arrive(&browser, &format!("/console/tenants/{tenant}/replays/preview")).await;
+    assert_eq!(text(&browser, "#preview-count").await, "2 of 2 events");
+    assert_eq!(text(&browser, "#preview-selection").await, "2 chosen events: EvBulk3, EvBulk1");
+    let rows = text(&browser, "tbody").await;
+    assert!(rows.contains("EvBulk1") && rows.contains("EvBulk3") && !rows.contains("EvBulk2"), "{rows}");
+    assert!(rows.contains("would replay"), "{rows}");
+    let problems = violations(&browser, &axe_source()).await;
+    assert!(problems.is_empty(), "the preview's accessibility: {problems:?}");
+    assert_eq!(agent.count_for("EvBulk1") + agent.count_for("EvBulk3"), 0, "a preview sends nothing");
+
+    // Confirmed: a job of those two.
+    click(&browser, "#confirm-retry button").await;
+    until_job_finished(&browser).await;
+    assert_eq!(text(&browser, "#job-progress").await, "2 of 2 done: 2 succeeded (2 handled)");
+    assert_eq!(
+        (agent.count_for("EvBulk1"), agent.count_for("EvBulk2"), agent.count_for("EvBulk3")),
+        (1, 0, 1)
+    );
+
+    // The rest by the list's filter: what the failed list shows now is EvBulk2 alone.
+    browser.goto(&format!("{}{failed}", admin.base)).await.unwrap();
+    assert_eq!(text_of_rows(&browser).await.len(), 1);
+    click(&browser, "#retry-matching button").await;
+    arrive(&browser, &format!("/console/tenants/{tenant}/replays/preview")).await;
+    assert_eq!(text(&browser, "#preview-count").await, "1 of 1 event");
+    assert_eq!(text(&browser, "#preview-selection").await, "failed events (the first 1000)");
+    click(&browser, "#confirm-retry button").await;
+    until_job_finished(&browser).await;
+    assert_eq!(text(&browser, "#job-progress").await, "1 of 1 done: 1 succeeded (1 handled)");
+    assert_eq!(agent.count_for("EvBulk2"), 1);
+
+    // Both jobs in the trail, with what was asked.
+    browser.goto(&format!("{}/console/audit?tenant={tenant}", admin.base)).await.unwrap();
+    let trail = text(&browser, "tbody").await;
+    for asked in ["2 chosen events: EvBulk3, EvBulk1", "failed events (the first 1000)"] {
+        assert!(trail.contains(asked), "{asked} in {trail}");
+    }
+    browser.close().await.unwrap();
+
+    // A read-only session previews (what it would do now: each refused, handled already) and
+    // cannot start a job; a bad selection is a 400 that says why.
+    let reader = key(&db, Some(&tenant), true).await;
+    let session = Session::sign_in(&admin.base, &reader).await;
+    let csrf = session.csrf(&failed.replace("state=failed", "state=all")).await;
+    let preview = format!("/console/tenants/{tenant}/replays/preview");
+    let chosen = [("csrf", csrf.as_str()), ("event_id", "EvBulk1"), ("event_id", "EvBulk2")];
+    let answer = session.post(&preview, Some(&admin.base), &chosen).await;
+    assert_eq!(answer.status(), 200);
+    let page = answer.text().await.unwrap();
+    assert!(page.contains("0 of 2 events") && page.contains("already handled"), "{page}");
+    assert!(page.contains("read-only") && !page.contains("id=\"confirm-retry\""), "{page}");
+    let start = format!("/console/tenants/{tenant}/replays");
+    assert_eq!(session.post(&start, Some(&admin.base), &chosen).await.status(), 403);
+    for bad in [
+        vec![("csrf", csrf.as_str())],
+        vec![("csrf", csrf.as_str()), ("state", "handled")],
+        vec![("csrf", csrf.as_str()), ("state", "failed"), ("limit", "0")],
+    ] {
+        let answer = session.post(&preview, Some(&admin.base), &bad).await;
+        assert_eq!(answer.status(), 400, "{bad:?}");
+    }
+    server.shutdown().await;
+}

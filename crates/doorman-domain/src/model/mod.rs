@@ -52,8 +52,8 @@ pub use receipt::{
 };
 pub use redelivery::{Redelivery, RedeliverySchedule, ScheduledTenant};
 pub use replay::{
-    JobEvent, JobState, NewReplayJob, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,
-    ReplaySelection, ReplayTake, Replayed,
+    JobEvent, JobState, MAX_REPLAY_EVENTS, NewReplayJob, ReplayAttempt, ReplayJob, ReplayJobId,
+    ReplayOutcome, ReplayResult, ReplaySelection, ReplayTake, Replayed, SelectionRefused,
 };
 pub use tenant::{Agent, AgentEndpoint, AgentSecret, AgentUrl, Tenant, TenantId, TenantName};
 pub use validation::ValidationError;

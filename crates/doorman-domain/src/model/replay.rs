@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Caller, ExternalEventId, Failure, InboundEvent, ReceiptKey, TenantId};
+use super::{Caller, EventFilter, EventState, ExternalEventId, Failure, InboundEvent, ReceiptKey, TenantId};
 
 super::ids::uuid_id!(
     /// A replay job: an operator's request to send a tenant's kept events again, run by an
@@ -21,6 +21,30 @@ pub enum ReplaySelection {
     FailedSince(DateTime<Utc>),
     /// Every stranded receipt: claimed before this instant, never handled, no failure.
     StrandedBefore(DateTime<Utc>),
+    /// Events chosen by id (a selection in a list), at most [`MAX_REPLAY_EVENTS`]; one
+    /// without a receipt is reported, not left out.
+    Chosen(Vec<ExternalEventId>),
+    /// The events a listing's filter selects, failed or stranded, the first `limit` (at most
+    /// [`MAX_REPLAY_EVENTS`]) in claim order: what the list shows is what is replayed.
+    Matching { filter: EventFilter, limit: u32 },
+}
+
+/// The most events one replay job selects.
+pub const MAX_REPLAY_EVENTS: u32 = 1000;
+
+/// Why a bulk replay's selection was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectionRefused {
+    #[error("choose at least one event")]
+    NoneChosen,
+    #[error("at most {MAX_REPLAY_EVENTS} events in one replay (a job per part of the list)")]
+    TooMany,
+    #[error(
+        "only failed or stranded events are replayed by a filter (a handled one is never sent again, an in-flight one is being sent)"
+    )]
+    NotReplayable,
+    #[error("the limit is 1 to {MAX_REPLAY_EVENTS} events")]
+    Limit,
 }
 
 /// What taking a receipt's kept event for one replay found.
@@ -105,12 +129,69 @@ impl ReplayOutcome {
 }
 
 impl ReplaySelection {
-    /// In words, for the job and its audit entry.
+    /// Events chosen by id: each once, in the order given.
+    pub fn chosen(ids: Vec<ExternalEventId>) -> Result<Self, SelectionRefused> {
+        let mut unique: Vec<ExternalEventId> = Vec::with_capacity(ids.len());
+        for id in ids {
+            if !unique.contains(&id) {
+                unique.push(id);
+            }
+        }
+        match unique.len() {
+            0 => Err(SelectionRefused::NoneChosen),
+            n if n > MAX_REPLAY_EVENTS as usize => Err(SelectionRefused::TooMany),
+            _ => Ok(Self::Chosen(unique)),
+        }
+    }
+
+    /// The events a failed or stranded listing's filter selects, the first `limit`.
+    pub fn matching(filter: EventFilter, limit: u32) -> Result<Self, SelectionRefused> {
+        if !matches!(filter.state, Some(EventState::Failed | EventState::Stranded)) {
+            return Err(SelectionRefused::NotReplayable);
+        }
+        if !(1..=MAX_REPLAY_EVENTS).contains(&limit) {
+            return Err(SelectionRefused::Limit);
+        }
+        Ok(Self::Matching { filter, limit })
+    }
+
+    /// The events it names by id (each reported even without a receipt); none for a filter.
+    pub fn named(&self) -> &[ExternalEventId] {
+        match self {
+            Self::Event(id) => std::slice::from_ref(id),
+            Self::Chosen(ids) => ids,
+            Self::FailedSince(_) | Self::StrandedBefore(_) | Self::Matching { .. } => &[],
+        }
+    }
+
+    /// In words, for the job and its audit entry: the whole filter, or the chosen ids (the
+    /// first ten, then how many more).
     pub fn describe(&self) -> String {
         match self {
             Self::Event(id) => format!("event {id}"),
             Self::FailedSince(since) => format!("failed since {}", since.to_rfc3339()),
             Self::StrandedBefore(before) => format!("stranded before {}", before.to_rfc3339()),
+            Self::Chosen(ids) => {
+                const SHOWN: usize = 10;
+                let shown: Vec<&str> = ids.iter().take(SHOWN).map(ExternalEventId::as_str).collect();
+                let more = ids.len().saturating_sub(SHOWN);
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                format!("{} chosen events: {}{more}", ids.len(), shown.join(", "))
+            }
+            Self::Matching { filter, limit } => {
+                let state = filter.state.map_or("any", EventState::as_str);
+                let mut words = format!("{state} events");
+                if let Some(kind) = &filter.event_type {
+                    words.push_str(&format!(", type {kind}"));
+                }
+                if let Some(since) = filter.since {
+                    words.push_str(&format!(", since {}", since.to_rfc3339()));
+                }
+                if let Some(until) = filter.until {
+                    words.push_str(&format!(", until {}", until.to_rfc3339()));
+                }
+                format!("{words} (the first {limit})")
+            }
         }
     }
 }
@@ -222,6 +303,54 @@ pub struct Replayed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn id(raw: &str) -> ExternalEventId {
+        ExternalEventId::new(raw).unwrap()
+    }
+
+    fn filter(state: Option<EventState>) -> EventFilter {
+        EventFilter {
+            state,
+            since: Some("2026-12-01T10:00:00Z".parse().unwrap()),
+            until: None,
+            event_type: Some("app_mention".into()),
+            stranded_before: "2026-12-01T09:00:00Z".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_choice_counts_each_event_once_and_holds_one_to_a_thousand() {
+        let chosen = ReplaySelection::chosen(vec![id("Ev1"), id("Ev2"), id("Ev1")]).unwrap();
+        assert_eq!(chosen, ReplaySelection::Chosen(vec![id("Ev1"), id("Ev2")]));
+        assert_eq!(chosen.named(), [id("Ev1"), id("Ev2")]);
+        assert_eq!(chosen.describe(), "2 chosen events: Ev1, Ev2");
+        assert_eq!(ReplaySelection::chosen(vec![]), Err(SelectionRefused::NoneChosen));
+        let many: Vec<_> = (0..=MAX_REPLAY_EVENTS).map(|n| id(&format!("Ev{n}"))).collect();
+        assert_eq!(ReplaySelection::chosen(many.clone()), Err(SelectionRefused::TooMany));
+        let most = ReplaySelection::chosen(many[..MAX_REPLAY_EVENTS as usize].to_vec()).unwrap();
+        assert!(most.describe().starts_with("1000 chosen events: Ev0, Ev1,"), "{}", most.describe());
+        assert!(most.describe().ends_with("Ev9 and 990 more"), "{}", most.describe());
+    }
+
+    #[test]
+    fn a_filter_replays_failed_or_stranded_events_only_within_its_limit_and_says_all_of_itself() {
+        let failed = ReplaySelection::matching(filter(Some(EventState::Failed)), 50).unwrap();
+        assert!(failed.named().is_empty(), "a filter names no event");
+        assert_eq!(
+            failed.describe(),
+            "failed events, type app_mention, since 2026-12-01T10:00:00+00:00 (the first 50)"
+        );
+        assert!(ReplaySelection::matching(filter(Some(EventState::Stranded)), MAX_REPLAY_EVENTS).is_ok());
+        for state in [None, Some(EventState::Handled), Some(EventState::InFlight)] {
+            assert_eq!(ReplaySelection::matching(filter(state), 10), Err(SelectionRefused::NotReplayable));
+        }
+        for limit in [0, MAX_REPLAY_EVENTS + 1] {
+            assert_eq!(
+                ReplaySelection::matching(filter(Some(EventState::Failed)), limit),
+                Err(SelectionRefused::Limit)
+            );
+        }
+    }
 
     #[test]
     fn each_outcome_has_a_stable_word_and_only_a_taken_event_is_a_success() {

@@ -37,13 +37,6 @@ where
         dry_run: bool,
     ) -> Result<Vec<Replayed>, StorageError> {
         let candidates = stored.select(tenant, selection).await?;
-        if candidates.is_empty()
-            && let ReplaySelection::Event(id) = selection
-        {
-            // Named, and not there: that event is reported, not silently left out.
-            let key = ReceiptKey { tenant, platform: Platform::Slack, external_id: id.clone() };
-            return Ok(vec![Replayed { key, outcome: ReplayOutcome::Unknown }]);
-        }
         let mut report = Vec::with_capacity(candidates.len());
         for candidate in candidates {
             let outcome = self.replay_one(stored, tenant, &candidate, hold, dry_run).await;
@@ -54,6 +47,13 @@ where
                 "replay"
             );
             report.push(Replayed { key: candidate.receipt.key, outcome });
+        }
+        // Named, and not there: each such event is reported, not silently left out.
+        for id in selection.named() {
+            if !report.iter().any(|replayed| &replayed.key.external_id == id) {
+                let key = ReceiptKey { tenant, platform: Platform::Slack, external_id: id.clone() };
+                report.push(Replayed { key, outcome: ReplayOutcome::Unknown });
+            }
         }
         Ok(report)
     }

@@ -14,71 +14,11 @@ use uuid::Uuid;
 
 use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, across_tenants, act_for};
-use crate::postgres::receipt_row::{ReceiptRow, stranded_before, sweep_watermark};
+use crate::postgres::receipt_row::{ReceiptRow, listing, sweep_watermark};
 use crate::postgres::schema::{
     messaging_event_attempts as attempts, messaging_event_payloads as payloads,
     messaging_event_receipts as receipts, tenants,
 };
-
-type Boxed<'a> = receipts::BoxedQuery<'a, diesel::pg::Pg>;
-
-/// Claimed at or after `since` and before `until`, where the filter asks; and `claimed_at IS
-/// NOT NULL`, always true (the column is `NOT NULL`), which the planner needs to use the
-/// receipts' claim-time index (`messaging_event_receipts_expiry`, partial on it) for a list in
-/// claim order: without it, a tenant's 200,000 receipts were read and sorted for each page of
-/// the handled list (368 ms; 5 ms with it, `just bench-console`).
-fn claimed_between<'a>(mut query: Boxed<'a>, filter: &EventFilter) -> Boxed<'a> {
-    query = query.filter(receipts::claimed_at.is_not_null());
-    if let Some(since) = filter.since {
-        query = query.filter(receipts::claimed_at.ge(since));
-    }
-    if let Some(until) = filter.until {
-        query = query.filter(receipts::claimed_at.lt(until));
-    }
-    query
-}
-
-/// The receipts a listing selects (its tenant, state, window and type), in no order: its
-/// pages add their cursor and order, its total a limit.
-fn selected<'a>(
-    tenant: Option<TenantId>,
-    filter: &EventFilter,
-    watermark: Option<DateTime<Utc>>,
-) -> Boxed<'a> {
-    let mut query = receipts::table.into_boxed();
-    if let Some(tenant) = tenant {
-        query = query.filter(receipts::tenant_id.eq(*tenant.as_uuid()));
-    }
-    if let Some(event_type) = &filter.event_type {
-        query = query.filter(receipts::event_type.eq(event_type.clone()));
-    }
-    match filter.state {
-        None => claimed_between(query, filter),
-        Some(EventState::Failed) => {
-            query =
-                query.filter(receipts::handled_at.is_null()).filter(receipts::failure_reason.is_not_null());
-            if let Some(since) = filter.since {
-                query = query.filter(receipts::failed_at.ge(since));
-            }
-            if let Some(until) = filter.until {
-                query = query.filter(receipts::failed_at.lt(until));
-            }
-            query
-        }
-        Some(EventState::Handled) => {
-            claimed_between(query.filter(receipts::handled_at.is_not_null()), filter)
-        }
-        Some(state @ (EventState::InFlight | EventState::Stranded)) => {
-            query = query.filter(receipts::handled_at.is_null()).filter(receipts::failure_reason.is_null());
-            query = if state == EventState::Stranded {
-                query.filter(stranded_before(filter.stranded_before, watermark))
-            } else {
-                query.filter(receipts::claimed_at.ge(filter.stranded_before))
-            };
-            claimed_between(query, filter)
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct PgLedger {
@@ -116,7 +56,7 @@ macro_rules! payload_kept {
 }
 
 /// What a listing (its page or its count) sets up before its statement: the sweep's watermark
-/// for the stranded rule (read first, see [`stranded_before`]), and the tenant's scope.
+/// for the stranded rule (read first, see [`stranded_before`](crate::postgres::receipt_row::stranded_before)), and the tenant's scope.
 async fn listing_scope(
     conn: &mut diesel_async::AsyncPgConnection,
     tenant: Option<TenantId>,
@@ -160,7 +100,7 @@ impl Ledger for PgLedger {
     /// answer time is not indexed: a completion stays a heap-only update, ADR 18). Failed:
     /// newest failure first, through the index of failed receipts. In flight: oldest claim
     /// first among those claimed since the stranded threshold (the claim-time index again).
-    /// Stranded: oldest claim first, by the readers' stranded rule ([`stranded_before`]: the
+    /// Stranded: oldest claim first, by the readers' stranded rule ([`stranded_before`](crate::postgres::receipt_row::stranded_before): the
     /// receipts the last sweep marked and those claimed since; nothing is swept here, a read
     /// writes nothing). Every tenant's (`None`) needs the tables' owner: as `doorman_admin`
     /// it finds none (the admin API always names a tenant).
@@ -175,7 +115,7 @@ impl Ledger for PgLedger {
         let rows: Result<Vec<(ReceiptRow, bool)>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let watermark = listing_scope(conn, tenant, &filter).await?;
-                let query = selected(tenant, &filter, watermark);
+                let query = listing(tenant, &filter, watermark);
                 let after = page.after.as_ref().map(|c| (c.at, c.event_id.as_str().to_owned()));
                 let query =
                     match (filter.state, after) {
@@ -321,7 +261,7 @@ impl Ledger for PgLedger {
         let rows: Result<Vec<i32>, StorageError> = unit
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let watermark = listing_scope(conn, tenant, &filter).await?;
-                selected(tenant, &filter, watermark)
+                listing(tenant, &filter, watermark)
                     .select(diesel::dsl::sql::<diesel::sql_types::Integer>("1"))
                     .limit(limit)
                     .load(conn)

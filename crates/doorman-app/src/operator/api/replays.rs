@@ -5,7 +5,11 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use doorman_domain::{JobCursor, ReplayJobId, ReplaySelection, TenantId};
+use doorman_domain::usecases::operator::events::EventQuery;
+use doorman_domain::{
+    EventState, ExternalEventId, JobCursor, MAX_REPLAY_EVENTS, ReplayJobId, ReplaySelection,
+    SelectionRefused, TenantId,
+};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
@@ -16,7 +20,7 @@ use super::body::malformed;
 use super::documents::ReplayJobPage;
 use super::refusals::{BodyRefusals, ReadRefusals};
 use crate::documents::{ReplayJobDoc, ReplayReport};
-use crate::operator::params::{event_path, tenant_path};
+use crate::operator::params::{event_path, event_type, tenant_path};
 use crate::operator::problem::{ApiError, Problem};
 use crate::operator::query::{Query, instant};
 use crate::operator::state::AdminState;
@@ -30,13 +34,72 @@ pub struct ReplayOne {
     pub dry_run: bool,
 }
 
-/// Which of the tenant's events to replay: those whose dispatch failed since an instant, or
-/// the stranded ones. One or the other: a body with both is not of either shape.
+/// Which of the tenant's events to replay: those whose dispatch failed since an instant, the
+/// stranded ones, events chosen by id, or the events a listing's filter shows. One shape
+/// only: a body mixing two is not of any.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum ReplayMany {
     FailedSince(ReplayFailed),
     Stranded(ReplayStranded),
+    Chosen(ReplayChosen),
+    Matching(ReplayMatching),
+}
+
+/// Events chosen by id (a selection in a list): each is in the job, and one without a
+/// receipt ends `unknown`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayChosen {
+    /// 1 to 1,000 of Slack's event ids (a repeated one counts once).
+    #[schema(min_items = 1, max_items = 1000, value_type = Vec<EventIdText>)]
+    pub event_ids: Vec<String>,
+    /// Say what would be sent; send and change nothing (a read-only key may).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Slack's event id (Ev…), as the OpenAPI document declares it: 1 to 255 printable ASCII
+/// characters.
+#[derive(ToSchema)]
+#[schema(pattern = "^[ -~]{1,255}$")]
+#[allow(dead_code)] // A schema only: the ids are read as strings and checked as event ids.
+pub struct EventIdText(String);
+
+/// The events `GET /tenants/{id}/events` lists with the same filter (failed or stranded),
+/// the first `limit` in claim order.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayMatching {
+    pub filter: ReplayFilter,
+    /// At most this many (1 to 1,000; 1,000 when left out).
+    #[schema(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+    /// Say what would be sent; send and change nothing (a read-only key may).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// The listing's filter, as `GET /tenants/{id}/events` takes it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayFilter {
+    /// `failed` or `stranded` (a handled event is never sent again; an in-flight one is being
+    /// sent).
+    #[schema(pattern = "^(failed|stranded)$")]
+    pub state: String,
+    /// Only events of this type: Slack's, lower-case words joined by `_` or `.`
+    /// (`app_mention`, `message`, …).
+    #[serde(rename = "type")]
+    #[schema(min_length = 1, max_length = 255, pattern = "^[a-z0-9]+([_.][a-z0-9]+)*$")]
+    pub event_type: Option<String>,
+    /// RFC 3339: at or after (the last failure's time for failed events, the claim's for
+    /// stranded ones).
+    #[schema(value_type = Option<chrono::DateTime<chrono::Utc>>)]
+    pub since: Option<String>,
+    /// RFC 3339: before, likewise.
+    #[schema(value_type = Option<chrono::DateTime<chrono::Utc>>)]
+    pub until: Option<String>,
 }
 
 /// The tenant's unhandled events whose dispatch failed at or after an instant.
@@ -131,7 +194,7 @@ pub async fn replay_one(
          headers(("Location" = String, description = "The job's URL"))),
         (status = 200, description = "A dry run: what a replay would do", body = ReplayReport),
         BodyRefusals,
-        (status = 422, description = "A failed_since that is not an RFC 3339 instant", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A failed_since, since or until that is not an RFC 3339 instant, an event id that is not one, none or over 1,000 of them, a state other than failed or stranded, or a limit out of 1 to 1,000", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -149,6 +212,29 @@ pub async fn replay_many(
         ReplayMany::Stranded(ReplayStranded { stranded, dry_run }) => {
             debug_assert!(stranded, "only `true` deserializes");
             (ReplaySelection::StrandedBefore(state.operator.stranded_before()), dry_run)
+        }
+        ReplayMany::Chosen(ReplayChosen { event_ids, dry_run }) => {
+            let ids = event_ids
+                .iter()
+                .map(|raw| ExternalEventId::new(raw).map_err(|e| ApiError::invalid_value("event_ids", &e)))
+                .collect::<Result<Vec<_>, _>>()?;
+            (ReplaySelection::chosen(ids).map_err(|e| ApiError::invalid("event_ids", e))?, dry_run)
+        }
+        ReplayMany::Matching(ReplayMatching { filter, limit, dry_run }) => {
+            let which = EventState::parse(&filter.state).map_err(|e| ApiError::invalid_value("state", &e))?;
+            let query = EventQuery {
+                since: filter.since.as_deref().map(|raw| instant("since", raw)).transpose()?,
+                until: filter.until.as_deref().map(|raw| instant("until", raw)).transpose()?,
+                event_type: event_type(filter.event_type.as_deref())?,
+            };
+            let selection = state
+                .operator
+                .replay_matching(which, query, limit.unwrap_or(MAX_REPLAY_EVENTS))
+                .map_err(|refused| match refused {
+                    SelectionRefused::Limit => ApiError::invalid("limit", refused),
+                    other => ApiError::invalid("state", other),
+                })?;
+            (selection, dry_run)
         }
     };
     replay(&caller, &state, tenant, &selection, dry_run).await

@@ -1,16 +1,18 @@
 //! Events and replays: an event found by its Slack id in every tenant the session sees, a
 //! tenant's events by state, time and type (paged), one event with each of its dispatches and
-//! replays, replaying it (or every failure since a time) as a job, and the jobs with their
-//! progress.
+//! replays, replaying it as a job, a bulk retry (the ticked rows of a list, or everything its
+//! filter shows) previewed and then started as a job, and the jobs with their progress.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use doorman_domain::usecases::operator::events::EventQuery;
 use doorman_domain::{
-    EventCursor, EventState, JobCursor, OperatorError, ReplayJobId, ReplaySelection, TenantId,
+    EventCursor, EventState, ExternalEventId, JobCursor, MAX_REPLAY_EVENTS, OperatorError, ReplayJobId,
+    ReplaySelection, SelectionRefused, TenantId,
 };
 
+use super::form::Form;
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
@@ -35,6 +37,9 @@ struct EventsPage {
     next: Option<String>,
     /// How many match, over every page: "1,000 events", or "more than 1,000".
     total: String,
+    /// Whether the list offers a bulk retry: failed or stranded events of a tenant that keeps
+    /// payloads (for replay or for redelivery). A read-only session may preview one.
+    bulk: bool,
 }
 
 #[derive(Template)]
@@ -52,6 +57,38 @@ struct EventPage {
     chrome: Chrome,
     tenant: TenantDoc,
     event: EventDoc,
+}
+
+#[derive(Template)]
+#[template(path = "console/replay_preview.html")]
+struct PreviewPage {
+    chrome: Chrome,
+    tenant: TenantDoc,
+    /// What was asked, in the words its job and audit entry will have.
+    described: String,
+    selected: usize,
+    /// How many would be sent (the others would be refused, each saying why).
+    would: usize,
+    /// A filter's limit was reached: more may match than this job takes.
+    limit_reached: bool,
+    events: Vec<PreviewRow>,
+    asked: BulkFields,
+}
+
+struct PreviewRow {
+    external_event_id: String,
+    outcome: &'static str,
+    detail: String,
+}
+
+/// A bulk retry form's fields as posted, carried to the form that confirms it.
+struct BulkFields {
+    event_ids: Vec<String>,
+    state: String,
+    event_type: String,
+    since: String,
+    until: String,
+    limit: String,
 }
 
 #[derive(Template)]
@@ -125,9 +162,13 @@ pub async fn list(
     let total = state.operator.events_total(&session.caller, Some(tenant), which, filter).await?;
     let filters = [("state", word), ("since", &since), ("until", &until), ("type", &kind)];
     let next = listed.next.map(|cursor| page::next_page(&filters, &cursor));
+    let tenant = TenantDoc::from(record);
+    let bulk = matches!(which, Some(EventState::Failed | EventState::Stranded))
+        && (tenant.retain_payloads || tenant.redelivery.is_some());
     page::ok(&EventsPage {
         chrome: session.chrome(&request),
-        tenant: TenantDoc::from(record),
+        tenant,
+        bulk,
         state: word,
         states: [EventState::Handled, EventState::Failed, EventState::InFlight, EventState::Stranded]
             .map(EventState::as_str)
@@ -201,8 +242,10 @@ pub async fn replay_one(
     start(&session, &state, tenant, ReplaySelection::Event(event_path(&event)?)).await
 }
 
-/// Replays every event that failed since `failed_since`, as one job.
-pub async fn replay_failed(
+/// A bulk retry's preview: what a replay of the form's selection ([`bulk_selection`]) would
+/// do, event by event, sending nothing (a read-only session may look), with the form that
+/// starts it carrying the same selection.
+pub async fn replay_preview(
     request: HttpRequest,
     path: web::Path<String>,
     body: web::Bytes,
@@ -211,8 +254,84 @@ pub async fn replay_failed(
     let session = Session::of(&request, &state).await?;
     let tenant = tenant_path(&path)?;
     let form = session.form(&request, &body)?;
-    let since = instant("failed_since", form.required("failed_since")?)?.unwrap_or_else(Utc::now);
-    start(&session, &state, tenant, ReplaySelection::FailedSince(since)).await
+    let (selection, asked) = bulk_selection(&form, &state)?;
+    let record = state.operator.tenant(&session.caller, tenant).await?;
+    let report = state.replays.dry_run(&state.operator, &session.caller, tenant, &selection).await?;
+    let would = report.iter().filter(|replayed| replayed.outcome.is_success()).count();
+    let limit_reached =
+        matches!(&selection, ReplaySelection::Matching { limit, .. } if report.len() >= *limit as usize);
+    page::ok(&PreviewPage {
+        chrome: session.chrome(&request),
+        tenant: TenantDoc::from(record),
+        described: selection.describe(),
+        selected: report.len(),
+        would,
+        limit_reached,
+        events: report
+            .iter()
+            .map(|replayed| PreviewRow {
+                external_event_id: replayed.key.external_id.to_string(),
+                outcome: replayed.outcome.as_str(),
+                detail: replayed.outcome.detail(),
+            })
+            .collect(),
+        asked,
+    })
+}
+
+/// Starts a bulk retry (the preview's form): the form's selection ([`bulk_selection`]) as one
+/// replay job, audited with it; then shows the job.
+pub async fn replay_selected(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let tenant = tenant_path(&path)?;
+    let form = session.form(&request, &body)?;
+    let (selection, _) = bulk_selection(&form, &state)?;
+    start(&session, &state, tenant, selection).await
+}
+
+/// The events a bulk retry form names: the ticked rows of a list (`event_id`, repeated), or,
+/// with none ticked, the list's own filter (`state`, failed or stranded; `type`, `since`,
+/// `until`, as the list reads them) and `limit` (1 to 1,000; 1,000 when blank). With it, the
+/// fields as posted, for the form that confirms the same selection.
+fn bulk_selection(form: &Form, state: &AdminState) -> Result<(ReplaySelection, BulkFields), ConsoleError> {
+    let ticked = form.all("event_id");
+    let text = |name| form.get(name).unwrap_or_default().to_owned();
+    let asked = BulkFields {
+        event_ids: ticked.iter().map(|id| (*id).to_owned()).collect(),
+        state: text("state"),
+        event_type: text("type"),
+        since: text("since"),
+        until: text("until"),
+        limit: text("limit"),
+    };
+    let refused = |refused: SelectionRefused| ConsoleError::bad_request(refused.to_string());
+    if !ticked.is_empty() || asked.state.is_empty() {
+        let ids = ticked
+            .iter()
+            .map(|raw| {
+                ExternalEventId::new(*raw)
+                    .map_err(|_| ConsoleError::bad_request(format!("event_id: {raw:?} is not an event id")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok((ReplaySelection::chosen(ids).map_err(refused)?, asked));
+    }
+    let which = EventState::parse(&asked.state).map_err(|e| ApiError::invalid_value("state", &e))?;
+    let query = EventQuery {
+        since: instant("since", &asked.since)?,
+        until: instant("until", &asked.until)?,
+        event_type: event_type(form.get("type"))?,
+    };
+    let limit = match form.get("limit") {
+        None => MAX_REPLAY_EVENTS,
+        Some(raw) => raw.parse().map_err(|_| refused(SelectionRefused::Limit))?,
+    };
+    let selection = state.operator.replay_matching(which, query, limit).map_err(refused)?;
+    Ok((selection, asked))
 }
 
 async fn start(

@@ -4,8 +4,6 @@
 //! browser post, but cannot read the token. The token is derived from the session's cookie,
 //! so it needs no storage and dies with the session.
 
-use std::collections::HashMap;
-
 use actix_web::HttpRequest;
 use actix_web::http::header;
 use doorman_adapters::secrets::token_hash;
@@ -22,9 +20,10 @@ pub fn token_for(cookie: &str) -> String {
     token_hash(&format!("doorman-console-form:{cookie}"))
 }
 
-/// A posted form's fields (the last of a repeated one wins).
+/// A posted form's fields, in order: [`Form::get`] reads the last of a repeated one,
+/// [`Form::all`] every one (a list's ticked rows).
 #[derive(Debug)]
-pub struct Form(HashMap<String, String>);
+pub struct Form(Vec<(String, String)>);
 
 impl Form {
     /// A form that changes something: from the console's origin, with `expected` as its token.
@@ -35,7 +34,7 @@ impl Form {
         expected: &str,
     ) -> Result<Self, ConsoleError> {
         let form = Self::from_this_origin(request, body, console)?;
-        let presented = form.0.get("csrf").map(String::as_bytes).unwrap_or_default();
+        let presented = form.raw("csrf").map(str::as_bytes).unwrap_or_default();
         if !same(presented, expected.as_bytes()) {
             tracing::warn!(
                 client.address = request.peer_addr().map(|a| a.ip().to_string()),
@@ -67,9 +66,25 @@ impl Form {
         Ok(Self(form_urlencoded::parse(body).into_owned().collect()))
     }
 
+    /// A field as posted (the last, when repeated).
+    fn raw(&self, name: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(field, _)| field == name).map(|(_, value)| value.as_str())
+    }
+
     /// A field, trimmed; `None` when it is missing or blank.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
+        self.raw(name).map(str::trim).filter(|v| !v.is_empty())
+    }
+
+    /// Every value of a repeated field (ticked checkboxes of one name), trimmed, blanks left
+    /// out, in the page's order.
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(field, _)| field == name)
+            .map(|(_, value)| value.trim())
+            .filter(|v| !v.is_empty())
+            .collect()
     }
 
     /// A field that must be filled in.
@@ -79,7 +94,7 @@ impl Form {
 
     /// A checkbox: ticked or not.
     pub fn ticked(&self, name: &str) -> bool {
-        self.0.contains_key(name)
+        self.raw(name).is_some()
     }
 }
 
@@ -147,8 +162,17 @@ mod tests {
 
     #[test]
     fn blank_fields_are_missing() {
-        let form = Form(HashMap::from([("a".into(), "  ".into()), ("b".into(), " x ".into())]));
+        let form = Form(vec![("a".into(), "  ".into()), ("b".into(), " x ".into())]);
         assert_eq!((form.get("a"), form.get("b"), form.get("c")), (None, Some("x"), None));
         assert!(form.required("a").is_err());
+    }
+
+    #[test]
+    fn a_repeated_field_is_read_whole_by_all_and_by_its_last_value_by_get() {
+        let pair = |name: &str, value: &str| (name.to_owned(), value.to_owned());
+        let form = Form(vec![pair("id", "Ev1"), pair("other", "x"), pair("id", " "), pair("id", " Ev2 ")]);
+        assert_eq!(form.all("id"), ["Ev1", "Ev2"], "in order, trimmed, blanks left out");
+        assert_eq!(form.get("id"), Some("Ev2"));
+        assert!(form.all("none").is_empty());
     }
 }

@@ -109,10 +109,62 @@ async fn failed_events_are_replayed_as_a_job_whose_every_outcome_is_shown_and_au
     let dry = admin.post(&t("/replays"), &reader, json!({"failed_since": earlier, "dry_run": true})).await;
     assert_eq!((dry.status.as_u16(), dry.body["selected"].as_u64()), (200, Some(3)), "{dry:?}");
     problem(&admin.post(&t("/replays"), &reader, since.clone()).await, 403, None);
+
+    // A bulk retry by the list's filter or by the events chosen, previewed: how many, which.
+    let preview = |body: serde_json::Value| {
+        let (admin, reader, path) = (&admin, &reader, t("/replays"));
+        async move {
+            let answer = admin.post(&path, reader, body).await;
+            assert_eq!(answer.status, 200, "{answer:?}");
+            assert_eq!(answer.body["dry_run"], true);
+            let events: Vec<(String, String)> = answer.body["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    (e["external_event_id"].as_str().unwrap().into(), e["outcome"].as_str().unwrap().into())
+                })
+                .collect();
+            events
+        }
+    };
+    let would = |ids: &[&str]| -> Vec<(String, String)> {
+        ids.iter().map(|id| ((*id).to_owned(), "would_replay".to_owned())).collect()
+    };
+    let by_type = json!({"filter": {"state": "failed", "type": "app_mention"}, "dry_run": true});
+    assert_eq!(preview(by_type).await, would(&["EvR1", "EvR2"]), "the failed list's filter by type");
+    let window =
+        json!({"filter": {"state": "failed", "since": earlier, "until": later}, "limit": 2, "dry_run": true});
+    assert_eq!(preview(window).await, would(&["EvR1", "EvR2"]), "a window, and at most the limit");
+    let none = json!({"filter": {"state": "stranded"}, "dry_run": true});
+    assert!(preview(none).await.is_empty(), "none is stranded");
+    let chosen = json!({"event_ids": ["EvR3", "EvOk", "EvNever", "EvR3"], "dry_run": true});
+    let words = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs.iter().map(|(id, outcome)| ((*id).to_owned(), (*outcome).to_owned())).collect()
+    };
+    assert_eq!(
+        preview(chosen).await,
+        words(&[("EvR3", "would_replay"), ("EvOk", "already_handled"), ("EvNever", "unknown")]),
+        "each chosen event once, a handled one and a missing one refused by name"
+    );
+    for (body, field) in [
+        (json!({"filter": {"state": "handled"}, "dry_run": true}), "state"),
+        (json!({"filter": {"state": "lost"}, "dry_run": true}), "state"),
+        (json!({"filter": {"state": "failed"}, "limit": 0, "dry_run": true}), "limit"),
+        (json!({"filter": {"state": "failed"}, "limit": 1001, "dry_run": true}), "limit"),
+        (json!({"filter": {"state": "failed", "since": "yesterday"}, "dry_run": true}), "since"),
+        (json!({"event_ids": [], "dry_run": true}), "event_ids"),
+        (json!({"event_ids": [""], "dry_run": true}), "event_ids"),
+    ] {
+        problem(&admin.post(&t("/replays"), &reader, body.clone()).await, 422, Some(field));
+    }
+    let by_filter = json!({"filter": {"state": "failed", "since": earlier}});
+    problem(&admin.post(&t("/replays"), &reader, by_filter.clone()).await, 403, None);
     assert_eq!(agent.count_for("EvR1"), 0, "nothing was sent");
 
-    // The replay: a job, answered at once, run in the background.
-    let job = admin.replayed(&t("/replays"), &root, since).await;
+    // The replay: a job by the list's filter, answered at once, run in the background.
+    let job = admin.replayed(&t("/replays"), &root, by_filter).await;
+    assert!(job["selection"].as_str().unwrap().starts_with("failed events, since "), "{job}");
     assert_eq!(
         (job["total"].as_u64(), job["done"].as_u64(), job["succeeded"].as_u64()),
         (Some(3), Some(3), Some(3)),
@@ -181,7 +233,8 @@ async fn failed_events_are_replayed_as_a_job_whose_every_outcome_is_shown_and_au
     assert!(
         entries[3].0 == "events.replay"
             && entries[3].1.contains(job_id)
-            && entries[3].1.contains("(3 events)"),
+            && entries[3].1.contains("(3 events)")
+            && entries[3].1.contains(": failed events, since "),
         "{entries:?}"
     );
     for (action, target) in &entries[..3] {

@@ -6,7 +6,8 @@ use super::Operator;
 use crate::errors::OperatorError;
 use crate::model::{
     Attempt, Caller, EventCursor, EventFilter, EventMatch, EventReport, EventState, EventType,
-    ExternalEventId, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, TenantId, Total,
+    ExternalEventId, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, ReplaySelection,
+    SelectionRefused, TenantId, Total,
 };
 use crate::ports::{Clock, Ledger, OperatorPorts, ReplayJobs};
 
@@ -73,6 +74,17 @@ impl<P: OperatorPorts> Operator<P> {
         let filter = self.event_filter(state, query);
         let counted = self.ports.ledger().count(tenant, &filter, Total::CAP + 1).await?;
         Ok(Total::of_counted(counted))
+    }
+
+    /// A replay of the first `limit` events the listing of `state` with `query` shows (failed
+    /// or stranded only): the same filter as the list, so what a person saw is what is sent.
+    pub fn replay_matching(
+        &self,
+        state: EventState,
+        query: EventQuery,
+        limit: u32,
+    ) -> Result<ReplaySelection, SelectionRefused> {
+        ReplaySelection::matching(self.event_filter(Some(state), query), limit)
     }
 
     fn event_filter(&self, state: Option<EventState>, query: EventQuery) -> EventFilter {

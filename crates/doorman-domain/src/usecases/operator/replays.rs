@@ -59,10 +59,11 @@ impl<P: OperatorPorts> Operator<P> {
         self.writable(caller, tenant).await?;
         let mut events: Vec<_> =
             stored.select(tenant, selection).await?.into_iter().map(|r| r.receipt.key.external_id).collect();
-        if events.is_empty()
-            && let ReplaySelection::Event(id) = selection
-        {
-            events.push(id.clone());
+        // Each event named by id is in the job, found or not (it ends `unknown`).
+        for id in selection.named() {
+            if !events.contains(id) {
+                events.push(id.clone());
+            }
         }
         let job = NewReplayJob {
             id: ReplayJobId::generate(),

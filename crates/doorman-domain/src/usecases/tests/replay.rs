@@ -199,3 +199,26 @@ async fn an_event_named_by_id_without_a_receipt_is_reported_unknown_and_nothing_
     let none = replay(Ports::new(), &stored_with(vec![]), false).await;
     assert!(none.is_empty());
 }
+
+#[tokio::test]
+async fn chosen_events_are_selected_by_their_ids_and_each_one_without_a_receipt_is_reported_unknown() {
+    let ports = Ports::new().never_dispatches().never_writes_after_dispatch();
+    let chosen = ["Ev0PV52K25", "EvGone"].map(|id| ExternalEventId::new(id).unwrap());
+    let selection = ReplaySelection::chosen(chosen.to_vec()).unwrap();
+    let mut stored = MockStoredEvents::new();
+    let asked = selection.clone();
+    stored
+        .expect_select()
+        .withf(move |tenant, selection| *tenant == tenant_id() && *selection == asked)
+        .times(1)
+        .returning(|_, _| ready(Ok(vec![candidate(true, true)])));
+    stored.expect_take().never();
+    let report = ports.build().replay(&stored, tenant_id(), &selection, HOLD, true).await.unwrap();
+    let outcomes: Vec<(&str, ReplayOutcome)> =
+        report.iter().map(|r| (r.key.external_id.as_str(), r.outcome.clone())).collect();
+    assert_eq!(
+        outcomes,
+        [("Ev0PV52K25", ReplayOutcome::AlreadyHandled), ("EvGone", ReplayOutcome::Unknown)],
+        "the found one as it is, the missing one named"
+    );
+}
