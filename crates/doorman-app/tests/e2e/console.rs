@@ -775,12 +775,19 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
         ("replay-job", format!("/console/tenants/{tenant}/replays/{job}")),
         ("audit", "/console/audit".to_owned()),
         ("keys", "/console/keys".to_owned()),
+        ("tenant-delete", format!("/console/tenants/{tenant}/delete")),
         ("not-found", "/console/tenants/00000000-0000-4000-8000-000000000000".to_owned()),
     ];
     for (name, page) in &pages {
         browser.goto(&format!("{}{page}", admin.base)).await.unwrap();
         check(name).await;
     }
+    // A deletion refused (the name typed is not the tenant's): the page says why.
+    browser.goto(&format!("{}/console/tenants/{tenant}/delete", admin.base)).await.unwrap();
+    find(&browser, "#confirm-name").await.send_keys("not its name").await.unwrap();
+    click(&browser, "#delete").await;
+    assert!(text(&browser, ".problem").await.contains("Nothing was deleted"));
+    check("tenant-delete-refused").await;
     // At phone width too.
     browser.set_window_size(390, 844).await.unwrap();
     browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
@@ -918,4 +925,120 @@ async fn support_finds_audit_entries_by_action_key_and_time_with_the_trails_form
     assert_eq!(refused.status(), 422);
     assert!(refused.text().await.unwrap().contains("audit actions"));
     browser.close().await.unwrap();
+}
+
+/// The audit entries of `tenant` of `actions`, oldest first, as (action, who, target) with the
+/// tenant's name in the target written `NAME`: one tenant's offboarding compared with another's.
+async fn entries_of(admin: &Admin, root: &str, tenant: &str, name: &str, actions: &[&str]) -> Vec<Value> {
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}&limit=100"), root).await;
+    assert_eq!(trail.status, 200, "{trail:?}");
+    let mut entries: Vec<Value> = trail.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| actions.iter().any(|a| e["action"] == *a))
+        .map(|e| {
+            let target = e["target"].as_str().map(|t| t.replace(name, "NAME"));
+            json!([e["action"], e["actor_kind"], e["actor_id"], target])
+        })
+        .collect();
+    entries.reverse();
+    entries
+}
+
+/// Support renames a tenant and deletes it from the console: the deletion is confirmed on a
+/// page that says what goes with it, by the tenant's name typed back (a wrong name deletes
+/// nothing), runs the API's offboarding and is audited exactly as the API's is. A read-only
+/// support key and a customer's portal key, even one that may write, see neither form and are
+/// refused both (403), token and all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn support_renames_and_deletes_a_tenant_confirmed_by_its_name_and_audited_as_the_apis() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let acme = onboarded(&admin, &root, "Acme", "TOFFBOARDC", agent.url()).await;
+    let globex = onboarded(&admin, &root, "Globex", "TOFFBOARDA", agent.url()).await;
+    let portal_key = key(&db, Some(&acme), false).await;
+    let page = format!("/console/tenants/{acme}");
+    let (rename, delete) = (format!("{page}/rename"), format!("{page}/delete"));
+    let origin = Some(admin.base.as_str());
+    let name_now = async || admin.get(&format!("/admin/v1/tenants/{acme}"), &root).await.body["name"].clone();
+
+    let support = Session::sign_in(&admin.base, &root).await;
+    let shown = support.get(&page).await.text().await.unwrap();
+    assert!(shown.contains(&format!("action=\"{rename}\"")), "the rename form: {shown}");
+    assert!(shown.contains(&format!("href=\"{delete}\"")), "the way to delete: {shown}");
+
+    // Renamed: the API reads the new name, and the trail has it under this key.
+    let csrf = support.csrf(&page).await;
+    let renamed = support.post(&rename, origin, &[("csrf", &csrf), ("name", "Acme Ltd")]).await;
+    assert_eq!(
+        (renamed.status().as_u16(), renamed.headers()[header::LOCATION].to_str().unwrap()),
+        (303, &*format!("{page}?done=renamed"))
+    );
+    assert_eq!(name_now().await, "Acme Ltd");
+    assert!(
+        support.get(&format!("{page}?done=renamed")).await.text().await.unwrap().contains("Tenant renamed.")
+    );
+    let blank = support.post(&rename, origin, &[("csrf", &csrf), ("name", " ")]).await;
+    assert_eq!(blank.status(), 400, "a name is required");
+
+    // The confirmation says what goes with the tenant before anything does.
+    let confirm = support.get(&delete).await;
+    assert_eq!(confirm.status(), 200);
+    let confirm = confirm.text().await.unwrap();
+    for said in
+        ["Delete Acme Ltd?", "TOFFBOARDC", agent.url(), "test key", "0 events", "name=\"confirm_name\""]
+    {
+        assert!(confirm.contains(said), "{said} in {confirm}");
+    }
+    assert!(!confirm.contains("TOFFBOARDA"), "nothing of another tenant: {confirm}");
+
+    // A read-only support key and the customer's own key (that may write): no form, and 403
+    // for each form posted with their session's token; the tenant is untouched.
+    let reader = Session::sign_in(&admin.base, &key(&db, None, true).await).await;
+    let portal = Session::sign_in(&admin.base, &portal_key).await;
+    for (who, session) in [("read-only", &reader), ("portal", &portal)] {
+        let shown = session.get(&page).await.text().await.unwrap();
+        assert!(!shown.contains(&rename) && !shown.contains(&delete), "{who} sees no form: {shown}");
+        assert_eq!(session.get(&delete).await.status(), 403, "{who}: the confirmation");
+        let csrf = session.csrf(&page).await;
+        let posted = session.post(&rename, origin, &[("csrf", &csrf), ("name", "Taken")]).await;
+        assert_eq!(posted.status(), 403, "{who}: rename");
+        let posted = session.post(&delete, origin, &[("csrf", &csrf), ("confirm_name", "Acme Ltd")]).await;
+        assert_eq!(posted.status(), 403, "{who}: delete");
+    }
+    // Another tenant's, for the portal: as if it did not exist.
+    assert_eq!(portal.get(&format!("/console/tenants/{globex}/delete")).await.status(), 404);
+    // Without the token, or with a name that is not the tenant's: nothing deleted.
+    assert_eq!(support.post(&delete, origin, &[("confirm_name", "Acme Ltd")]).await.status(), 403);
+    let wrong = support.post(&delete, origin, &[("csrf", &csrf), ("confirm_name", "Acme")]).await;
+    assert_eq!(wrong.status(), 422);
+    assert!(wrong.text().await.unwrap().contains("Nothing was deleted"));
+    assert_eq!(name_now().await, "Acme Ltd", "renamed by support only, and still there");
+
+    // Deleted, typed back: to the tenants, saying so; gone from the API; its key's session ended.
+    let deleted = support.post(&delete, origin, &[("csrf", &csrf), ("confirm_name", "Acme Ltd")]).await;
+    assert_eq!(
+        (deleted.status().as_u16(), deleted.headers()[header::LOCATION].to_str().unwrap()),
+        (303, "/console/tenants?done=deleted")
+    );
+    let listing = support.get("/console/tenants?done=deleted").await.text().await.unwrap();
+    assert!(listing.contains("Tenant deleted") && !listing.contains("Acme Ltd"), "{listing}");
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{acme}"), &root).await.status, 404);
+    assert_eq!(portal.get(&page).await.status(), 303, "the portal's key went with its tenant");
+
+    // Audited as the API's offboarding is: the same entries, by the same key, the same targets.
+    let api =
+        admin.call(reqwest::Method::DELETE, &format!("/admin/v1/tenants/{globex}"), Some(&root), None).await;
+    assert_eq!(api.status, 200, "{api:?}");
+    let actions = ["tenant.delete", "tenant.purge"];
+    let by_console = entries_of(&admin, &root, &acme, "Acme Ltd", &actions).await;
+    let by_api = entries_of(&admin, &root, &globex, "Globex", &actions).await;
+    assert_eq!(by_console, by_api);
+    assert_eq!(by_console[0], json!(["tenant.delete", "key", key_id(&root).to_string(), "NAME"]));
+    assert!(by_console.len() >= 2, "the purge is on record: {by_console:?}");
+    let renames = entries_of(&admin, &root, &acme, "Acme", &["tenant.rename"]).await;
+    assert_eq!(renames, [json!(["tenant.rename", "key", key_id(&root).to_string(), "NAME -> NAME Ltd"])]);
 }

@@ -49,6 +49,13 @@ pub struct Chrome {
 pub fn notice(done: Option<&str>) -> Option<&'static str> {
     Some(match done? {
         "created" => "Tenant created.",
+        "renamed" => "Tenant renamed.",
+        "deleted" => {
+            "Tenant deleted, with its workspace links, installations, agent, keys and receipts; its audit entries are kept."
+        }
+        "deleted-receipts-left" => {
+            "Tenant deleted; deleting some of its receipts stopped (its tenant.purge audit entry says why): the next doorman receipts prune deletes them."
+        }
         "linked" => "Workspace linked.",
         "unlinked" => "Workspace unlinked.",
         "agent-set" => "Agent saved.",
