@@ -775,6 +775,7 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
         ("replay-job", format!("/console/tenants/{tenant}/replays/{job}")),
         ("audit", "/console/audit".to_owned()),
         ("keys", "/console/keys".to_owned()),
+        ("keys-picker", "/console/keys?tenant_search=Acme".to_owned()),
         ("tenant-delete", format!("/console/tenants/{tenant}/delete")),
         ("not-found", "/console/tenants/00000000-0000-4000-8000-000000000000".to_owned()),
     ];
@@ -1041,4 +1042,62 @@ async fn support_renames_and_deletes_a_tenant_confirmed_by_its_name_and_audited_
     assert!(by_console.len() >= 2, "the purge is on record: {by_console:?}");
     let renames = entries_of(&admin, &root, &acme, "Acme", &["tenant.rename"]).await;
     assert_eq!(renames, [json!(["tenant.rename", "key", key_id(&root).to_string(), "NAME -> NAME Ltd"])]);
+}
+
+/// A new key's tenant is picked by name from the server's matches, never pasted: the picker
+/// offers at most `PICKER_SIZE` tenants and says there are more, a search narrows them (the
+/// only match chosen), and the key made is the chosen tenant's. No script is involved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_keys_tenant_is_picked_from_a_search_by_name_and_the_key_is_that_tenants() {
+    use doorman_app::operator::console::PICKER_SIZE;
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    for n in 0..PICKER_SIZE {
+        admin.tenant(&root, &format!("Filler {n:02}")).await;
+    }
+    let alpha = admin.tenant(&root, "Picker Alpha").await;
+    let beta = admin.tenant(&root, "Picker Beta").await;
+    let session = Session::sign_in(&admin.base, &root).await;
+    let options = |page: &str| page.matches("<option value=\"").count() - 1;
+
+    // Unsearched: the first PICKER_SIZE, and how many there are.
+    let all = session.get("/console/keys").await.text().await.unwrap();
+    assert_eq!(options(&all), PICKER_SIZE as usize, "{all}");
+    assert!(
+        all.contains(&format!("{} tenants: the first {PICKER_SIZE} are offered", PICKER_SIZE + 2)),
+        "{all}"
+    );
+    assert!(!all.contains(&beta), "past the picker's size: {all}");
+    assert!(all.contains("<option value=\"\">Every tenant"), "{all}");
+
+    // Searched by part of the name: Beta alone, chosen.
+    let found = session.get("/console/keys?tenant_search=beta").await.text().await.unwrap();
+    assert_eq!(options(&found), 1, "{found}");
+    assert!(
+        found.contains(&format!("<option value=\"{beta}\" selected>Picker Beta ({beta})</option>")),
+        "{found}"
+    );
+    assert!(found.contains("1 tenant found for “beta”.") && !found.contains(&alpha), "{found}");
+    let two = session.get("/console/keys?tenant_search=Picker").await.text().await.unwrap();
+    assert_eq!(options(&two), 2, "{two}");
+    assert!(!two.contains(" selected>"), "two matches: none chosen for the user: {two}");
+    let none = session.get("/console/keys?tenant_search=Initech").await.text().await.unwrap();
+    assert!(none.contains("0 tenants found for “Initech”.") && options(&none) == 0, "{none}");
+
+    // The form as the picker fills it: a key for Beta, read-only, shown once.
+    let csrf = session.csrf("/console/keys").await;
+    let made = session
+        .post(
+            "/console/keys",
+            Some(&admin.base),
+            &[("csrf", &csrf), ("name", "beta portal"), ("tenant", &beta), ("read_only", "on")],
+        )
+        .await;
+    assert_eq!(made.status(), 200);
+    assert!(made.text().await.unwrap().contains("id=\"new-key\""));
+    let keys = admin.get("/admin/v1/keys", &root).await.body;
+    let listed = keys["items"].as_array().unwrap_or_else(|| keys.as_array().unwrap());
+    let made = listed.iter().find(|k| k["name"] == "beta portal").expect("the key made");
+    assert_eq!((&made["tenant_id"], &made["read_only"]), (&json!(beta), &json!(true)), "{made}");
 }

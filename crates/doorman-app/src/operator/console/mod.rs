@@ -27,6 +27,7 @@ use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{HttpResponse, web};
 
+pub use admin_pages::PICKER_SIZE;
 pub use error::ConsoleError;
 
 /// What every console page answers with: only this origin's scripts, styles and images,
