@@ -1101,3 +1101,127 @@ async fn a_new_keys_tenant_is_picked_from_a_search_by_name_and_the_key_is_that_t
     let made = listed.iter().find(|k| k["name"] == "beta portal").expect("the key made");
     assert_eq!((&made["tenant_id"], &made["read_only"]), (&json!(beta), &json!(true)), "{made}");
 }
+
+/// Every time a page shows is a `<time>` whose `datetime` is UTC to the second (to the
+/// millisecond on an event's page) and whose text and title say it in UTC: what a browser
+/// without the script shows. No time is written any other way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_time_is_a_time_element_in_utc_with_its_utc_title() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at, handled_at) \
+             VALUES ('{tenant}', 'slack', 'EvTimes', 'app_mention', 0, now() - interval '1.234 seconds', now())"
+        )),
+        &mut db.owner().await,
+    )
+    .await
+    .unwrap();
+    let at = |value: &Value| chrono::DateTime::parse_from_rfc3339(value.as_str().unwrap()).unwrap().to_utc();
+    let element = |at: chrono::DateTime<chrono::Utc>, ms: bool| {
+        let (machine, words) = if ms {
+            (at.format("%Y-%m-%dT%H:%M:%S%.3fZ"), at.format("%Y-%m-%d %H:%M:%S%.3f UTC"))
+        } else {
+            (at.format("%Y-%m-%dT%H:%M:%SZ"), at.format("%Y-%m-%d %H:%M:%S UTC"))
+        };
+        format!(r#"<time datetime="{machine}" title="{words}">{words}</time>"#)
+    };
+    let created = at(&admin.get(&format!("/admin/v1/tenants/{tenant}"), &root).await.body["created_at"]);
+    let event = admin.get(&format!("/admin/v1/tenants/{tenant}/events/EvTimes"), &root).await.body;
+    let session = Session::sign_in(&admin.base, &root).await;
+
+    let listing = session.get("/console/tenants").await.text().await.unwrap();
+    assert!(listing.contains(&element(created, false)), "{listing}");
+    let shown = session.get(&format!("/console/tenants/{tenant}/events/EvTimes")).await.text().await.unwrap();
+    for ms in [at(&event["claimed_at"]), at(&event["handled_at"])] {
+        assert!(shown.contains(&element(ms, true)), "{} in {shown}", element(ms, true));
+    }
+    assert!(!shown.contains(&element(at(&event["claimed_at"]), false)), "to the millisecond");
+
+    // On every page with times, each " UTC" is a time's title or its text: none is written
+    // another way.
+    for page in [
+        "/console/tenants".to_owned(),
+        format!("/console/tenants/{tenant}"),
+        format!("/console/tenants/{tenant}/events?state=all"),
+        format!("/console/tenants/{tenant}/events/EvTimes"),
+        "/console/events?event_id=EvTimes".to_owned(),
+        "/console/audit".to_owned(),
+        "/console/keys".to_owned(),
+        format!("/console/tenants/{tenant}/delete"),
+    ] {
+        let shown = session.get(&page).await.text().await.unwrap();
+        let times = shown.matches("<time datetime=\"").count();
+        assert!(times > 0, "{page} shows a time: {shown}");
+        assert_eq!(shown.matches(" UTC").count(), 2 * times, "{page}: {shown}");
+        assert_eq!(shown.matches(" UTC\">").count(), times, "{page}: every time's title: {shown}");
+    }
+}
+
+/// In Chromium in another zone (Asia/Kolkata, UTC+5:30), the console's script says each time
+/// in the browser's zone, to the second or the millisecond as the server gave it, and keeps
+/// the UTC in the title; support then renames and deletes a tenant through the pages' forms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_browser_times_are_in_its_zone_with_utc_on_hover_and_a_tenant_is_renamed_and_deleted() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
+             VALUES ('{tenant}', 'slack', 'EvZone', 'app_mention', 0, now() - interval '0.5 seconds')"
+        )),
+        &mut db.owner().await,
+    )
+    .await
+    .unwrap();
+    let kolkata = chrono::FixedOffset::east_opt(5 * 3600 + 30 * 60).unwrap();
+
+    let driver = Chromedriver::start_with(&[("TZ", "Asia/Kolkata")]).await;
+    let browser = driver.browser("zone").await;
+    sign_in(&browser, &admin.base, &root).await;
+    arrive(&browser, "/console/tenants").await;
+    for (page, format) in [
+        (format!("/console/tenants/{tenant}"), "%Y-%m-%d %H:%M:%S"),
+        (format!("/console/tenants/{tenant}/events/EvZone"), "%Y-%m-%d %H:%M:%S%.3f"),
+    ] {
+        browser.goto(&format!("{}{page}", admin.base)).await.unwrap();
+        let time = find(&browser, "main time").await;
+        let utc = time.attr("datetime").await.unwrap().expect("its datetime");
+        let at = chrono::DateTime::parse_from_rfc3339(&utc).unwrap().to_utc();
+        let title = time.attr("title").await.unwrap().expect("its title");
+        let utc_format = format!("{format} UTC");
+        assert_eq!(title, at.format(&utc_format).to_string(), "{page}: the title keeps the UTC");
+        let local = at.with_timezone(&kolkata).format(format).to_string();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut shown = time.text().await.unwrap();
+        while !shown.starts_with(&local) {
+            assert!(tokio::time::Instant::now() < deadline, "{page}: {shown:?}, not {local} (Kolkata)");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            shown = time.text().await.unwrap();
+        }
+        assert!(!shown.ends_with("UTC") && shown.len() > local.len(), "{page}: the zone named: {shown:?}");
+    }
+
+    // Renamed, then deleted after its name is typed back, through the pages' own forms.
+    browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
+    let field = find(&browser, "#rename-name").await;
+    field.clear().await.unwrap();
+    field.send_keys("Acme Ltd").await.unwrap();
+    click(&browser, "#rename").await;
+    arrive(&browser, &format!("/console/tenants/{tenant}?done=renamed")).await;
+    assert_eq!(text(&browser, "h1").await, "Acme Ltd");
+    click(&browser, "#delete-tenant").await;
+    arrive(&browser, &format!("/console/tenants/{tenant}/delete")).await;
+    assert!(text(&browser, "#deleted-with-it").await.contains("1 event"));
+    find(&browser, "#confirm-name").await.send_keys("Acme Ltd").await.unwrap();
+    click(&browser, "#delete").await;
+    arrive(&browser, "/console/tenants?done=deleted").await;
+    assert!(text(&browser, ".notice").await.starts_with("Tenant deleted"));
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{tenant}"), &root).await.status, 404);
+    browser.close().await.unwrap();
+}
