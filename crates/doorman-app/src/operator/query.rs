@@ -47,9 +47,15 @@ impl Query {
     }
 }
 
+/// What an instant given to the API (or the command line's filters) must be.
+pub const INSTANT_RULE: &str = "must be an RFC 3339 date and time, like 2026-12-01T10:00:00Z";
+
 /// An RFC 3339 instant, or a 422 naming `field`.
 pub fn instant(field: &str, raw: &str) -> Result<DateTime<Utc>, ApiError> {
-    DateTime::parse_from_rfc3339(raw)
-        .map(|at| at.with_timezone(&Utc))
-        .map_err(|_| ApiError::invalid(field, "must be an RFC 3339 date and time, like 2026-12-01T10:00:00Z"))
+    rfc3339(raw).ok_or_else(|| ApiError::invalid(field, INSTANT_RULE))
+}
+
+/// An RFC 3339 instant, in UTC; `None` for anything else.
+pub fn rfc3339(raw: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(raw).ok().map(|at| at.with_timezone(&Utc))
 }

@@ -47,9 +47,15 @@ pub(crate) fn free_port() -> u16 {
 
 impl Chromedriver {
     pub(crate) async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// With `env` for the driver and the browsers it starts (`TZ`: the browsers' time zone).
+    pub(crate) async fn start_with(env: &[(&str, &str)]) -> Self {
         let port = free_port();
         let child = Command::new(binary("CHROMEDRIVER", &["chromedriver"]))
             .arg(format!("--port={port}"))
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -313,3 +313,62 @@ async fn receipts_find_lists_every_tenants_event_of_an_id_and_exits_1_when_none_
     assert_eq!(none.status.code(), Some(1), "{none:?}");
     assert!(String::from_utf8_lossy(&none.stdout).contains("no tenant has it"), "{none:?}");
 }
+
+/// `doorman admin audit` narrows the trail as the API's query does: `--action`, `--key`,
+/// `--since` (at or after) and `--until` (before); a value the API would refuse is refused
+/// here, naming its flag, with a non-zero exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_audit_narrows_by_action_key_and_time_and_refuses_bad_values() {
+    let db = TestDatabase::create().await;
+    let url = db.url();
+    let admin = crate::admin_api::Admin::start(&db, &[]).await;
+    let root = crate::admin_api::key(&db, None, false).await;
+    let root_id = uuid::Uuid::parse_str(root.split('_').nth(1).unwrap()).unwrap().to_string();
+    let keyed = admin.tenant(&root, "Keyed").await;
+    ok(&doorman(url, &["tenant", "add", "--name", "Typed"]));
+    let trail = |flags: &[&str]| -> Vec<serde_json::Value> {
+        let args = [&["admin", "audit", "--json"], flags].concat();
+        let read: serde_json::Value = serde_json::from_str(&ok(&doorman(url, &args))).unwrap();
+        read.as_array().expect("a list of entries").clone()
+    };
+    let all = trail(&[]);
+    assert_eq!(all.len(), 3, "key.create, then tenant.create twice: {all:?}");
+
+    let created = trail(&["--action", "tenant.create"]);
+    assert_eq!(created.len(), 2, "{created:?}");
+    assert!(created.iter().all(|e| e["action"] == "tenant.create"), "{created:?}");
+    let by_key = trail(&["--key", &root_id]);
+    assert_eq!(by_key.len(), 1, "{by_key:?}");
+    assert_eq!(
+        (&by_key[0]["actor_id"], &by_key[0]["tenant_id"]),
+        (&serde_json::json!(root_id), &serde_json::json!(keyed))
+    );
+    assert_eq!(trail(&["--action", "key.create", "--key", &root_id]), Vec::<serde_json::Value>::new());
+    let human = ok(&doorman(url, &["admin", "audit", "--action", "key.create"]));
+    assert!(human.contains("key.create") && !human.contains("tenant.create"), "{human}");
+
+    // At or after the newest entry's instant: it (and only what shares it); before it: the rest.
+    let newest = all[0]["at"].as_str().unwrap();
+    let since = trail(&["--since", newest]);
+    let until = trail(&["--until", newest]);
+    assert!(since.iter().any(|e| e["id"] == all[0]["id"]), "{since:?}");
+    assert!(!until.iter().any(|e| e["id"] == all[0]["id"]), "{until:?}");
+    assert_eq!(since.len() + until.len(), all.len());
+    assert_eq!(trail(&["--since", newest, "--until", newest]), Vec::<serde_json::Value>::new());
+
+    for (flags, said) in [
+        (&["--action", "tenant.created"][..], "--action \"tenant.created\": must be one of tenant.create"),
+        (&["--key", "nope"], "--key \"nope\": must be a key's id"),
+        (&["--since", "yesterday"], "--since \"yesterday\": must be an RFC 3339 date and time"),
+        (&["--until", "2026-12-01 10:00"], "--until"),
+        (
+            &["--since", "2026-12-02T00:00:00Z", "--until", "2026-12-01T00:00:00Z"],
+            "--until must not be before --since",
+        ),
+    ] {
+        let refused = doorman(url, &[&["admin", "audit"], flags].concat());
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success() && refused.stdout.is_empty(), "{flags:?}: {stderr}");
+        assert!(stderr.contains(said) && !stderr.contains("panicked"), "{flags:?}: {stderr}");
+    }
+}

@@ -775,12 +775,20 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
         ("replay-job", format!("/console/tenants/{tenant}/replays/{job}")),
         ("audit", "/console/audit".to_owned()),
         ("keys", "/console/keys".to_owned()),
+        ("keys-picker", "/console/keys?tenant_search=Acme".to_owned()),
+        ("tenant-delete", format!("/console/tenants/{tenant}/delete")),
         ("not-found", "/console/tenants/00000000-0000-4000-8000-000000000000".to_owned()),
     ];
     for (name, page) in &pages {
         browser.goto(&format!("{}{page}", admin.base)).await.unwrap();
         check(name).await;
     }
+    // A deletion refused (the name typed is not the tenant's): the page says why.
+    browser.goto(&format!("{}/console/tenants/{tenant}/delete", admin.base)).await.unwrap();
+    find(&browser, "#confirm-name").await.send_keys("not its name").await.unwrap();
+    click(&browser, "#delete").await;
+    assert!(text(&browser, ".problem").await.contains("Nothing was deleted"));
+    check("tenant-delete-refused").await;
     // At phone width too.
     browser.set_window_size(390, 844).await.unwrap();
     browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
@@ -917,6 +925,304 @@ async fn support_finds_audit_entries_by_action_key_and_time_with_the_trails_form
     let refused = session.get("/console/audit?action=tenant.created").await;
     assert_eq!(refused.status(), 422);
     assert!(refused.text().await.unwrap().contains("audit actions"));
+    browser.close().await.unwrap();
+}
+
+/// The audit entries of `tenant` of `actions`, oldest first, as (action, who, target) with the
+/// tenant's name in the target written `NAME`: one tenant's offboarding compared with another's.
+async fn entries_of(admin: &Admin, root: &str, tenant: &str, name: &str, actions: &[&str]) -> Vec<Value> {
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}&limit=100"), root).await;
+    assert_eq!(trail.status, 200, "{trail:?}");
+    let mut entries: Vec<Value> = trail.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| actions.iter().any(|a| e["action"] == *a))
+        .map(|e| {
+            let target = e["target"].as_str().map(|t| t.replace(name, "NAME"));
+            json!([e["action"], e["actor_kind"], e["actor_id"], target])
+        })
+        .collect();
+    entries.reverse();
+    entries
+}
+
+/// Support renames a tenant and deletes it from the console: the deletion is confirmed on a
+/// page that says what goes with it, by the tenant's name typed back (a wrong name deletes
+/// nothing), runs the API's offboarding and is audited exactly as the API's is. A read-only
+/// support key and a customer's portal key, even one that may write, see neither form and are
+/// refused both (403), token and all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn support_renames_and_deletes_a_tenant_confirmed_by_its_name_and_audited_as_the_apis() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let acme = onboarded(&admin, &root, "Acme", "TOFFBOARDC", agent.url()).await;
+    let globex = onboarded(&admin, &root, "Globex", "TOFFBOARDA", agent.url()).await;
+    let portal_key = key(&db, Some(&acme), false).await;
+    let page = format!("/console/tenants/{acme}");
+    let (rename, delete) = (format!("{page}/rename"), format!("{page}/delete"));
+    let origin = Some(admin.base.as_str());
+    let name_now = async || admin.get(&format!("/admin/v1/tenants/{acme}"), &root).await.body["name"].clone();
+
+    let support = Session::sign_in(&admin.base, &root).await;
+    let shown = support.get(&page).await.text().await.unwrap();
+    assert!(shown.contains(&format!("action=\"{rename}\"")), "the rename form: {shown}");
+    assert!(shown.contains(&format!("href=\"{delete}\"")), "the way to delete: {shown}");
+
+    // Renamed: the API reads the new name, and the trail has it under this key.
+    let csrf = support.csrf(&page).await;
+    let renamed = support.post(&rename, origin, &[("csrf", &csrf), ("name", "Acme Ltd")]).await;
+    assert_eq!(
+        (renamed.status().as_u16(), renamed.headers()[header::LOCATION].to_str().unwrap()),
+        (303, &*format!("{page}?done=renamed"))
+    );
+    assert_eq!(name_now().await, "Acme Ltd");
+    assert!(
+        support.get(&format!("{page}?done=renamed")).await.text().await.unwrap().contains("Tenant renamed.")
+    );
+    let blank = support.post(&rename, origin, &[("csrf", &csrf), ("name", " ")]).await;
+    assert_eq!(blank.status(), 400, "a name is required");
+
+    // The confirmation says what goes with the tenant before anything does.
+    let confirm = support.get(&delete).await;
+    assert_eq!(confirm.status(), 200);
+    let confirm = confirm.text().await.unwrap();
+    for said in
+        ["Delete Acme Ltd?", "TOFFBOARDC", agent.url(), "test key", "0 events", "name=\"confirm_name\""]
+    {
+        assert!(confirm.contains(said), "{said} in {confirm}");
+    }
+    assert!(!confirm.contains("TOFFBOARDA"), "nothing of another tenant: {confirm}");
+
+    // A read-only support key and the customer's own key (that may write): no form, and 403
+    // for each form posted with their session's token; the tenant is untouched.
+    let reader = Session::sign_in(&admin.base, &key(&db, None, true).await).await;
+    let portal = Session::sign_in(&admin.base, &portal_key).await;
+    for (who, session) in [("read-only", &reader), ("portal", &portal)] {
+        let shown = session.get(&page).await.text().await.unwrap();
+        assert!(!shown.contains(&rename) && !shown.contains(&delete), "{who} sees no form: {shown}");
+        assert_eq!(session.get(&delete).await.status(), 403, "{who}: the confirmation");
+        let csrf = session.csrf(&page).await;
+        let posted = session.post(&rename, origin, &[("csrf", &csrf), ("name", "Taken")]).await;
+        assert_eq!(posted.status(), 403, "{who}: rename");
+        let posted = session.post(&delete, origin, &[("csrf", &csrf), ("confirm_name", "Acme Ltd")]).await;
+        assert_eq!(posted.status(), 403, "{who}: delete");
+    }
+    // Another tenant's, for the portal: as if it did not exist.
+    assert_eq!(portal.get(&format!("/console/tenants/{globex}/delete")).await.status(), 404);
+    // Without the token, or with a name that is not the tenant's: nothing deleted.
+    assert_eq!(support.post(&delete, origin, &[("confirm_name", "Acme Ltd")]).await.status(), 403);
+    let wrong = support.post(&delete, origin, &[("csrf", &csrf), ("confirm_name", "Acme")]).await;
+    assert_eq!(wrong.status(), 422);
+    assert!(wrong.text().await.unwrap().contains("Nothing was deleted"));
+    assert_eq!(name_now().await, "Acme Ltd", "renamed by support only, and still there");
+
+    // Deleted, typed back: to the tenants, saying so; gone from the API; its key's session ended.
+    let deleted = support.post(&delete, origin, &[("csrf", &csrf), ("confirm_name", "Acme Ltd")]).await;
+    assert_eq!(
+        (deleted.status().as_u16(), deleted.headers()[header::LOCATION].to_str().unwrap()),
+        (303, "/console/tenants?done=deleted")
+    );
+    let listing = support.get("/console/tenants?done=deleted").await.text().await.unwrap();
+    assert!(listing.contains("Tenant deleted") && !listing.contains("Acme Ltd"), "{listing}");
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{acme}"), &root).await.status, 404);
+    assert_eq!(portal.get(&page).await.status(), 303, "the portal's key went with its tenant");
+
+    // Audited as the API's offboarding is: the same entries, by the same key, the same targets.
+    let api =
+        admin.call(reqwest::Method::DELETE, &format!("/admin/v1/tenants/{globex}"), Some(&root), None).await;
+    assert_eq!(api.status, 200, "{api:?}");
+    let actions = ["tenant.delete", "tenant.purge"];
+    let by_console = entries_of(&admin, &root, &acme, "Acme Ltd", &actions).await;
+    let by_api = entries_of(&admin, &root, &globex, "Globex", &actions).await;
+    assert_eq!(by_console, by_api);
+    assert_eq!(by_console[0], json!(["tenant.delete", "key", key_id(&root).to_string(), "NAME"]));
+    assert!(by_console.len() >= 2, "the purge is on record: {by_console:?}");
+    let renames = entries_of(&admin, &root, &acme, "Acme", &["tenant.rename"]).await;
+    assert_eq!(renames, [json!(["tenant.rename", "key", key_id(&root).to_string(), "NAME -> NAME Ltd"])]);
+}
+
+/// A new key's tenant is picked by name from the server's matches, never pasted: the picker
+/// offers at most `PICKER_SIZE` tenants and says there are more, a search narrows them (the
+/// only match chosen), and the key made is the chosen tenant's. No script is involved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_keys_tenant_is_picked_from_a_search_by_name_and_the_key_is_that_tenants() {
+    use doorman_app::operator::console::PICKER_SIZE;
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    for n in 0..PICKER_SIZE {
+        admin.tenant(&root, &format!("Filler {n:02}")).await;
+    }
+    let alpha = admin.tenant(&root, "Picker Alpha").await;
+    let beta = admin.tenant(&root, "Picker Beta").await;
+    let session = Session::sign_in(&admin.base, &root).await;
+    let options = |page: &str| page.matches("<option value=\"").count() - 1;
+
+    // Unsearched: the first PICKER_SIZE, and how many there are.
+    let all = session.get("/console/keys").await.text().await.unwrap();
+    assert_eq!(options(&all), PICKER_SIZE as usize, "{all}");
+    assert!(
+        all.contains(&format!("{} tenants: the first {PICKER_SIZE} are offered", PICKER_SIZE + 2)),
+        "{all}"
+    );
+    assert!(!all.contains(&beta), "past the picker's size: {all}");
+    assert!(all.contains("<option value=\"\">Every tenant"), "{all}");
+
+    // Searched by part of the name: Beta alone, chosen.
+    let found = session.get("/console/keys?tenant_search=beta").await.text().await.unwrap();
+    assert_eq!(options(&found), 1, "{found}");
+    assert!(
+        found.contains(&format!("<option value=\"{beta}\" selected>Picker Beta ({beta})</option>")),
+        "{found}"
+    );
+    assert!(found.contains("1 tenant found for “beta”.") && !found.contains(&alpha), "{found}");
+    let two = session.get("/console/keys?tenant_search=Picker").await.text().await.unwrap();
+    assert_eq!(options(&two), 2, "{two}");
+    assert!(!two.contains(" selected>"), "two matches: none chosen for the user: {two}");
+    let none = session.get("/console/keys?tenant_search=Initech").await.text().await.unwrap();
+    assert!(none.contains("0 tenants found for “Initech”.") && options(&none) == 0, "{none}");
+
+    // The form as the picker fills it: a key for Beta, read-only, shown once.
+    let csrf = session.csrf("/console/keys").await;
+    let made = session
+        .post(
+            "/console/keys",
+            Some(&admin.base),
+            &[("csrf", &csrf), ("name", "beta portal"), ("tenant", &beta), ("read_only", "on")],
+        )
+        .await;
+    assert_eq!(made.status(), 200);
+    assert!(made.text().await.unwrap().contains("id=\"new-key\""));
+    let keys = admin.get("/admin/v1/keys", &root).await.body;
+    let listed = keys["items"].as_array().unwrap_or_else(|| keys.as_array().unwrap());
+    let made = listed.iter().find(|k| k["name"] == "beta portal").expect("the key made");
+    assert_eq!((&made["tenant_id"], &made["read_only"]), (&json!(beta), &json!(true)), "{made}");
+}
+
+/// Every time a page shows is a `<time>` whose `datetime` is UTC to the second (to the
+/// millisecond on an event's page) and whose text and title say it in UTC: what a browser
+/// without the script shows. No time is written any other way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_time_is_a_time_element_in_utc_with_its_utc_title() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at, handled_at) \
+             VALUES ('{tenant}', 'slack', 'EvTimes', 'app_mention', 0, now() - interval '1.234 seconds', now())"
+        )),
+        &mut db.owner().await,
+    )
+    .await
+    .unwrap();
+    let at = |value: &Value| chrono::DateTime::parse_from_rfc3339(value.as_str().unwrap()).unwrap().to_utc();
+    let element = |at: chrono::DateTime<chrono::Utc>, ms: bool| {
+        let (machine, words) = if ms {
+            (at.format("%Y-%m-%dT%H:%M:%S%.3fZ"), at.format("%Y-%m-%d %H:%M:%S%.3f UTC"))
+        } else {
+            (at.format("%Y-%m-%dT%H:%M:%SZ"), at.format("%Y-%m-%d %H:%M:%S UTC"))
+        };
+        format!(r#"<time datetime="{machine}" title="{words}">{words}</time>"#)
+    };
+    let created = at(&admin.get(&format!("/admin/v1/tenants/{tenant}"), &root).await.body["created_at"]);
+    let event = admin.get(&format!("/admin/v1/tenants/{tenant}/events/EvTimes"), &root).await.body;
+    let session = Session::sign_in(&admin.base, &root).await;
+
+    let listing = session.get("/console/tenants").await.text().await.unwrap();
+    assert!(listing.contains(&element(created, false)), "{listing}");
+    let shown = session.get(&format!("/console/tenants/{tenant}/events/EvTimes")).await.text().await.unwrap();
+    for ms in [at(&event["claimed_at"]), at(&event["handled_at"])] {
+        assert!(shown.contains(&element(ms, true)), "{} in {shown}", element(ms, true));
+    }
+    assert!(!shown.contains(&element(at(&event["claimed_at"]), false)), "to the millisecond");
+
+    // On every page with times, each " UTC" is a time's title or its text: none is written
+    // another way.
+    for page in [
+        "/console/tenants".to_owned(),
+        format!("/console/tenants/{tenant}"),
+        format!("/console/tenants/{tenant}/events?state=all"),
+        format!("/console/tenants/{tenant}/events/EvTimes"),
+        "/console/events?event_id=EvTimes".to_owned(),
+        "/console/audit".to_owned(),
+        "/console/keys".to_owned(),
+        format!("/console/tenants/{tenant}/delete"),
+    ] {
+        let shown = session.get(&page).await.text().await.unwrap();
+        let times = shown.matches("<time datetime=\"").count();
+        assert!(times > 0, "{page} shows a time: {shown}");
+        assert_eq!(shown.matches(" UTC").count(), 2 * times, "{page}: {shown}");
+        assert_eq!(shown.matches(" UTC\">").count(), times, "{page}: every time's title: {shown}");
+    }
+}
+
+/// In Chromium in another zone (Asia/Kolkata, UTC+5:30), the console's script says each time
+/// in the browser's zone, to the second or the millisecond as the server gave it, and keeps
+/// the UTC in the title; support then renames and deletes a tenant through the pages' forms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_browser_times_are_in_its_zone_with_utc_on_hover_and_a_tenant_is_renamed_and_deleted() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let tenant = admin.tenant(&root, "Acme").await;
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
+             VALUES ('{tenant}', 'slack', 'EvZone', 'app_mention', 0, now() - interval '0.5 seconds')"
+        )),
+        &mut db.owner().await,
+    )
+    .await
+    .unwrap();
+    let kolkata = chrono::FixedOffset::east_opt(5 * 3600 + 30 * 60).unwrap();
+
+    let driver = Chromedriver::start_with(&[("TZ", "Asia/Kolkata")]).await;
+    let browser = driver.browser("zone").await;
+    sign_in(&browser, &admin.base, &root).await;
+    arrive(&browser, "/console/tenants").await;
+    for (page, format) in [
+        (format!("/console/tenants/{tenant}"), "%Y-%m-%d %H:%M:%S"),
+        (format!("/console/tenants/{tenant}/events/EvZone"), "%Y-%m-%d %H:%M:%S%.3f"),
+    ] {
+        browser.goto(&format!("{}{page}", admin.base)).await.unwrap();
+        let time = find(&browser, "main time").await;
+        let utc = time.attr("datetime").await.unwrap().expect("its datetime");
+        let at = chrono::DateTime::parse_from_rfc3339(&utc).unwrap().to_utc();
+        let title = time.attr("title").await.unwrap().expect("its title");
+        let utc_format = format!("{format} UTC");
+        assert_eq!(title, at.format(&utc_format).to_string(), "{page}: the title keeps the UTC");
+        let local = at.with_timezone(&kolkata).format(format).to_string();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut shown = time.text().await.unwrap();
+        while !shown.starts_with(&local) {
+            assert!(tokio::time::Instant::now() < deadline, "{page}: {shown:?}, not {local} (Kolkata)");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            shown = time.text().await.unwrap();
+        }
+        assert!(!shown.ends_with("UTC") && shown.len() > local.len(), "{page}: the zone named: {shown:?}");
+    }
+
+    // Renamed, then deleted after its name is typed back, through the pages' own forms.
+    browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
+    let field = find(&browser, "#rename-name").await;
+    field.clear().await.unwrap();
+    field.send_keys("Acme Ltd").await.unwrap();
+    click(&browser, "#rename").await;
+    arrive(&browser, &format!("/console/tenants/{tenant}?done=renamed")).await;
+    assert_eq!(text(&browser, "h1").await, "Acme Ltd");
+    click(&browser, "#delete-tenant").await;
+    arrive(&browser, &format!("/console/tenants/{tenant}/delete")).await;
+    assert!(text(&browser, "#deleted-with-it").await.contains("1 event"));
+    find(&browser, "#confirm-name").await.send_keys("Acme Ltd").await.unwrap();
+    click(&browser, "#delete").await;
+    arrive(&browser, "/console/tenants?done=deleted").await;
+    assert!(text(&browser, ".notice").await.starts_with("Tenant deleted"));
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{tenant}"), &root).await.status, 404);
     browser.close().await.unwrap();
 }
 

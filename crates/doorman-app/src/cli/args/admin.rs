@@ -20,6 +20,20 @@ pub enum AdminCommand {
     Audit {
         #[arg(long)]
         tenant: Option<String>,
+        /// Only entries of this action (a word of the trail, like tenant.create), as the API's
+        /// `action`.
+        #[arg(long)]
+        action: Option<String>,
+        /// Only entries made with this key (its id), as the API's `key`.
+        #[arg(long)]
+        key: Option<String>,
+        /// Only entries at or after this instant (RFC 3339, like 2026-12-01T10:00:00Z), as the
+        /// API's `since`.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only entries before this instant (RFC 3339; not before --since), as the API's `until`.
+        #[arg(long)]
+        until: Option<String>,
         /// How many entries (at most 100 per page; pages are followed up to this many).
         #[arg(long, default_value_t = 100)]
         limit: usize,

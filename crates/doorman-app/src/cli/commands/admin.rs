@@ -48,17 +48,15 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        AdminCommand::Audit { tenant, limit, json, db } => {
+        AdminCommand::Audit { tenant, action, key, since, until, limit, json, db } => {
             let tenant = tenant.as_deref().map(tenant_id).transpose()?;
+            let filter = audit_filter(action, key, since, until)?;
             let cli = Cli::owner(&db, Needs::default());
             let mut page = PageRequest::<AuditCursor> { limit: PageLimit::new(PageLimit::MAX)?, after: None };
             let mut entries = Vec::new();
             while entries.len() < limit {
-                let listed = cli
-                    .operator
-                    .audit(&cli.caller, tenant, &AuditFilter::default(), &page)
-                    .await
-                    .map_err(explain)?;
+                let listed =
+                    cli.operator.audit(&cli.caller, tenant, &filter, &page).await.map_err(explain)?;
                 entries.extend(listed.items.into_iter().map(AuditDoc::from));
                 match listed.next {
                     Some(next) => page.after = Some(next),
@@ -91,6 +89,41 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The trail's filters as the API's query takes them, each refused with the flag it came from:
+/// `--action` (a word of the trail), `--key` (a key's id), `--since` (at or after) and `--until`
+/// (before, and not before `--since`), RFC 3339.
+fn audit_filter(
+    action: Option<String>,
+    key: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+) -> anyhow::Result<AuditFilter> {
+    let action = action
+        .map(|word| {
+            AuditAction::parse(&word).map_err(|_| {
+                let words: Vec<&str> = AuditAction::ALL.iter().map(|a| a.as_str()).collect();
+                anyhow::anyhow!("--action {word:?}: must be one of {}", words.join(", "))
+            })
+        })
+        .transpose()?;
+    let key = key
+        .map(|id| {
+            id.parse::<KeyId>().map_err(|_| anyhow::anyhow!("--key {id:?}: must be a key's id (a UUID)"))
+        })
+        .transpose()?;
+    let instant = |flag: &str, raw: Option<String>| {
+        raw.map(|raw| {
+            operator::query::rfc3339(&raw)
+                .ok_or_else(|| anyhow::anyhow!("--{flag} {raw:?}: {}", operator::query::INSTANT_RULE))
+        })
+        .transpose()
+    };
+    let filter =
+        AuditFilter { action, key, since: instant("since", since)?, until: instant("until", until)? };
+    filter.check().map_err(|_| anyhow::anyhow!("--until must not be before --since"))?;
+    Ok(filter)
 }
 
 async fn keys(command: ApiKeysCommand) -> anyhow::Result<()> {

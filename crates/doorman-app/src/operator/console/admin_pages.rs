@@ -1,18 +1,22 @@
 //! The audit trail (a scoped session reads its tenant's entries only) and keys (for a session
-//! that may do everything: create, shown once; revoke; a customer's sign-in link, shown once).
+//! that may do everything: create, shown once, its tenant picked by name; revoke; a customer's
+//! sign-in link, shown once).
 
 use std::ops::RangeInclusive;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::Utc;
-use doorman_domain::{AuditAction, AuditCursor, AuditFilter, KeyId, KeyName, KeyScope, TenantId};
+use doorman_domain::{
+    AuditAction, AuditCursor, AuditFilter, KeyId, KeyName, KeyScope, PageLimit, PageRequest, TenantId,
+    TenantName, TenantSearch,
+};
 
 use super::events::instant;
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc, SignInLinkDoc};
+use crate::documents::{AuditDoc, KeyDoc, NewKeyDoc, SignInLinkDoc, TenantDoc};
 use crate::operator::params::tenant_path;
 use crate::operator::problem::ApiError;
 use crate::operator::query::Query;
@@ -20,6 +24,11 @@ use crate::operator::state::AdminState;
 
 /// A new key's `expires_in_days`, as its form takes them (`keys.html` too): up to two years.
 pub const KEY_EXPIRY_DAYS: RangeInclusive<i64> = 1..=730;
+
+/// The most tenants the new key's picker offers at once (`keys.html` too): past it, the
+/// picker says how many there are and a search by name narrows them, so a deployment of
+/// thousands of tenants never sends thousands of options.
+pub const PICKER_SIZE: u32 = 25;
 
 #[derive(Template)]
 #[template(path = "console/audit.html")]
@@ -47,6 +56,64 @@ struct KeysPage {
     link: Option<SignInLinkDoc>,
     /// Whether sign-in links can be made (`DOORMAN_CONSOLE_URL` is set).
     sign_in_links_on: bool,
+    /// The new key's tenant to choose from.
+    picker: Picker,
+}
+
+/// The tenants a new key may be scoped to, as its form offers them: those `search` finds
+/// (by part of the name, the start of the id, or a Slack team or enterprise id, as the tenants
+/// page finds them; blank: every tenant), at most [`PICKER_SIZE`], oldest first.
+struct Picker {
+    search: String,
+    tenants: Vec<TenantDoc>,
+    /// How many it finds over all, in words: "3 tenants", "more than 1,000 tenants".
+    total: String,
+    /// Whether it finds more than it offers.
+    more: bool,
+}
+
+impl Picker {
+    async fn of(session: &Session, state: &AdminState, search: String) -> Result<Self, ConsoleError> {
+        let found_by = if search.is_empty() {
+            vec![]
+        } else {
+            let words = TenantName::new(&search).map_err(|e| ApiError::invalid_value("tenant_search", &e))?;
+            vec![TenantSearch::Anything(words)]
+        };
+        let limit = PageLimit::new(PICKER_SIZE).map_err(doorman_domain::OperatorError::from)?;
+        let first = PageRequest { limit, after: None };
+        let listed = state.operator.tenants(&session.caller, found_by.clone(), &first).await?;
+        let total = state.operator.tenants_total(&session.caller, found_by).await?;
+        Ok(Self {
+            search,
+            tenants: listed.items.into_iter().map(TenantDoc::from).collect(),
+            total: page::total(total, "tenant", "tenants"),
+            more: listed.next.is_some(),
+        })
+    }
+
+    /// What it found, in words: `3 tenants found for “acme”.`, and when it offers fewer than it
+    /// found, that a search finds the others.
+    fn said(&self) -> String {
+        let found = if self.search.is_empty() {
+            self.total.clone()
+        } else {
+            format!("{} found for “{}”", self.total, self.search)
+        };
+        if self.more {
+            format!(
+                "{found}: the first {} are offered below; search by name to find the others.",
+                self.tenants.len()
+            )
+        } else {
+            format!("{found}.")
+        }
+    }
+
+    /// Whether `tenant` is the one to offer first: the only one a search found.
+    fn chosen(&self, tenant: &TenantDoc) -> bool {
+        !self.search.is_empty() && self.tenants.len() == 1 && !self.more && self.tenants[0].id == tenant.id
+    }
 }
 
 impl KeysPage {
@@ -99,9 +166,11 @@ pub async fn audit(request: HttpRequest, state: web::Data<AdminState>) -> Result
     })
 }
 
+/// The keys, and the form to create one; `?tenant_search=` narrows the tenants its picker offers.
 pub async fn keys(request: HttpRequest, state: web::Data<AdminState>) -> Result<HttpResponse, ConsoleError> {
     let session = Session::of(&request, &state).await?;
-    render(&request, &session, &state, None, None).await
+    let search = Query::of(&request).get("tenant_search").map(str::trim).unwrap_or_default().to_owned();
+    render(&request, &session, &state, None, None, search).await
 }
 
 async fn render(
@@ -110,6 +179,7 @@ async fn render(
     state: &AdminState,
     made: Option<NewKeyDoc>,
     link: Option<SignInLinkDoc>,
+    search: String,
 ) -> Result<HttpResponse, ConsoleError> {
     let keys = state.operator.keys(&session.caller).await?;
     page::ok(&KeysPage {
@@ -118,10 +188,11 @@ async fn render(
         made,
         link,
         sign_in_links_on: state.operator.sign_in_links_on(),
+        picker: Picker::of(session, state, search).await?,
     })
 }
 
-/// `name`, `tenant` (an id; blank: every tenant), `read_only`, `expires_in_days`
+/// `name`, `tenant` (an id, as the picker's options give it; blank: every tenant), `read_only`, `expires_in_days`
 /// ([`KEY_EXPIRY_DAYS`]; blank: never).
 pub async fn create_key(
     request: HttpRequest,
@@ -152,7 +223,7 @@ pub async fn create_key(
         .await
         .map_err(|e| ApiError::from_operator(e, Some("tenant")))?;
     tracing::info!(key.id = %made.id, by = %session.key.id, "admin API key created in the console");
-    render(&request, &session, &state, Some(NewKeyDoc::new(made, &secret)), None).await
+    render(&request, &session, &state, Some(NewKeyDoc::new(made, &secret)), None, String::new()).await
 }
 
 fn key_path(raw: &str) -> Result<KeyId, ConsoleError> {
@@ -182,5 +253,5 @@ pub async fn sign_in_link(
     session.form(&request, &body)?;
     let link = state.operator.create_sign_in_link(&session.caller, key_path(&path)?).await?;
     let doc = SignInLinkDoc::from(&link);
-    render(&request, &session, &state, None, Some(doc)).await
+    render(&request, &session, &state, None, Some(doc), String::new()).await
 }

@@ -27,6 +27,7 @@ use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{HttpResponse, web};
 
+pub use admin_pages::PICKER_SIZE;
 pub use error::ConsoleError;
 
 /// What every console page answers with: only this origin's scripts, styles and images,
@@ -57,6 +58,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
             .service(page!("/sign-out", POST => session::sign_out))
             .service(page!("/tenants", GET => tenants::list, POST => tenants::create))
             .service(page!("/tenants/{id}", GET => tenants::show))
+            .service(page!("/tenants/{id}/rename", POST => tenants::rename))
+            .service(page!("/tenants/{id}/delete", GET => tenants::delete_page, POST => tenants::delete))
             .service(page!("/tenants/{id}/workspaces", POST => tenants::link_workspace))
             .service(page!("/tenants/{id}/workspaces/{workspace}/unlink", POST => tenants::unlink_workspace))
             .service(page!("/tenants/{id}/agent", POST => tenants::set_agent))

@@ -49,6 +49,13 @@ pub struct Chrome {
 pub fn notice(done: Option<&str>) -> Option<&'static str> {
     Some(match done? {
         "created" => "Tenant created.",
+        "renamed" => "Tenant renamed.",
+        "deleted" => {
+            "Tenant deleted, with its workspace links, installations, agent, keys and receipts; its audit entries are kept."
+        }
+        "deleted-receipts-left" => {
+            "Tenant deleted; deleting some of its receipts stopped (its tenant.purge audit entry says why): the next doorman receipts prune deletes them."
+        }
         "linked" => "Workspace linked.",
         "unlinked" => "Workspace unlinked.",
         "agent-set" => "Agent saved.",
@@ -106,22 +113,52 @@ pub fn segment(text: impl AsRef<str>) -> String {
     percent_encoding::utf8_percent_encode(text.as_ref(), SEGMENT).to_string()
 }
 
-/// An instant as pages show it.
-pub fn when(at: impl Borrow<DateTime<Utc>>) -> String {
-    at.borrow().format("%Y-%m-%d %H:%M:%S UTC").to_string()
+/// An instant as every page shows it, and the one place it is formatted: a `<time>` whose
+/// `datetime` is the instant in RFC 3339 (UTC, `Z`) and whose text and `title` say it in UTC,
+/// `2026-12-01 10:00:00 UTC`. `console.js` rewrites the text into the browser's own zone and
+/// leaves the title (the UTC, on hover); without the script the UTC text stays. An instant
+/// that is not there is a dash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Time {
+    at: Option<DateTime<Utc>>,
+    /// To the millisecond (an event's own times), or to the second.
+    millis: bool,
 }
 
-/// An optional instant, or a dash.
-pub fn maybe(at: impl Borrow<Option<DateTime<Utc>>>) -> String {
-    at.borrow().as_ref().map(when).unwrap_or_else(|| "—".into())
+/// Markup made here from an instant's digits alone: nothing in it needs escaping.
+impl askama::filters::HtmlSafe for Time {}
+
+impl std::fmt::Display for Time {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(at) = self.at else { return f.write_str("—") };
+        let (machine, words) = if self.millis {
+            ("%Y-%m-%dT%H:%M:%S%.3fZ", "%Y-%m-%d %H:%M:%S%.3f UTC")
+        } else {
+            ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%d %H:%M:%S UTC")
+        };
+        let words = at.format(words);
+        write!(f, r#"<time datetime="{}" title="{words}">{words}</time>"#, at.format(machine))
+    }
 }
 
-/// An optional instant to the millisecond (an attempt's start and end), or a dash.
-pub fn maybe_ms(at: impl Borrow<Option<DateTime<Utc>>>) -> String {
-    at.borrow()
-        .as_ref()
-        .map(|at| at.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string())
-        .unwrap_or_else(|| "—".into())
+/// An instant, to the second.
+pub fn when(at: impl Borrow<DateTime<Utc>>) -> Time {
+    Time { at: Some(*at.borrow()), millis: false }
+}
+
+/// An optional instant, to the second, or a dash.
+pub fn maybe(at: impl Borrow<Option<DateTime<Utc>>>) -> Time {
+    Time { at: *at.borrow(), millis: false }
+}
+
+/// An instant to the millisecond (an event's claim, its dispatches' starts and ends).
+pub fn when_ms(at: impl Borrow<DateTime<Utc>>) -> Time {
+    Time { at: Some(*at.borrow()), millis: true }
+}
+
+/// An optional instant to the millisecond, or a dash.
+pub fn maybe_ms(at: impl Borrow<Option<DateTime<Utc>>>) -> Time {
+    Time { at: *at.borrow(), millis: true }
 }
 
 #[cfg(test)]
@@ -146,6 +183,35 @@ mod tests {
     fn a_segment_keeps_only_unreserved_characters() {
         assert_eq!(segment("Ev0A1b-._~"), "Ev0A1b-._~");
         assert_eq!(segment("Ev/<%?# x+&\""), "Ev%2F%3C%25%3F%23%20x%2B%26%22");
+    }
+
+    #[test]
+    fn an_instant_is_a_time_element_in_utc_to_the_second_or_the_millisecond() {
+        let at = DateTime::from_timestamp_millis(1_796_119_200_042).unwrap();
+        assert_eq!(
+            when(at).to_string(),
+            r#"<time datetime="2026-12-01T10:00:00Z" title="2026-12-01 10:00:00 UTC">2026-12-01 10:00:00 UTC</time>"#
+        );
+        assert_eq!(
+            when_ms(at).to_string(),
+            r#"<time datetime="2026-12-01T10:00:00.042Z" title="2026-12-01 10:00:00.042 UTC">2026-12-01 10:00:00.042 UTC</time>"#
+        );
+        assert_eq!(maybe(Some(at)), when(at));
+        assert_eq!(maybe_ms(Some(at)), when_ms(at));
+        assert_eq!((maybe(None).to_string(), maybe_ms(None).to_string()), ("—".into(), "—".into()));
+    }
+
+    /// A page shows the markup as it is, not escaped (askama escapes what is not marked safe).
+    #[test]
+    fn a_template_shows_the_time_element_unescaped() {
+        #[derive(askama::Template)]
+        #[template(source = "<td>{{ at }}</td>", ext = "html")]
+        struct Cell {
+            at: Time,
+        }
+        let at = DateTime::from_timestamp(1_796_119_200, 0).unwrap();
+        let cell = askama::Template::render(&Cell { at: when(at) }).unwrap();
+        assert_eq!(cell, format!("<td>{}</td>", when(at)));
     }
 
     #[test]

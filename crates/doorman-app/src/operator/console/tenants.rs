@@ -1,22 +1,26 @@
 //! Tenants: search and create; one tenant's page (its workspaces and installations, its agent,
 //! whether payloads are kept, redelivery, an install link), and the forms that change them. Each form is
-//! one operator use case, then back to the tenant's page with a notice.
+//! one operator use case, then back to the tenant's page with a notice. Support (a session for
+//! every tenant that may write) also renames a tenant and offboards it, after a page that says
+//! what goes with it and asks for its name typed back.
 
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
+use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
+use doorman_domain::usecases::operator::events::EventQuery;
 use doorman_domain::usecases::operator::installs::LinkLifetime;
 use doorman_domain::{
     AgentSecret, AgentUrl, OperatorError, RedeliverySchedule, TenantCursor, TenantId, TenantName,
-    TenantSearch, WorkspaceId,
+    TenantRecord, TenantSearch, Total, WorkspaceId,
 };
 
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::documents::{AgentDoc, InstallLinkDoc, InstallationDoc, TenantDoc, WorkspaceDoc};
+use crate::documents::{AgentDoc, InstallLinkDoc, InstallationDoc, KeyDoc, TenantDoc, WorkspaceDoc};
 use crate::operator::params::{tenant_path, workspace_path};
 use crate::operator::problem::ApiError;
 use crate::operator::query::Query;
@@ -61,6 +65,27 @@ struct TenantPage {
     installs_on: bool,
     /// The redelivery form's schedule: the tenant's, or the standard one to start from.
     schedule_field: String,
+    /// Whether the session may rename and delete it ([`support_only`]).
+    may_manage_tenant: bool,
+}
+
+/// What deleting a tenant takes with it, before it is done: the confirmation the command
+/// line's `tenant delete` asks for with `--yes`, here as the tenant's name typed back.
+#[derive(Template)]
+#[template(path = "console/tenant_delete.html")]
+struct DeletePage {
+    chrome: Chrome,
+    tenant: TenantDoc,
+    workspaces: Vec<WorkspaceDoc>,
+    /// How many, in words: "1 installation".
+    installations: String,
+    agent: AgentDoc,
+    /// The keys scoped to it (revoked ones too: they go with it).
+    keys: Vec<KeyDoc>,
+    /// Its receipts, in words: "17 events", or "more than 1,000 events".
+    receipts: String,
+    /// Why the last try deleted nothing, if it did not.
+    refused: Option<&'static str>,
 }
 
 /// The tenants the session sees; `?search=` finds them by part of the name, the start of the
@@ -146,7 +171,117 @@ async fn render(
         may_link_by_id: session.may_write() && session.key.scope.tenant.is_none(),
         install_link,
         installs_on: state.operator.installs_on(),
+        may_manage_tenant: session.caller.actor.may_create_tenants(),
     })
+}
+
+/// Renaming and deleting a tenant are support's, in the console: a session for every tenant
+/// that may write. Any other session is refused with 403 (a customer's portal for its own
+/// tenant too, though the API lets a scoped key that may write rename it), after the tenant
+/// is looked up as the session sees it, so another tenant's is a 404 as everywhere else.
+async fn support_only(
+    session: &Session,
+    state: &AdminState,
+    tenant: TenantId,
+) -> Result<TenantRecord, ConsoleError> {
+    let record = state.operator.tenant(&session.caller, tenant).await?;
+    if !session.caller.actor.may_create_tenants() {
+        return Err(ConsoleError::forbidden(
+            "only support (a key for every tenant, not read-only) renames or deletes a tenant",
+        ));
+    }
+    Ok(record)
+}
+
+/// `name`: the tenant's new name.
+pub async fn rename(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
+    support_only(&session, &state, tenant).await?;
+    let name = TenantName::new(form.required("name")?).map_err(|e| ApiError::invalid_value("name", &e))?;
+    state.operator.rename_tenant(&session.caller, tenant, name).await?;
+    Ok(back(tenant, "renamed"))
+}
+
+/// The confirmation before a tenant is deleted: what goes with it, and its name to type back.
+pub async fn delete_page(
+    request: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let session = Session::of(&request, &state).await?;
+    let tenant = tenant_path(&path)?;
+    let record = support_only(&session, &state, tenant).await?;
+    confirmation(&request, &session, &state, record, None).await
+}
+
+async fn confirmation(
+    request: &HttpRequest,
+    session: &Session,
+    state: &AdminState,
+    record: TenantRecord,
+    refused: Option<&'static str>,
+) -> Result<HttpResponse, ConsoleError> {
+    let caller = &session.caller;
+    let tenant = record.id;
+    let agent = match state.operator.agent(caller, tenant).await {
+        Ok(agent) => AgentDoc::from(agent),
+        Err(OperatorError::NoAgent(_)) => AgentDoc::NONE,
+        Err(other) => return Err(other.into()),
+    };
+    let receipts = state.operator.events_total(caller, Some(tenant), None, EventQuery::default()).await?;
+    let keys = state.operator.keys(caller).await?.into_iter().map(KeyDoc::from);
+    let page = DeletePage {
+        chrome: session.chrome(request),
+        workspaces: state
+            .operator
+            .workspaces(caller, tenant)
+            .await?
+            .into_iter()
+            .map(WorkspaceDoc::from)
+            .collect(),
+        installations: count(state.operator.installations(caller, Some(tenant)).await?.len(), "installation"),
+        agent,
+        keys: keys.filter(|key| key.tenant_id == Some(*tenant.as_uuid())).collect(),
+        receipts: page::total(receipts, "event", "events"),
+        tenant: TenantDoc::from(record),
+        refused,
+    };
+    Ok(page::html(if refused.is_some() { StatusCode::UNPROCESSABLE_ENTITY } else { StatusCode::OK }, &page))
+}
+
+/// `confirm_name`: the tenant's name, typed back. Then the offboarding the API's
+/// `DELETE /tenants/{id}` and `doorman tenant delete` run (the same use case, audited the
+/// same way), and on to the tenants with a notice. A name that is not the tenant's deletes
+/// nothing: the confirmation again, saying why (422).
+pub async fn delete(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
+    let record = support_only(&session, &state, tenant).await?;
+    if form.get("confirm_name") != Some(record.name.trim()) {
+        let why = "Nothing was deleted: the name typed is not this tenant's.";
+        return confirmation(&request, &session, &state, record, Some(why)).await;
+    }
+    let offboarded = state.operator.delete_tenant(&session.caller, tenant).await?;
+    tracing::info!(tenant.id = %tenant, receipts = offboarded.receipts, by = %session.key.id, "tenant deleted in the console");
+    Ok(see_other(if offboarded.receipts_left {
+        "/console/tenants?done=deleted-receipts-left"
+    } else {
+        "/console/tenants?done=deleted"
+    }))
+}
+
+/// A count in words: `1 installation`, `2 installations`.
+fn count(n: usize, one: &str) -> String {
+    page::total(Total { count: n as u64, lower_bound: false }, one, &format!("{one}s"))
 }
 
 /// A form on a tenant's page: the session, the tenant and the checked form.
