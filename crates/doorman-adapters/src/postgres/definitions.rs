@@ -98,6 +98,7 @@ macro_rules! definition {
 /// Every file, in the order they are applied: functions (by name), then triggers (which call
 /// them), then policies. A test checks the list against the folder.
 pub const DEFINITIONS: &[Definition] = &[
+    definition!(Function, "functions", "doorman_add_activity"),
     definition!(Function, "functions", "doorman_claim_receipts", citus),
     definition!(Function, "functions", "doorman_claim_requests", citus),
     definition!(Function, "functions", "doorman_disable_failing_agents"),
@@ -129,6 +130,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!(Policy, "policies", "admin_replay_jobs"),
     definition!(Policy, "policies", "agent_bridges"),
     definition!(Policy, "policies", "deleted_tenants"),
+    definition!(Policy, "policies", "messaging_activity_hours"),
     definition!(Policy, "policies", "messaging_event_attempts", citus),
     definition!(Policy, "policies", "messaging_event_payloads", citus),
     definition!(Policy, "policies", "messaging_event_receipts", citus),

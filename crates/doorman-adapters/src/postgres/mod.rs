@@ -15,6 +15,7 @@
 //! Library errors become the domain's [`StorageError`](doorman_domain::StorageError) in
 //! [`errors`]; nothing here panics on a database failure.
 
+pub mod activity;
 pub mod admin;
 pub mod agent_health;
 pub mod citus;
@@ -43,6 +44,7 @@ mod statement;
 pub mod stored_events;
 pub mod sync_pg;
 
+pub use activity::PgActivity;
 pub use admin::{
     PgAdminKeys, PgAgents, PgAuditTrail, PgConsoleSessions, PgInstallRecords, PgLedger, PgOperatorPorts,
     PgReplayJobs, PgTenants, PgWorkspaces, SessionSecret,

@@ -112,6 +112,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    messaging_activity_hours (tenant_id, hour) {
+        tenant_id -> Uuid,
+        hour -> Timestamptz,
+        delivered -> Int8,
+        failed -> Int8,
+        dispatch_ms -> Int8,
+        dispatch_ms_max -> Int4,
+    }
+}
+
+diesel::table! {
     messaging_event_attempts (tenant_id, platform, external_event_id, started_at) {
         tenant_id -> Uuid,
         platform -> Text,
@@ -274,6 +285,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     console_sessions,
     console_sign_in_links,
     deleted_tenants,
+    messaging_activity_hours,
     messaging_event_attempts,
     messaging_event_payloads,
     messaging_event_receipts,

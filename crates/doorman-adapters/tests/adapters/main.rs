@@ -4,6 +4,7 @@ mod bridge_client;
 mod bridge_http;
 mod bridge_operational;
 mod fixtures;
+mod pg_activity;
 mod pg_admin;
 mod pg_agent_health;
 mod pg_claims;

@@ -8,12 +8,14 @@
 //! Never a secret: an agent's URL is shown whole but without credentials, its secret only as
 //! `signing_secret_set`, installations without tokens, keys without their secret.
 
+mod activity;
 mod audit;
 mod events;
 mod keys;
 mod tenants;
 pub mod words;
 
+pub use self::activity::{ActivityDoc, ActivityHourDoc, FailingTenantDoc, OverviewDoc, TroubledAgentDoc};
 pub use self::audit::{AuditDoc, AuditPage};
 pub use self::events::{
     ActorDoc, AttemptDoc, EventDoc, EventMatchDoc, EventMatchList, EventPage, FailureDoc, JobEventDoc,

@@ -17,6 +17,7 @@
 //! - [`operational`]: the operational webhook's outbox and sender, when the deployment has one
 //!   (issue 41).
 
+pub mod activity;
 pub mod agent_health;
 mod body;
 pub mod deliveries;

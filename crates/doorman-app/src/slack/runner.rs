@@ -22,6 +22,7 @@ use tokio::runtime::Handle;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::activity::ActivityCounts;
 use super::metrics::Metrics;
 
 /// The live path's use cases over the concrete adapters, fixed once here.
@@ -37,14 +38,22 @@ pub type LivePath = Inbound<
 pub struct DeliveryRunner {
     doorman: Arc<LivePath>,
     metrics: Arc<Metrics>,
+    /// Each dispatch's outcome, counted for the activity rollup (no statement per event).
+    activity: Arc<ActivityCounts>,
     runtime: Handle,
     tracker: TaskTracker,
 }
 
 impl DeliveryRunner {
     /// Must be created on the main runtime: its tasks run there.
-    pub fn new(doorman: LivePath, metrics: Arc<Metrics>) -> Self {
-        Self { doorman: Arc::new(doorman), metrics, runtime: Handle::current(), tracker: TaskTracker::new() }
+    pub fn new(doorman: LivePath, metrics: Arc<Metrics>, activity: Arc<ActivityCounts>) -> Self {
+        Self {
+            doorman: Arc::new(doorman),
+            metrics,
+            activity,
+            runtime: Handle::current(),
+            tracker: TaskTracker::new(),
+        }
     }
 
     pub fn live_path(&self) -> &LivePath {
@@ -94,6 +103,8 @@ impl DeliveryRunner {
         );
         let doorman = self.doorman.clone();
         let metrics = self.metrics.clone();
+        let activity = self.activity.clone();
+        let tenant = job.tenant();
         // Counted before the HTTP answer, so a caller that has its answer and then reads
         // `doorman_dispatches_in_flight` as 0 knows every dispatch it caused has finished.
         metrics.dispatch_started();
@@ -104,6 +115,7 @@ impl DeliveryRunner {
                 let handled = doorman.handle(job).await;
                 tracing::debug!(outcome = ?handled, elapsed_ms = started.elapsed().as_millis() as u64, "dispatch finished");
                 metrics.dispatch_finished(&handled, started.elapsed());
+                activity.record(tenant, chrono::Utc::now(), &handled, started.elapsed());
                 if redelivery > 0 {
                     metrics.redelivery_finished(&handled);
                 }

@@ -8,13 +8,14 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use doorman_adapters::notified_directory::NotifiedDirectory;
 use doorman_adapters::postgres::{
-    self, PgAgentHealth, PgInstallStore, PgInstallations, PgReceiptStore, PgRedeliveries, PgStoredEvents,
-    PgTenantDirectory, PoolSettings,
+    self, PgActivity, PgAgentHealth, PgInstallStore, PgInstallations, PgReceiptStore, PgRedeliveries,
+    PgStoredEvents, PgTenantDirectory, PoolSettings,
 };
 use doorman_domain::Inbound;
 use doorman_domain::ports::SystemClock;
 use doorman_domain::usecases::install::Installs;
 
+use super::activity::ActivityCounts;
 use super::log_summary::LogSummary;
 use super::metrics::Metrics;
 use super::operational::OperationalTask;
@@ -42,6 +43,9 @@ pub struct RunningServer {
     runner: DeliveryRunner,
     redelivery: Option<RedeliveryTask>,
     agent_health: tokio::task::JoinHandle<()>,
+    /// This process's activity counts, flushed to the rollup ([`super::activity`]), once more
+    /// after the drain.
+    activity: (Arc<ActivityCounts>, PgActivity, tokio::task::JoinHandle<()>),
     /// The operational webhook's sender, when the deployment has one.
     operational: Option<OperationalTask>,
     drain_timeout: Duration,
@@ -79,6 +83,9 @@ impl RunningServer {
             redelivery.stop().await;
         }
         let unfinished = self.runner.drain(self.drain_timeout).await;
+        let (counts, rollup, flush) = self.activity;
+        flush.abort();
+        counts.flush(&rollup).await;
         if let Some(operational) = self.operational {
             operational.stop().await;
         }
@@ -143,7 +150,10 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         super::operational::start(&background_pool, config.operational_webhook.as_ref(), metrics.clone())?;
     let watch = super::watch::spawn(background_pool.clone(), metrics.clone());
     let circuit_changes = doorman.bridge().circuit_changes();
-    let runner = DeliveryRunner::new(doorman, metrics.clone());
+    let activity = Arc::new(ActivityCounts::default());
+    let rollup = PgActivity::new(background_pool.clone());
+    let activity_flush = super::activity::spawn(activity.clone(), rollup.clone());
+    let runner = DeliveryRunner::new(doorman, metrics.clone(), activity.clone());
     // The platform is told what these find, when it has an operational webhook.
     let outbox = operational.as_ref().map(|operational| operational.outbox.clone());
     let agent_health = super::agent_health::spawn(
@@ -217,6 +227,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         runner,
         redelivery,
         agent_health,
+        activity: (activity, rollup, activity_flush),
         operational: operational.map(|operational| operational.sender),
         drain_timeout: config.drain_timeout,
     })

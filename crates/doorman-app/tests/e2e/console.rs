@@ -767,6 +767,7 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     sign_in(&browser, &admin.base, &root).await;
     let pages = [
         ("tenants", "/console/tenants".to_owned()),
+        ("overview", "/console/overview".to_owned()),
         ("find-event", "/console/events?event_id=EvA11yFailed".to_owned()),
         ("tenant", format!("/console/tenants/{tenant}")),
         ("events", format!("/console/tenants/{tenant}/events?state=handled")),
@@ -1321,4 +1322,93 @@ async fn support_retries_the_failures_it_ticks_or_its_filter_shows_after_a_previ
         assert_eq!(answer.status(), 400, "{bad:?}");
     }
     server.shutdown().await;
+}
+
+/// Support sees trouble coming: the serving process counts each dispatch as it ends (flushed
+/// at shutdown at the latest), the API and the tenant's page show its hours (charts drawn on
+/// the server, no script), and the overview names the tenants failing most; a customer's
+/// portal sees its own tenant's charts and not the overview.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_tenants_dispatches_are_charted_by_hour_and_the_overview_names_the_tenants_failing_most() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Charted", "TCHART", agent.url()).await;
+    let calm = onboarded(&admin, &root, "Calm", "TCALM", agent.url()).await;
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    agent.answer_with(500);
+    for event in ["EvChart1", "EvChart2"] {
+        assert_eq!(post_event(&http_client(), &serving, "TCHART", event).await, 200);
+        until_status(&admin, &root, &tenant, event, "failed").await;
+    }
+    agent.answer_with(200);
+    for event in ["EvChart3", "EvChart4", "EvChart5"] {
+        assert_eq!(post_event(&http_client(), &serving, "TCHART", event).await, 200);
+        until_status(&admin, &root, &tenant, event, "handled").await;
+    }
+    assert_eq!(post_event(&http_client(), &serving, "TCALM", "EvCalm").await, 200);
+    until_status(&admin, &root, &calm, "EvCalm", "handled").await;
+    // The last counts reach the rollup with the shutdown's flush.
+    server.shutdown().await;
+
+    let activity = admin.get(&format!("/admin/v1/tenants/{tenant}/activity"), &root).await;
+    assert_eq!(activity.status, 200, "{activity:?}");
+    let hours = activity.body["hours"].as_array().unwrap();
+    assert_eq!(hours.len(), 24, "every hour of the day");
+    assert_eq!(
+        (hours[23]["delivered"].as_u64(), hours[23]["failed"].as_u64()),
+        (Some(3), Some(2)),
+        "{activity:?}"
+    );
+    assert!(hours[23]["mean_ms"].as_u64().is_some() && hours[0]["mean_ms"].is_null(), "{activity:?}");
+    assert_eq!(
+        (activity.body["total"]["delivered"].as_u64(), activity.body["total"]["failed"].as_u64()),
+        (Some(3), Some(2))
+    );
+    let week = admin.get(&format!("/admin/v1/tenants/{tenant}/activity?hours=168"), &root).await;
+    assert_eq!(week.body["hours"].as_array().unwrap().len(), 168);
+    for refused in ["0", "169", "day"] {
+        let answer = admin.get(&format!("/admin/v1/tenants/{tenant}/activity?hours={refused}"), &root).await;
+        assert_eq!(
+            (answer.status.as_u16(), answer.body["field"].as_str()),
+            (422, Some("hours")),
+            "{refused}"
+        );
+    }
+    let overview = admin.get("/admin/v1/overview", &root).await;
+    assert_eq!(overview.status, 200, "{overview:?}");
+    let failing = overview.body["failing_most"].as_array().unwrap();
+    assert_eq!(failing.len(), 1, "Calm has no failure: {overview:?}");
+    assert_eq!((failing[0]["name"].as_str(), failing[0]["failed"].as_u64()), (Some("Charted"), Some(2)));
+
+    // A customer's portal: its own tenant's activity, not another's, not the overview.
+    let portal = key(&db, Some(&tenant), true).await;
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{tenant}/activity"), &portal).await.status, 200);
+    assert_eq!(admin.get(&format!("/admin/v1/tenants/{calm}/activity"), &portal).await.status, 404);
+    assert_eq!(admin.get("/admin/v1/overview", &portal).await.status, 403);
+
+    // The console: the tenant's page charts its day (no script), the overview links to it.
+    let session = Session::sign_in(&admin.base, &root).await;
+    let page = session.get(&format!("/console/tenants/{tenant}")).await.text().await.unwrap();
+    assert!(page.contains("2 failed dispatches</a> in the last 24 hours"), "{page}");
+    assert!(
+        page.contains(
+            r#"aria-label="Dispatches, last 24 hours: 5 dispatches over 24 hours: 3 taken, 2 failed""#
+        ),
+        "{page}"
+    );
+    assert_eq!(
+        page.matches("<rect class=\"bar-failed\"").count(),
+        2,
+        "the hour's failures, in the day's and the week's charts"
+    );
+    let listed = session.get("/console/overview").await.text().await.unwrap();
+    assert!(listed.contains(&format!(r#"<a href="/console/tenants/{tenant}">Charted</a>"#)), "{listed}");
+    assert!(!listed.contains("Calm"), "{listed}");
+    let customer = Session::sign_in(&admin.base, &portal).await;
+    assert_eq!(customer.get("/console/overview").await.status(), 403);
+    let own = customer.get(&format!("/console/tenants/{tenant}")).await.text().await.unwrap();
+    assert!(own.contains("3 taken, 2 failed") && !own.contains("/console/overview"), "{own}");
 }

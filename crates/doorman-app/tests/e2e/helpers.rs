@@ -72,7 +72,7 @@ pub fn serve_config(database_url: &str, extra: &[&str]) -> ServeConfig {
 pub enum Server {
     /// `slack::start` in this test's runtime: fast, and proxies can sit in front of things.
     /// Held only so the server lives as long as the test.
-    InProcess(#[allow(dead_code)] RunningServer),
+    InProcess(#[allow(dead_code)] Box<RunningServer>),
     /// The `doorman` binary: its own process, its own logs.
     Process(ServeProcess),
 }
@@ -121,7 +121,7 @@ impl TestApp {
         let server = slack::start(serve_config(&server_url, extra)).await.expect("server starts");
         let base = format!("http://{}", server.addr());
         let metrics_base = format!("http://{}", server.metrics_addr());
-        let server = Server::InProcess(server);
+        let server = Server::InProcess(Box::new(server));
         Self { db, agent, db_proxy, agent_proxy, server, base, metrics_base, http: http_client() }
     }
 

@@ -14,12 +14,12 @@ use chrono::{DateTime, Utc};
 use super::Clock;
 use crate::errors::StorageError;
 use crate::model::{
-    AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditFilter, AuditRecord,
-    Created, EventCursor, EventFilter, ExternalEventId, FoundReceipt, Idempotency, InstallationSummary,
-    JobCursor, KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob,
-    NewTenant, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule, Removed,
-    ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult, TenantCursor, TenantId, TenantName,
-    TenantRecord, TenantSearch, WorkspaceRef,
+    ActivityHour, AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditFilter,
+    AuditRecord, Created, EventCursor, EventFilter, ExternalEventId, FailingTenant, FoundReceipt,
+    Idempotency, InstallationSummary, JobCursor, KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked,
+    LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord,
+    RedeliverySchedule, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,
+    TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch, TroubledAgent, WorkspaceRef,
 };
 
 /// Tenants.
@@ -154,6 +154,10 @@ pub trait Workspaces: Send + Sync {
 /// Tenants' agents.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 pub trait Agents: Send + Sync {
+    /// Across tenants: the agents failing now (a serving process opened their circuit and has
+    /// not seen them answer since) or disabled, the longest failing first, at most `limit`.
+    fn troubled(&self, limit: u32) -> impl Future<Output = Result<Vec<TroubledAgent>, StorageError>> + Send;
+
     /// The tenant's agent (never its secret), or `None` when none is set.
     fn get(
         &self,
@@ -248,6 +252,24 @@ pub trait Ledger: Send + Sync {
         filter: &EventFilter,
         up_to: u64,
     ) -> impl Future<Output = Result<u64, StorageError>> + Send;
+
+    /// The tenant's hours of activity (its dispatches as the serving processes counted them)
+    /// from the hour `since` is in, oldest first; hours without any are absent. MUST read the
+    /// tenant's own only.
+    fn activity(
+        &self,
+        tenant: TenantId,
+        since: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<ActivityHour>, StorageError>> + Send;
+
+    /// Across tenants: those with failed dispatches from the hour `since` is in, the most
+    /// failures first, at most `limit`, each with its name. MUST NOT read receipts (the
+    /// overview is read on every view of it, at any volume).
+    fn failing_most(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<FailingTenant>, StorageError>> + Send;
 
     /// The attempts on record of one event (every failed dispatch and every replay), oldest
     /// first. MUST read them in the event's tenant scope: never another tenant's.

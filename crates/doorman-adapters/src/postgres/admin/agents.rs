@@ -5,12 +5,14 @@ use std::sync::Arc;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::Agents;
-use doorman_domain::{AgentSecret, AgentSummary, AgentUrl, AuditEntry, StorageError, TenantId};
+use doorman_domain::{
+    AgentSecret, AgentSummary, AgentUrl, AuditEntry, StorageError, TenantId, TroubledAgent,
+};
 
 use super::audit;
 use crate::postgres::directory::AGENT_SECRET_COLUMN;
 use crate::postgres::errors::from_diesel;
-use crate::postgres::pool::{PgPool, act_for};
+use crate::postgres::pool::{PgPool, across_tenants, act_for};
 use crate::postgres::schema::agent_bridges;
 use crate::secrets::{Keyring, SealedIn};
 
@@ -33,6 +35,48 @@ impl PgAgents {
 type AgentRow = (String, bool, Option<chrono::DateTime<chrono::Utc>>, Option<chrono::DateTime<chrono::Utc>>);
 
 impl Agents for PgAgents {
+    /// One statement across tenants (as `doorman_admin`, in a transaction that says so).
+    async fn troubled(&self, limit: u32) -> Result<Vec<TroubledAgent>, StorageError> {
+        #[derive(QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Uuid)]
+            tenant_id: uuid::Uuid,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            name: String,
+            #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+            failing_since: Option<chrono::DateTime<chrono::Utc>>,
+            #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+            disabled_at: Option<chrono::DateTime<chrono::Utc>>,
+        }
+        let mut unit = self.pool.unit().await?;
+        let rows = unit
+            .transaction::<Vec<Row>, diesel::result::Error, _>(async |conn| {
+                across_tenants(conn).await?;
+                diesel::sql_query(
+                    "SELECT b.tenant_id, t.name, b.failing_since, b.disabled_at \
+                       FROM agent_bridges AS b JOIN tenants AS t ON t.id = b.tenant_id \
+                      WHERE b.failing_since IS NOT NULL OR b.disabled_at IS NOT NULL \
+                      ORDER BY coalesce(b.failing_since, b.disabled_at), t.name, b.tenant_id LIMIT $1",
+                )
+                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+                .load(conn)
+                .await
+            })
+            .await
+            .map_err(from_diesel);
+        Ok(unit
+            .finish(rows)
+            .await?
+            .into_iter()
+            .map(|row| TroubledAgent {
+                tenant: TenantId::from_uuid(row.tenant_id),
+                name: row.name,
+                failing_since: row.failing_since,
+                disabled_at: row.disabled_at,
+            })
+            .collect())
+    }
+
     async fn get(&self, tenant: TenantId) -> Result<Option<AgentSummary>, StorageError> {
         let mut unit = self.pool.unit().await?;
         let found = unit

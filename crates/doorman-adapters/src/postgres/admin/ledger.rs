@@ -7,8 +7,9 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::Ledger;
 use doorman_domain::{
-    AttemptRecord, EventCursor, EventFilter, EventState, ExternalEventId, FailureKind, FoundReceipt, Page,
-    PageRequest, Platform, ReceiptKey, ReceiptRecord, StorageError, TenantId,
+    ActivityHour, AttemptRecord, EventCursor, EventFilter, EventState, ExternalEventId, FailingTenant,
+    FailureKind, FoundReceipt, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, StorageError,
+    TenantId, hour_of,
 };
 use uuid::Uuid;
 
@@ -16,8 +17,8 @@ use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, across_tenants, act_for};
 use crate::postgres::receipt_row::{ReceiptRow, listing, sweep_watermark};
 use crate::postgres::schema::{
-    messaging_event_attempts as attempts, messaging_event_payloads as payloads,
-    messaging_event_receipts as receipts, tenants,
+    messaging_activity_hours as activity, messaging_event_attempts as attempts,
+    messaging_event_payloads as payloads, messaging_event_receipts as receipts, tenants,
 };
 
 #[derive(Debug, Clone)]
@@ -274,6 +275,97 @@ impl Ledger for PgLedger {
 
     /// Through the attempts' primary key (tenant, platform, event, start): on Citus the
     /// tenant's one shard.
+    async fn activity(
+        &self,
+        tenant: TenantId,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<ActivityHour>, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let since = hour_of(since);
+        let rows = unit
+            .transaction::<Vec<(DateTime<Utc>, i64, i64, i64, i32)>, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                activity::table
+                    .filter(activity::tenant_id.eq(*tenant.as_uuid()))
+                    .filter(activity::hour.ge(since))
+                    .order(activity::hour.asc())
+                    .select((
+                        activity::hour,
+                        activity::delivered,
+                        activity::failed,
+                        activity::dispatch_ms,
+                        activity::dispatch_ms_max,
+                    ))
+                    .load(conn)
+                    .await
+            })
+            .await
+            .map_err(from_diesel);
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(unit
+            .finish(rows)
+            .await?
+            .into_iter()
+            .map(|(hour, delivered, failed, dispatch_ms, max)| ActivityHour {
+                hour,
+                delivered: count(delivered),
+                failed: count(failed),
+                dispatch_ms: count(dispatch_ms),
+                dispatch_ms_max: u32::try_from(max).unwrap_or(0),
+            })
+            .collect())
+    }
+
+    /// One statement across tenants (as `doorman_admin`, in a transaction that says so): the
+    /// hours since then, by the index on the hour, summed by tenant, with the tenant's name.
+    async fn failing_most(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<FailingTenant>, StorageError> {
+        #[derive(QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Uuid)]
+            tenant_id: Uuid,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            name: String,
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            failed: i64,
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            delivered: i64,
+        }
+        let mut unit = self.pool.unit().await?;
+        let rows = unit
+            .transaction::<Vec<Row>, diesel::result::Error, _>(async |conn| {
+                across_tenants(conn).await?;
+                diesel::sql_query(
+                    "SELECT a.tenant_id, t.name, sum(a.failed)::bigint AS failed, sum(a.delivered)::bigint AS delivered \
+                       FROM messaging_activity_hours AS a JOIN tenants AS t ON t.id = a.tenant_id \
+                      WHERE a.hour >= $1 \
+                      GROUP BY a.tenant_id, t.name HAVING sum(a.failed) > 0 \
+                      ORDER BY failed DESC, t.name, a.tenant_id LIMIT $2",
+                )
+                .bind::<diesel::sql_types::Timestamptz, _>(hour_of(since))
+                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+                .load(conn)
+                .await
+            })
+            .await
+            .map_err(from_diesel);
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(unit
+            .finish(rows)
+            .await?
+            .into_iter()
+            .map(|row| FailingTenant {
+                tenant: TenantId::from_uuid(row.tenant_id),
+                name: row.name,
+                failed: count(row.failed),
+                delivered: count(row.delivered),
+            })
+            .collect())
+    }
+
     async fn attempts(&self, key: &ReceiptKey) -> Result<Vec<AttemptRecord>, StorageError> {
         type Row =
             (DateTime<Utc>, DateTime<Utc>, bool, Option<i16>, Option<String>, Option<String>, Option<String>);

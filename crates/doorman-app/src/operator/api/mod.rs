@@ -9,6 +9,7 @@
 //! everything, the console included, and [`authenticate`] (the bearer key) around `/admin/v1`
 //! except its OpenAPI document.
 
+pub mod activity;
 mod agents;
 mod audit;
 mod body;
@@ -98,12 +99,14 @@ pub fn routes(config: &mut web::ServiceConfig) {
                 .service(resource!("/tenants/{id}/install-links", POST => installs::create_link))
                 .service(resource!("/tenants/{id}/installations", GET => installs::list))
                 .service(resource!("/tenants/{id}/installations/{workspace_id}", DELETE => installs::remove))
+                .service(resource!("/tenants/{id}/activity", GET => activity::get))
                 .service(resource!("/tenants/{id}/events", GET => events::list))
                 .service(resource!("/tenants/{id}/events/{event_id}", GET => events::get))
                 .service(resource!("/tenants/{id}/events/{event_id}/replay", POST => replays::replay_one))
                 .service(resource!("/tenants/{id}/replays", GET => replays::list, POST => replays::replay_many))
                 .service(resource!("/tenants/{id}/replays/{job_id}", GET => replays::get))
                 .service(resource!("/events", GET => events::find))
+                .service(resource!("/overview", GET => activity::overview))
                 .service(resource!("/audit", GET => audit::list))
                 .service(resource!("/keys", GET => keys::list, POST => keys::create))
                 .service(resource!("/keys/{key_id}", GET => keys::get, DELETE => keys::revoke))

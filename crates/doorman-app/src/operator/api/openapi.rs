@@ -5,7 +5,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{agents, audit, events, installs, keys, replays, tenants, workspaces};
+use super::{activity, agents, audit, events, installs, keys, replays, tenants, workspaces};
 use crate::operator::problem::{PROBLEM_JSON, Problem};
 
 #[derive(OpenApi)]
@@ -39,6 +39,8 @@ use crate::operator::problem::{PROBLEM_JSON, Problem};
         events::get,
         events::list,
         events::find,
+        activity::get,
+        activity::overview,
         replays::replay_one,
         replays::replay_many,
         replays::list,

@@ -13,10 +13,12 @@
 
 mod admin_pages;
 mod assets;
+mod charts;
 mod error;
 mod events;
 mod form;
 mod origin;
+mod overview;
 mod page;
 mod session;
 mod tenants;
@@ -56,6 +58,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
             .service(page!("/sign-in", GET => session::sign_in_page, POST => session::sign_in))
             .service(page!("/sign-in/{token}", GET => session::link_page, POST => session::link_sign_in))
             .service(page!("/sign-out", POST => session::sign_out))
+            .service(page!("/overview", GET => overview::show))
             .service(page!("/tenants", GET => tenants::list, POST => tenants::create))
             .service(page!("/tenants/{id}", GET => tenants::show))
             .service(page!("/tenants/{id}/rename", POST => tenants::rename))

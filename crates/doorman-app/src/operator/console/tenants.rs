@@ -17,6 +17,7 @@ use doorman_domain::{
     TenantRecord, TenantSearch, Total, WorkspaceId,
 };
 
+use super::charts::{self, Chart};
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
@@ -67,6 +68,10 @@ struct TenantPage {
     schedule_field: String,
     /// Whether the session may rename and delete it ([`support_only`]).
     may_manage_tenant: bool,
+    /// Its dispatches over the last day and week, drawn ([`charts`]).
+    charts: Vec<Chart>,
+    /// Failed dispatches in the last 24 hours.
+    failed_today: u64,
 }
 
 /// What deleting a tenant takes with it, before it is done: the confirmation the command
@@ -161,7 +166,16 @@ async fn render(
         Err(other) => return Err(other.into()),
     };
     let schedule_field = record.redelivery.clone().unwrap_or_else(RedeliverySchedule::standard).to_string();
+    let day = state.operator.activity(caller, tenant, 24).await?;
+    let week = state.operator.activity(caller, tenant, 168).await?;
+    let charts = vec![
+        charts::volume("day", "Dispatches, last 24 hours", &day),
+        charts::latency("day-latency", "Dispatch time, last 24 hours", &day),
+        charts::volume("week", "Dispatches, last 7 days", &week),
+    ];
     page::ok(&TenantPage {
+        failed_today: day.total().failed,
+        charts,
         chrome: session.chrome(request),
         schedule_field,
         tenant: TenantDoc::from(record),

@@ -15,6 +15,7 @@
 //! [`events`] (accounting and replays), [`keys`], [`audit`] and [`maintenance`] (long runs
 //! in batches, recorded before and after).
 
+pub mod activity;
 pub mod agents;
 pub mod audit;
 pub mod events;

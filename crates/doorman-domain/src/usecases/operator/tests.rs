@@ -1616,3 +1616,58 @@ async fn a_redelivered_events_history_is_its_live_failure_then_each_redelivery_t
         report.attempts.iter().map(|a| (a.replay, a.redelivery, a.outcome.as_str())).collect();
     assert_eq!(summary, [(false, false, "failed"), (false, true, "failed"), (false, true, "handled")]);
 }
+
+mod activity {
+    use super::*;
+    use crate::errors::OperatorError;
+    use crate::model::{ActivityHour, FailingTenant, hour_of};
+
+    #[tokio::test]
+    async fn a_tenants_window_is_read_from_its_first_hour_on_and_filled_hour_by_hour() {
+        let mut ports = Ports::new().with_own_tenant().never_writes();
+        let first = hour_of(now()) - chrono::Duration::hours(23);
+        let busy = ActivityHour { delivered: 3, failed: 1, ..ActivityHour::empty(hour_of(now())) };
+        ports
+            .ledger
+            .expect_activity()
+            .withf(move |tenant, since| *tenant == own() && *since == first)
+            .times(1)
+            .returning(move |_, _| ready(Ok(vec![busy])));
+        let activity = ports.build().activity(&key(Some(own()), true), own(), 24).await.unwrap();
+        assert_eq!(activity.hours.len(), 24);
+        assert_eq!(activity.hours[0].hour, first);
+        assert_eq!(activity.hours[23], busy, "the current hour last");
+        assert_eq!(activity.total().failed, 1);
+    }
+
+    #[tokio::test]
+    async fn another_tenants_activity_is_unknown_to_a_scoped_key_and_nothing_is_read() {
+        let mut ports = Ports::new().with_own_tenant().never_writes();
+        ports.ledger.expect_activity().never();
+        let refused = ports.build().activity(&key(Some(own()), false), other(), 24).await;
+        assert!(refused.is_err(), "{refused:?}");
+    }
+
+    #[tokio::test]
+    async fn the_overview_is_supports_a_portal_key_is_refused_it() {
+        let mut ports = Ports::new().never_writes();
+        ports.ledger.expect_failing_most().never();
+        ports.agents.expect_troubled().never();
+        let refused = ports.build().overview(&key(Some(own()), false)).await;
+        assert!(matches!(refused, Err(OperatorError::Forbidden(_))), "{refused:?}");
+
+        let mut ports = Ports::new().never_writes();
+        let since = hour_of(now()) - chrono::Duration::hours(23);
+        let failing = FailingTenant { tenant: own(), name: "Acme".into(), failed: 7, delivered: 2 };
+        let listed = failing.clone();
+        ports
+            .ledger
+            .expect_failing_most()
+            .withf(move |from, limit| *from == since && *limit == 10)
+            .times(1)
+            .returning(move |_, _| ready(Ok(vec![listed.clone()])));
+        ports.agents.expect_troubled().times(1).returning(|_| ready(Ok(vec![])));
+        let overview = ports.build().overview(&key(None, true)).await.unwrap();
+        assert_eq!((overview.since, overview.failing_most, overview.agents), (since, vec![failing], vec![]));
+    }
+}
