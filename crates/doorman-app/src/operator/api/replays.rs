@@ -73,8 +73,9 @@ pub struct EventIdText(String);
 pub struct ReplayMatching {
     pub filter: ReplayFilter,
     /// At most this many (1 to 1,000; 1,000 when left out).
-    #[schema(minimum = 1, maximum = 1000)]
-    pub limit: Option<u32>,
+    #[schema(minimum = 1, maximum = 1000, value_type = Option<u32>)]
+    #[serde(default, deserialize_with = "super::numbers::optional_whole")]
+    pub limit: Option<u64>,
     /// Say what would be sent; send and change nothing (a read-only key may).
     #[serde(default)]
     pub dry_run: bool,
@@ -214,11 +215,22 @@ pub async fn replay_many(
             (ReplaySelection::StrandedBefore(state.operator.stranded_before()), dry_run)
         }
         ReplayMany::Chosen(ReplayChosen { event_ids, dry_run }) => {
-            let ids = event_ids
+            // `.` and `..` are well-formed but name no stored event (as in the search): left
+            // out, so a list of only those selects nothing.
+            let named: Vec<&String> =
+                event_ids.iter().filter(|raw| !matches!(raw.as_str(), "." | "..")).collect();
+            let ids = named
                 .iter()
-                .map(|raw| ExternalEventId::new(raw).map_err(|e| ApiError::invalid_value("event_ids", &e)))
+                .map(|raw| {
+                    ExternalEventId::new(raw.as_str()).map_err(|e| ApiError::invalid_value("event_ids", &e))
+                })
                 .collect::<Result<Vec<_>, _>>()?;
-            (ReplaySelection::chosen(ids).map_err(|e| ApiError::invalid("event_ids", e))?, dry_run)
+            let selection = if ids.is_empty() && !event_ids.is_empty() {
+                ReplaySelection::Chosen(Vec::new())
+            } else {
+                ReplaySelection::chosen(ids).map_err(|e| ApiError::invalid("event_ids", e))?
+            };
+            (selection, dry_run)
         }
         ReplayMany::Matching(ReplayMatching { filter, limit, dry_run }) => {
             let which = EventState::parse(&filter.state).map_err(|e| ApiError::invalid_value("state", &e))?;
@@ -229,7 +241,11 @@ pub async fn replay_many(
             };
             let selection = state
                 .operator
-                .replay_matching(which, query, limit.unwrap_or(MAX_REPLAY_EVENTS))
+                .replay_matching(
+                    which,
+                    query,
+                    limit.map_or(MAX_REPLAY_EVENTS, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+                )
                 .map_err(|refused| match refused {
                     SelectionRefused::Limit => ApiError::invalid("limit", refused),
                     other => ApiError::invalid("state", other),

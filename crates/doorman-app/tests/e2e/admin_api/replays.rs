@@ -133,11 +133,12 @@ async fn failed_events_are_replayed_as_a_job_whose_every_outcome_is_shown_and_au
     };
     let by_type = json!({"filter": {"state": "failed", "type": "app_mention"}, "dry_run": true});
     assert_eq!(preview(by_type).await, would(&["EvR1", "EvR2"]), "the failed list's filter by type");
-    let window =
-        json!({"filter": {"state": "failed", "since": earlier, "until": later}, "limit": 2, "dry_run": true});
+    let window = json!({"filter": {"state": "failed", "since": earlier, "until": later}, "limit": 2.0, "dry_run": true});
     assert_eq!(preview(window).await, would(&["EvR1", "EvR2"]), "a window, and at most the limit");
     let none = json!({"filter": {"state": "stranded"}, "dry_run": true});
     assert!(preview(none).await.is_empty(), "none is stranded");
+    let dots = json!({"event_ids": [".", ".."], "dry_run": true});
+    assert!(preview(dots).await.is_empty(), "`.` and `..` name no event");
     let chosen = json!({"event_ids": ["EvR3", "EvOk", "EvNever", "EvR3"], "dry_run": true});
     let words = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
         pairs.iter().map(|(id, outcome)| ((*id).to_owned(), (*outcome).to_owned())).collect()
@@ -152,6 +153,7 @@ async fn failed_events_are_replayed_as_a_job_whose_every_outcome_is_shown_and_au
         (json!({"filter": {"state": "lost"}, "dry_run": true}), "state"),
         (json!({"filter": {"state": "failed"}, "limit": 0, "dry_run": true}), "limit"),
         (json!({"filter": {"state": "failed"}, "limit": 1001, "dry_run": true}), "limit"),
+        (json!({"filter": {"state": "failed"}, "limit": 5_000_000_000_u64, "dry_run": true}), "limit"),
         (json!({"filter": {"state": "failed", "since": "yesterday"}, "dry_run": true}), "since"),
         (json!({"event_ids": [], "dry_run": true}), "event_ids"),
         (json!({"event_ids": [""], "dry_run": true}), "event_ids"),
