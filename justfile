@@ -109,11 +109,14 @@ api-contract: postgres
     openapi-python-client generate --path "$work/openapi.json" --meta none --fail-on-warning \
         --output-path "$work/doorman_admin_client" >/dev/null
     PYTHONPATH="$work" python3 deploy/client/onboard.py "http://127.0.0.1:$port" "$key"
+    # One worker: with two threads, Hypothesis's parsing of its own sources (Python 3.11's ast)
+    # once stopped an operation's phase with "AST constructor recursion depth mismatch", a
+    # runtime error of the tool's, not a finding about the API.
     DOORMAN_CONTRACT_SEED="$work/seed.json" SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$PWD/deploy/schemathesis" \
     st --config-file deploy/schemathesis/schemathesis.toml run "http://127.0.0.1:$port/admin/v1/openapi.json" \
         --header "Authorization: Bearer $key" \
         --checks all --phases examples,coverage,fuzzing,stateful \
-        --workers 2 --max-time "${CONTRACT_SECONDS:-150}" --no-color \
+        --workers 1 --max-time "${CONTRACT_SECONDS:-150}" --no-color \
         || { echo "--- doorman admin serve's log (refused keys left out):" >&2; grep -v "request refused: no valid key" "$work/admin.log" | tail -n 200 >&2; exit 1; }
 
 # Formatting and clippy, warnings as errors.
