@@ -1018,8 +1018,8 @@ async fn an_event_id_is_found_in_every_tenant_that_has_it_and_a_scoped_caller_fi
         (b, "tenant TB".to_owned(), "Ev0123ABCD".to_owned()),
     ];
     for (face, ledger) in [
-        ("admin", PgLedger::new(db.admin_pool())),
-        ("owner", PgLedger::new(pool::connect_as(db.url(), &PoolSettings::default(), None))),
+        ("admin", PgLedger::new(db.admin_pool(), None)),
+        ("owner", PgLedger::new(pool::connect_as(db.url(), &PoolSettings::default(), None), None)),
     ] {
         assert_eq!(
             found(ledger.find(None, Platform::Slack, &id).await.unwrap()),

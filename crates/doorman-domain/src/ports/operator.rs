@@ -16,10 +16,10 @@ use crate::errors::StorageError;
 use crate::model::{
     AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditFilter, AuditRecord,
     Created, EventCursor, EventFilter, ExternalEventId, FoundReceipt, Idempotency, InstallationSummary,
-    JobCursor, KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace, NewReplayJob,
-    NewTenant, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule, Removed,
-    ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult, TenantCursor, TenantId, TenantName,
-    TenantRecord, TenantSearch, WorkspaceRef,
+    JobCursor, KeptPayload, KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked, LinkedWorkspace,
+    NewReplayJob, NewTenant, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, RedeliverySchedule,
+    Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult, TenantCursor, TenantId,
+    TenantName, TenantRecord, TenantSearch, WorkspaceRef,
 };
 
 /// Tenants.
@@ -255,6 +255,16 @@ pub trait Ledger: Send + Sync {
         &self,
         key: &ReceiptKey,
     ) -> impl Future<Output = Result<Vec<AttemptRecord>, StorageError>> + Send;
+
+    /// The event's kept payload, opened: the JSON text the platform sent, `None` when none is
+    /// kept. MUST read it in the event's tenant scope (never another tenant's), MUST redact
+    /// the platform's own secrets in it (Slack's verification `token`), and MUST NOT log it. A
+    /// kept payload that does not open is an error, never `None` (it is kept: the caller is
+    /// told something is wrong, not that there is nothing).
+    fn payload(
+        &self,
+        key: &ReceiptKey,
+    ) -> impl Future<Output = Result<Option<KeptPayload>, StorageError>> + Send;
 }
 
 /// The audit trail.

@@ -44,6 +44,11 @@ fn key(tenant: Option<TenantId>, read_only: bool) -> Caller {
     key_of(KeyScope { tenant, read_only, read_payloads: false })
 }
 
+/// A key given `read_payloads`.
+fn payload_reader(tenant: Option<TenantId>, read_only: bool) -> Caller {
+    key_of(KeyScope { tenant, read_only, read_payloads: true })
+}
+
 fn key_of(scope: KeyScope) -> Caller {
     caller(Actor::Key(ApiKey {
         id: "5d9f7c2e-6a1b-4f3e-8c2d-1a2b3c4d5e6f".parse().unwrap(),
@@ -1407,6 +1412,66 @@ async fn a_key_for_a_tenant_that_does_not_exist_is_not_made() {
     let scope = KeyScope { tenant: Some(other()), read_only: false, read_payloads: false };
     let error = operator.create_key(&cli(), KeyName::new("x").unwrap(), scope, None).await.unwrap_err();
     assert_eq!(error, OperatorError::UnknownTenant(other()));
+}
+
+/// The ledger's kept payload for `Ev1` of `own()`, read `times` times.
+fn kept(ports: &mut Ports, times: usize, kept: Option<&'static str>) {
+    ports
+        .ledger
+        .expect_payload()
+        .withf(|key| key.tenant == own() && key.external_id.as_str() == "Ev1")
+        .times(times)
+        .returning(move |_| ready(Ok(kept.map(|json| KeptPayload::new(json.into())))));
+}
+
+const PAYLOAD: &str = r#"{"type":"event_callback","event":{"text":"hello"}}"#;
+
+#[tokio::test]
+async fn a_key_given_read_payloads_reads_the_kept_payload_and_one_not_given_it_never_has_it_read() {
+    let ev1 = || ExternalEventId::new("Ev1").unwrap();
+    for allowed in
+        [payload_reader(None, false), payload_reader(None, true), payload_reader(Some(own()), false)]
+    {
+        let mut ports = Ports::new().with_own_tenant();
+        kept(&mut ports, 1, Some(PAYLOAD));
+        let shown = ports.build().event_payload(&allowed, own(), ev1()).await;
+        assert_eq!(shown, Ok(PayloadView::Shown(KeptPayload::new(PAYLOAD.into()))), "{allowed:?}");
+    }
+    // Not given it, or a read-only portal (which never reads payloads): the payload is not
+    // even opened.
+    for refused in
+        [key(None, false), key(None, true), key(Some(own()), false), payload_reader(Some(own()), true)]
+    {
+        let mut ports = Ports::new().with_own_tenant();
+        kept(&mut ports, 0, Some(PAYLOAD));
+        let hidden = ports.build().event_payload(&refused, own(), ev1()).await;
+        assert_eq!(hidden, Ok(PayloadView::Hidden(PayloadHidden::NotAllowed)), "{refused:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_allowed_caller_is_told_a_payload_is_not_kept_and_a_storage_failure_is_an_error() {
+    let ev1 = || ExternalEventId::new("Ev1").unwrap();
+    let mut ports = Ports::new().with_own_tenant();
+    kept(&mut ports, 1, None);
+    let hidden = ports.build().event_payload(&payload_reader(None, false), own(), ev1()).await;
+    assert_eq!(hidden, Ok(PayloadView::Hidden(PayloadHidden::NotKept)));
+
+    let mut ports = Ports::new().with_own_tenant();
+    ports.ledger.expect_payload().returning(|_| ready(Err(StorageError::Unexpected("does not open".into()))));
+    let failed = ports.build().event_payload(&cli(), own(), ev1()).await;
+    assert_eq!(failed, Err(OperatorError::Storage(StorageError::Unexpected("does not open".into()))));
+}
+
+#[tokio::test]
+async fn another_tenants_payload_is_unknown_to_a_portal_allowed_its_own_and_nothing_is_read() {
+    let mut ports = Ports::new().with_own_tenant();
+    ports.ledger.expect_payload().never();
+    let error = ports
+        .build()
+        .event_payload(&payload_reader(Some(own()), false), other(), ExternalEventId::new("Ev1").unwrap())
+        .await;
+    assert_eq!(error, Err(OperatorError::UnknownTenant(other())));
 }
 
 #[tokio::test]
