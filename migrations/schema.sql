@@ -699,6 +699,7 @@ CREATE TABLE public.admin_keys (
     revoked_at timestamp with time zone,
     expires_at timestamp with time zone,
     last_used_at timestamp with time zone,
+    read_payloads boolean DEFAULT false NOT NULL,
     CONSTRAINT admin_keys_name_check CHECK (((length(name) >= 1) AND (length(name) <= 255))),
     CONSTRAINT admin_keys_secret_hash_check CHECK ((length(secret_hash) = 64))
 );
@@ -706,6 +707,8 @@ CREATE TABLE public.admin_keys (
 COMMENT ON COLUMN public.admin_keys.expires_at IS 'From then on the key authenticates nothing (NULL: it does not expire).';
 
 COMMENT ON COLUMN public.admin_keys.last_used_at IS 'When the key last authenticated a request, to the minute.';
+
+COMMENT ON COLUMN public.admin_keys.read_payloads IS 'The key may read kept payloads (a key scoped to one tenant only if it is not read-only).';
 
 CREATE TABLE public.admin_replay_job_events (
     job_id uuid NOT NULL,

@@ -34,6 +34,9 @@ pub struct Received {
 pub struct Arrival {
     pub webhook_id: String,
     pub webhook_timestamp: String,
+    /// Its `webhook-signature` as received: a test holds operators' views of the request to
+    /// never showing it.
+    pub webhook_signature: String,
     /// The connection it came on (a re-send on a fresh connection has another port).
     pub peer: Option<SocketAddr>,
     /// Its place among every signed request the agent received, from 0.
@@ -232,6 +235,7 @@ async fn receive(request: HttpRequest, body: web::Bytes, shared: web::Data<Share
         recorded.arrivals.push(Arrival {
             webhook_id: id.clone(),
             webhook_timestamp: timestamp,
+            webhook_signature: signatures,
             peer: request.peer_addr(),
             seq,
             redelivery,

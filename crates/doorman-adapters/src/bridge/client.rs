@@ -38,6 +38,7 @@ use url::Url;
 use doorman_domain::{FailureKind, MAX_ANSWER_EXCERPT, answer_excerpt};
 
 use super::destination::{DestinationPolicy, NotAllowed, is_public};
+use super::request::{METHOD, framing, host_header};
 
 /// How long an idle connection is kept. Under most servers' own idle timeouts (nginx: 75 s,
 /// Node: 5 s is the outlier, and a stale one is detected before use anyway).
@@ -87,6 +88,11 @@ impl Origin {
             .ok_or_else(|| SendError::Connect(FailureKind::Dns, "the agent URL has no host".into()))?;
         let port = url.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
         Ok(Self { tls, host: host.to_owned(), port })
+    }
+
+    /// The `host` header: the host, and the port unless it is the scheme's own.
+    fn host_header(&self) -> String {
+        host_header(&self.host, self.port, self.tls)
     }
 
     /// The host as DNS and SNI want it: IPv6 literals without brackets.
@@ -160,7 +166,6 @@ pub struct DispatchClient {
     policy: DestinationPolicy,
     connect_timeout: Duration,
     max_idle: usize,
-    user_agent: &'static str,
 }
 
 impl std::fmt::Debug for DispatchClient {
@@ -222,7 +227,6 @@ impl DispatchClient {
             policy,
             connect_timeout,
             max_idle,
-            user_agent: concat!("doorman/", env!("CARGO_PKG_VERSION")),
         })
     }
 
@@ -338,18 +342,11 @@ impl DispatchClient {
             Some(query) => format!("{}?{query}", post.url.path()),
             None => post.url.path().to_owned(),
         };
-        let default_port = if origin.tls { 443 } else { 80 };
-        let _ = write!(request, "POST {target} HTTP/1.1\r\nhost: {}", origin.host);
-        if origin.port != default_port {
-            let _ = write!(request, ":{}", origin.port);
-        }
-        let _ = write!(
-            request,
-            "\r\nuser-agent: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
-            self.user_agent,
-            post.body.len()
-        );
-        for (name, value) in post.headers {
+        let _ = write!(request, "{METHOD} {target} HTTP/1.1\r\n");
+        // The framing headers, then the message's: the list operators are shown is this one
+        // (`super::request::shown`).
+        let (host, length) = (origin.host_header(), post.body.len().to_string());
+        for (name, value) in framing(&host, &length).iter().chain(post.headers) {
             let _ = write!(request, "{name}: {value}\r\n");
         }
         request.extend_from_slice(b"\r\n");

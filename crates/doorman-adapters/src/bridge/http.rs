@@ -10,6 +10,7 @@ use super::client::{DispatchClient, Post, SendError};
 use super::destination::{DestinationPolicy, NotAllowed};
 use super::document;
 use super::limits::{InFlightLimits, LimitSettings};
+use super::request;
 use super::signing::WebhookKey;
 use crate::outbound::HttpClientError;
 
@@ -110,14 +111,8 @@ impl HttpAgentBridge {
                 return Err(DispatchError::TimedOut(self.settings.dispatch_timeout.as_secs()));
             }
             // Signed afresh each attempt: the timestamp is part of what is signed.
-            let timestamp = chrono::Utc::now().timestamp();
-            let (timestamp_text, signature) = (timestamp.to_string(), key.sign(&id, timestamp, &body));
-            let headers = [
-                ("webhook-id", id.as_str()),
-                ("webhook-timestamp", timestamp_text.as_str()),
-                ("webhook-signature", signature.as_str()),
-            ];
-            let post = Post { url, headers: &headers, body: &body };
+            let signed = key.headers(&id, &body);
+            let post = Post { url, headers: &signed.pairs(), body: &body };
             let sent = tokio::time::timeout(remaining, self.client.post(&post, MAX_ANSWER_BYTES)).await;
             match sent {
                 Ok(Ok(status)) if (200..300).contains(&status.code) => return Ok(status.code),
@@ -182,7 +177,7 @@ impl AgentBridge for HttpAgentBridge {
 /// Webhooks intends), fresh for an unnumbered one.
 fn message_id(job: &Job) -> String {
     match &job.event().external_id {
-        Some(id) => format!("evt_{id}"),
+        Some(id) => request::webhook_id(id),
         None => format!("msg_{}", uuid::Uuid::new_v4().simple()),
     }
 }

@@ -10,6 +10,8 @@
 //! - [`http`]: the `AgentBridge` port over HTTP, with the only retries allowed: those of a
 //!   request that provably never reached the agent.
 //! - [`client`]: the HTTP/1.1 client dispatches are sent with.
+//! - [`request`]: a dispatch's method and headers, said once: what the client writes and what
+//!   an event's page shows (the signature redacted).
 //! - [`operational`]: the deployment's operational webhook (issue 41), signed and sent with
 //!   the same pieces.
 
@@ -20,6 +22,7 @@ pub mod document;
 pub mod http;
 pub mod limits;
 pub mod operational;
+pub mod request;
 pub mod signing;
 
 pub use circuit::{CircuitBreaker, CircuitChange, CircuitSettings};

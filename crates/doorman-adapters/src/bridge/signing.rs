@@ -46,13 +46,9 @@ pub struct SignedHeaders<'a> {
 }
 
 impl SignedHeaders<'_> {
-    /// As the dispatch client writes them.
+    /// As the dispatch client writes them ([`super::request::signed`]).
     pub fn pairs(&self) -> [(&'static str, &str); 3] {
-        [
-            ("webhook-id", self.id),
-            ("webhook-timestamp", self.timestamp.as_str()),
-            ("webhook-signature", self.signature.as_str()),
-        ]
+        super::request::signed(self.id, &self.timestamp, &self.signature)
     }
 }
 

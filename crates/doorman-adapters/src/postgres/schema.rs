@@ -35,6 +35,7 @@ diesel::table! {
         revoked_at -> Nullable<Timestamptz>,
         expires_at -> Nullable<Timestamptz>,
         last_used_at -> Nullable<Timestamptz>,
+        read_payloads -> Bool,
     }
 }
 

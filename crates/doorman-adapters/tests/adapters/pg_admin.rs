@@ -11,7 +11,7 @@ use doorman_adapters::bridge::DestinationPolicy;
 use doorman_adapters::postgres::PgOperatorPorts;
 use doorman_adapters::postgres::admin::keys::Presented;
 use doorman_adapters::postgres::pool::{self, ADMIN_ROLE, PoolSettings, act_for};
-use doorman_domain::ports::{OperatorPorts, ReceiptStore, Tenants};
+use doorman_domain::ports::{AdminKeys, OperatorPorts, ReceiptStore, Tenants};
 use doorman_domain::usecases::operator::{Operator, OperatorSettings};
 use doorman_domain::{
     Actor, ApiKey, AuditAction, AuditCursor, AuditFilter, Caller, IdempotencyKey, KeyId, KeyName, KeyRefusal,
@@ -41,7 +41,7 @@ fn key_caller(tenant: Option<TenantId>, read_only: bool) -> Caller {
         actor: Actor::Key(ApiKey {
             id: KeyId::generate(),
             name: "backend".into(),
-            scope: KeyScope { tenant, read_only },
+            scope: KeyScope { tenant, read_only, read_payloads: false },
         }),
         request: RequestId::new("req-test").unwrap(),
     }
@@ -625,7 +625,7 @@ async fn a_key_authenticates_by_its_secret_until_revoked_and_only_its_hash_is_st
     let db = TestDatabase::create().await;
     let op = db.operator();
     let tenant = op.create_tenant("Acme").await;
-    let scope = KeyScope { tenant: Some(tenant), read_only: true };
+    let scope = KeyScope { tenant: Some(tenant), read_only: true, read_payloads: false };
     let (made, secret) =
         op.use_cases().create_key(op.caller(), KeyName::new("support").unwrap(), scope, None).await.unwrap();
     let id = made.id;
@@ -666,6 +666,43 @@ async fn a_key_authenticates_by_its_secret_until_revoked_and_only_its_hash_is_st
     assert!(matches!(op.use_cases().revoke_key(op.caller(), id).await, Err(OperatorError::NotFound { .. })));
 }
 
+/// A key's payload permission is stored as made and read back by every reader of keys (its
+/// bearer's authentication, one key, the listing), and a key made without it has none: what the
+/// previous release makes (without the column) reads the same.
+#[tokio::test]
+async fn a_keys_payload_permission_is_kept_as_made_and_read_back_by_every_reader() {
+    let db = TestDatabase::create().await;
+    let op = db.operator();
+    let tenant = op.create_tenant("Acme").await;
+    let admin = admin(&db);
+    let keys = admin.ports().keys();
+    for scope in [
+        KeyScope { tenant: None, read_only: true, read_payloads: true },
+        KeyScope { tenant: Some(tenant), read_only: false, read_payloads: true },
+        KeyScope { tenant: Some(tenant), read_only: true, read_payloads: false },
+    ] {
+        let (made, secret) =
+            op.use_cases().create_key(op.caller(), KeyName::new("k").unwrap(), scope, None).await.unwrap();
+        let Presented::Valid(found) = keys.authenticate(secret.expose()).await.unwrap() else {
+            panic!("the key authenticates")
+        };
+        assert_eq!(found.scope, scope);
+        assert_eq!(keys.get(made.id).await.unwrap().map(|k| k.scope), Some(scope));
+        let listed = keys.list().await.unwrap();
+        assert_eq!(listed.iter().find(|k| k.id == made.id).map(|k| k.scope), Some(scope));
+    }
+    // A key inserted as the previous release inserts one: no payloads.
+    let id = KeyId::generate();
+    diesel::sql_query(format!(
+        "INSERT INTO admin_keys (id, name, tenant_id, read_only, secret_hash) \
+         VALUES ('{id}', 'old', NULL, false, repeat('0', 64))"
+    ))
+    .execute(&mut db.owner().await)
+    .await
+    .unwrap();
+    assert!(!keys.get(id).await.unwrap().expect("the key").scope.read_payloads);
+}
+
 /// When the key last authenticated, read as the owner.
 pub(crate) async fn last_used(db: &TestDatabase, id: KeyId) -> Option<chrono::DateTime<chrono::Utc>> {
     #[derive(diesel::QueryableByName)]
@@ -684,7 +721,7 @@ pub(crate) async fn last_used(db: &TestDatabase, id: KeyId) -> Option<chrono::Da
 async fn a_key_stops_at_its_expiry_and_its_use_is_recorded_at_most_once_a_minute() {
     let db = TestDatabase::create().await;
     let op = db.operator();
-    let scope = KeyScope { tenant: None, read_only: false };
+    let scope = KeyScope { tenant: None, read_only: false, read_payloads: false };
     let in_an_hour = chrono::Utc::now() + chrono::Duration::hours(1);
     let (made, secret) = op
         .use_cases()
@@ -981,8 +1018,8 @@ async fn an_event_id_is_found_in_every_tenant_that_has_it_and_a_scoped_caller_fi
         (b, "tenant TB".to_owned(), "Ev0123ABCD".to_owned()),
     ];
     for (face, ledger) in [
-        ("admin", PgLedger::new(db.admin_pool())),
-        ("owner", PgLedger::new(pool::connect_as(db.url(), &PoolSettings::default(), None))),
+        ("admin", PgLedger::new(db.admin_pool(), None)),
+        ("owner", PgLedger::new(pool::connect_as(db.url(), &PoolSettings::default(), None), None)),
     ] {
         assert_eq!(
             found(ledger.find(None, Platform::Slack, &id).await.unwrap()),

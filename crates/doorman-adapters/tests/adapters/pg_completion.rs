@@ -123,7 +123,7 @@ async fn a_first_delivery_keeps_its_start_and_status_on_the_receipt_and_is_no_at
     let later = Delivered { status: 200, ..delivered(at + Duration::seconds(5)) };
     store.complete(&key(tenant, "Ev1"), &later, days_ago(7), 100).await.unwrap();
 
-    let ledger = PgLedger::new(db.admin_pool());
+    let ledger = PgLedger::new(db.admin_pool(), None);
     let found = ledger.receipt(&key(tenant, "Ev1")).await.unwrap().unwrap();
     assert_eq!(
         found.receipt.first_delivery,
@@ -157,7 +157,7 @@ async fn a_failed_dispatch_is_an_attempt_on_record_once_with_what_the_agent_answ
     let replayed = Delivered { replay: true, ..delivered(at + Duration::seconds(60)) };
     store.complete(&key(tenant, "Ev1"), &replayed, days_ago(7), 100).await.unwrap();
 
-    let ledger = PgLedger::new(db.admin_pool());
+    let ledger = PgLedger::new(db.admin_pool(), None);
     let attempts = ledger.attempts(&key(tenant, "Ev1")).await.unwrap();
     let succeeded = AttemptRecord {
         started_at: replayed.started_at,

@@ -33,7 +33,7 @@ impl Fixture {
     /// A key made as the command line makes one: its id and its secret.
     async fn key_and_secret(&self, tenant: Option<TenantId>) -> (KeyId, KeySecret) {
         let op = self.db.operator();
-        let scope = KeyScope { tenant, read_only: true };
+        let scope = KeyScope { tenant, read_only: true, read_payloads: false };
         let (made, secret) = op
             .use_cases()
             .create_key(op.caller(), KeyName::new("portal").unwrap(), scope, None)
@@ -90,7 +90,10 @@ async fn a_session_acts_as_its_key_until_signed_out_expired_or_the_key_is_revoke
 
     let cookie = f.sessions.open(key, Utc::now() + Duration::hours(8)).await.unwrap();
     let acting = f.sessions.resolve(cookie.expose()).await.unwrap().expect("a live session");
-    assert_eq!((acting.id, acting.scope), (key, KeyScope { tenant: Some(tenant), read_only: true }));
+    assert_eq!(
+        (acting.id, acting.scope),
+        (key, KeyScope { tenant: Some(tenant), read_only: true, read_payloads: false })
+    );
     assert!(!f.stored(cookie.expose()).await, "only the cookie's hash is stored");
     assert_eq!(f.sessions.resolve("not-a-session").await.unwrap(), None);
 
@@ -235,4 +238,24 @@ async fn pruning_deletes_what_can_sign_nobody_in_and_keeps_the_rest() {
     assert!(f.sessions.resolve(live.expose()).await.unwrap().is_some(), "a live session stays");
     assert_eq!(f.sessions.spend_link(&fresh).await.unwrap(), Some(key), "an unspent link stays");
     assert_eq!(f.db.maintenance().await.prune_console_sessions(batch).await.unwrap(), 1, "now spent");
+}
+
+/// A key's payload permission travels with its session: the console shows an event's payload
+/// to a session whose key may read it, as the API does to the key itself.
+#[tokio::test]
+async fn a_session_acts_with_its_keys_payload_permission() {
+    let f = Fixture::new().await;
+    let tenant = f.db.operator().create_tenant("Acme").await;
+    let op = f.db.operator();
+    for read_payloads in [true, false] {
+        let scope = KeyScope { tenant: Some(tenant), read_only: false, read_payloads };
+        let (made, _) = op
+            .use_cases()
+            .create_key(op.caller(), KeyName::new("portal").unwrap(), scope, None)
+            .await
+            .unwrap();
+        let cookie = f.sessions.open(made.id, Utc::now() + Duration::hours(8)).await.unwrap();
+        let acting = f.sessions.resolve(cookie.expose()).await.unwrap().expect("a live session");
+        assert_eq!(acting.scope, scope);
+    }
 }

@@ -225,3 +225,38 @@ async fn the_gauges_count_every_tenants_stranded_and_recently_failed_receipts() 
             .unwrap();
     assert_eq!((counts.stranded, counts.failed_recent), (2, 1));
 }
+
+/// The admin API's ledger opens a kept payload for the event's tenant only, with Slack's
+/// verification token redacted; an event without one (never kept, or handled) has none; and
+/// without the keys it is an error, never "not kept".
+#[tokio::test]
+async fn the_admins_ledger_opens_a_kept_payload_of_the_events_tenant_with_its_token_redacted() {
+    let db = TestDatabase::create().await;
+    let (a, b) = (tenant_with_team(&db.operator(), "T1").await, tenant_with_team(&db.operator(), "T2").await);
+    let store = receipt_store(db.pool());
+    // Slack puts the app's verification token first.
+    let sent = format!(r#"{{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl",{}"#, &body("EvKept")[1..]);
+    let with_token =
+        NewReceipt { retained: Some(Payload::from_json_text(sent.clone())), ..receipt(a, "EvKept", now()) };
+    store.claim(&with_token).await.unwrap();
+    store.claim(&receipt(a, "EvBare", now())).await.unwrap();
+    store.claim(&kept(b, "EvTheirs")).await.unwrap();
+
+    let admin = crate::pg_admin::admin(&db);
+    let ledger = admin.ports().ledger();
+    let shown = ledger.payload(&key(a, "EvKept")).await.unwrap().expect("kept");
+    assert!(!shown.expose().contains("Jhj5dZrVaK7ZwHHjRyZWjbDl"), "the token is redacted: {shown:?}");
+    let redacted = sent.replace("Jhj5dZrVaK7ZwHHjRyZWjbDl", "… (redacted)");
+    assert_eq!(shown.expose(), redacted, "the rest as Slack sent it, in its order");
+
+    assert_eq!(ledger.payload(&key(a, "EvBare")).await.unwrap(), None, "not kept");
+    assert_eq!(ledger.payload(&key(a, "EvTheirs")).await.unwrap(), None, "another tenant's: not a's");
+    assert!(ledger.payload(&key(b, "EvTheirs")).await.unwrap().is_some());
+    store.complete(&key(a, "EvKept"), &delivered(now()), days_ago(7), 100).await.unwrap();
+    assert_eq!(ledger.payload(&key(a, "EvKept")).await.unwrap(), None, "handled: gone with it");
+
+    // Without the keys (a pool with none), a kept payload is an error saying so.
+    let keyless = doorman_adapters::postgres::PgLedger::new(db.admin_pool(), None);
+    let error = keyless.payload(&key(b, "EvTheirs")).await.unwrap_err();
+    assert!(error.to_string().contains("no encryption keys"), "{error}");
+}

@@ -2,7 +2,10 @@
 //! with each event's outcome, and the report of a replay the command line ran.
 
 use chrono::{DateTime, Utc};
-use doorman_domain::{Attempt, EventMatch, EventReport, ReplayJob, Replayed, TenantId};
+use doorman_adapters::bridge::request;
+use doorman_domain::{
+    AgentUrl, Attempt, EventMatch, EventReport, PayloadView, ReplayJob, Replayed, TenantId,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -90,6 +93,80 @@ pub struct EventDoc {
     /// Each dispatch, oldest first: the live one, each redelivery, every replay, with when and how it
     /// ended. Only when one event is read; a listing leaves it empty.
     pub attempts: Vec<AttemptDoc>,
+}
+
+/// One event as `GET /admin/v1/tenants/{id}/events/{event_id}` and the console's event page
+/// show it: what became of it (the fields `receipts show --json` prints), the request Doorman
+/// sends its agent, and its kept payload for a key allowed to read payloads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct EventDetailDoc {
+    #[serde(flatten)]
+    pub event: EventDoc,
+    /// The request Doorman sends the tenant's agent for this event: to the agent as it is now
+    /// (a dispatch made before the agent was last set went to the one set then), each header
+    /// in the order it is written, the signature redacted, never a secret. `null` when the
+    /// tenant has no agent.
+    pub request: Option<RequestDoc>,
+    /// The payload Slack sent, as the JSON text the tenant keeps (sealed) for replay or
+    /// redelivery, its verification `token` redacted: only for a key allowed to read payloads
+    /// (`read_payloads`). `null` otherwise, and `payload_hidden` says why.
+    pub payload: Option<String>,
+    /// Why `payload` is `null`: `not_kept` (the tenant keeps none for it: it keeps payloads
+    /// neither for replay nor for redelivery, or the event was handled) or `not_allowed` (the
+    /// key may not read payloads). `null` when `payload` is shown.
+    #[schema(value_type = Option<words::PayloadHidden>)]
+    pub payload_hidden: Option<String>,
+}
+
+impl EventDetailDoc {
+    /// The event's document, its request to `agent` (the tenant's now, if it has one), and its
+    /// payload as the caller may see it.
+    pub fn new(report: EventReport, agent: Option<&AgentUrl>, payload: PayloadView) -> Self {
+        let id = report.receipt.key.external_id.clone();
+        let (payload, payload_hidden) = match payload {
+            PayloadView::Shown(kept) => (Some(kept.expose().to_owned()), None),
+            PayloadView::Hidden(why) => (None, Some(why.as_str().to_owned())),
+        };
+        Self {
+            event: EventDoc::from(report),
+            request: agent.map(|url| RequestDoc {
+                method: request::METHOD.to_owned(),
+                url: url.as_str().to_owned(),
+                headers: request::shown(url, &id)
+                    .into_iter()
+                    .map(|h| HeaderDoc { name: h.name.to_owned(), value: h.value, redacted: h.redacted })
+                    .collect(),
+            }),
+            payload,
+            payload_hidden,
+        }
+    }
+}
+
+/// The request Doorman sends an agent for an event (`docs/dispatch-contract.md`), with its
+/// body, the dispatch document, left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RequestDoc {
+    #[schema(example = "POST")]
+    pub method: String,
+    /// The tenant's agent URL as it is set now, whole.
+    pub url: String,
+    /// Each header, in the order it is written.
+    pub headers: Vec<HeaderDoc>,
+}
+
+/// One header of the request Doorman sends an agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct HeaderDoc {
+    #[schema(example = "webhook-id")]
+    pub name: String,
+    /// As sent; in parentheses, what a value set for each request is
+    /// (`(Unix seconds when each attempt is signed)`); `v1,… (redacted)` for the signature.
+    #[schema(example = "evt_Ev0PV52K25")]
+    pub value: String,
+    /// The value is withheld: the signature, which would let whoever reads it replay the
+    /// request.
+    pub redacted: bool,
 }
 
 /// One dispatch of an event.

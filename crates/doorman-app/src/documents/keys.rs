@@ -18,6 +18,9 @@ pub struct KeyDoc {
     pub tenant_id: Option<Uuid>,
     /// It reads, never changes anything.
     pub read_only: bool,
+    /// It may read the payloads tenants keep, in event documents (a key scoped to a tenant
+    /// only if it is not read-only).
+    pub read_payloads: bool,
     pub created_at: DateTime<Utc>,
     /// From then on it authenticates nothing; `null`: it does not expire.
     pub expires_at: Option<DateTime<Utc>>,
@@ -45,6 +48,7 @@ impl From<KeySummary> for KeyDoc {
             name: k.name,
             tenant_id: k.scope.tenant.map(|t| *t.as_uuid()),
             read_only: k.scope.read_only,
+            read_payloads: k.scope.read_payloads,
             created_at: k.created_at,
             expires_at: k.expires_at,
             last_used_at: k.last_used_at,
@@ -144,6 +148,7 @@ mod tests {
             name: "k".into(),
             tenant_id: None,
             read_only: false,
+            read_payloads: false,
             created_at: now,
             expires_at,
             last_used_at: None,

@@ -6,7 +6,9 @@
 //! line's `tenant list` beside that command).
 //!
 //! Never a secret: an agent's URL is shown whole but without credentials, its secret only as
-//! `signing_secret_set`, installations without tokens, keys without their secret.
+//! `signing_secret_set`, installations without tokens, keys without their secret, the request
+//! sent to an agent without its signature, and a kept payload only to a key allowed to read it,
+//! without Slack's verification token.
 
 mod activity;
 mod audit;
@@ -18,8 +20,8 @@ pub mod words;
 pub use self::activity::{ActivityDoc, ActivityHourDoc, FailingTenantDoc, OverviewDoc, TroubledAgentDoc};
 pub use self::audit::{AuditDoc, AuditPage};
 pub use self::events::{
-    ActorDoc, AttemptDoc, EventDoc, EventMatchDoc, EventMatchList, EventPage, FailureDoc, JobEventDoc,
-    ReplayJobDoc, ReplayReport, ReplayedDoc,
+    ActorDoc, AttemptDoc, EventDetailDoc, EventDoc, EventMatchDoc, EventMatchList, EventPage, FailureDoc,
+    HeaderDoc, JobEventDoc, ReplayJobDoc, ReplayReport, ReplayedDoc, RequestDoc,
 };
 pub use self::keys::{KeyDoc, NewKeyDoc, SignInLinkDoc, sign_in_link_lifetime};
 pub use self::tenants::{

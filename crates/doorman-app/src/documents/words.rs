@@ -93,6 +93,14 @@ pub enum AttemptOutcome {
     NotSent,
 }
 
+/// Why an event's payload is not shown (`doorman_domain::PayloadHidden`).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PayloadHidden {
+    NotKept,
+    NotAllowed,
+}
+
 /// A change the audit trail records.
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 pub enum AuditAction {
@@ -193,5 +201,7 @@ mod tests {
         assert_eq!(listed::<AttemptKind>(), ["live", "redelivery", "replay"]);
         let kinds = doorman_domain::FailureKind::ALL.map(doorman_domain::FailureKind::as_str);
         assert_eq!(listed::<FailureKind>(), strings(&kinds));
+        let hidden = doorman_domain::PayloadHidden::ALL.map(doorman_domain::PayloadHidden::as_str);
+        assert_eq!(listed::<PayloadHidden>(), strings(&hidden));
     }
 }

@@ -746,7 +746,8 @@ async fn on_citus_failed_events_are_listed_replayed_once_and_pruned_after_the_re
     run.quiesce().await;
     run.agent.answer_with(200);
 
-    let admin = run.admin_api("citus", KeyScope { tenant: None, read_only: false }).await;
+    let admin =
+        run.admin_api("citus", KeyScope { tenant: None, read_only: false, read_payloads: false }).await;
     let call = |method: reqwest::Method, path: String| admin.call(method, path, None);
     for placed in &run.placed {
         let t = placed.tenant;
@@ -889,7 +890,9 @@ async fn on_citus_a_read_only_listing_of_every_state_changes_no_row_and_needs_on
         ))
         .expect("seed receipts in every state, and the sweep's watermark");
 
-    let admin = run.admin_api("reader", KeyScope { tenant: Some(a.tenant), read_only: true }).await;
+    let admin = run
+        .admin_api("reader", KeyScope { tenant: Some(a.tenant), read_only: true, read_payloads: false })
+        .await;
     let call = |method: reqwest::Method, path: String, body: Option<Value>| admin.call(method, path, body);
     let t = a.tenant;
     // The key's use is recorded (at most once a minute): the one write a request makes. Its
@@ -991,13 +994,16 @@ async fn on_citus_an_event_id_is_found_on_every_tenants_worker_and_a_scoped_sear
         ids
     };
     let search = "/admin/v1/events?event_id=EvSame".to_owned();
-    let support = run.admin_api("support", KeyScope { tenant: None, read_only: true }).await;
+    let support =
+        run.admin_api("support", KeyScope { tenant: None, read_only: true, read_payloads: false }).await;
     let (status, found) = support.call(reqwest::Method::GET, search.clone(), None).await;
     assert_eq!(status, 200, "{found}");
     let mut both = vec![a.tenant.to_string(), b.tenant.to_string()];
     both.sort();
     assert_eq!(tenants_of(&found), both);
-    let portal = run.admin_api("portal", KeyScope { tenant: Some(a.tenant), read_only: true }).await;
+    let portal = run
+        .admin_api("portal", KeyScope { tenant: Some(a.tenant), read_only: true, read_payloads: false })
+        .await;
     let (status, own) = portal.call(reqwest::Method::GET, search.clone(), None).await;
     assert_eq!((status, tenants_of(&own)), (200, vec![a.tenant.to_string()]), "{own}");
 
@@ -1035,7 +1041,8 @@ async fn on_citus_a_deleted_tenant_leaves_nothing_on_any_workers_shards() {
     }
 
     let (gone, kept) = (&run.placed[0], &run.placed[1]);
-    let admin = run.admin_api("offboarding", KeyScope { tenant: None, read_only: false }).await;
+    let admin =
+        run.admin_api("offboarding", KeyScope { tenant: None, read_only: false, read_payloads: false }).await;
     let (status, deleted) =
         admin.call(reqwest::Method::DELETE, format!("/admin/v1/tenants/{}", gone.tenant), None).await;
     assert_eq!(status, 200, "{deleted}");

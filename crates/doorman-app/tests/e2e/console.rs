@@ -1324,6 +1324,92 @@ async fn support_retries_the_failures_it_ticks_or_its_filter_shows_after_a_previ
     server.shutdown().await;
 }
 
+/// An event's page shows the request Doorman sent its agent (the agent as it is now, each
+/// header, the signature redacted) to every session that sees the event, and its kept payload
+/// only to a session whose key may read payloads; the keys page makes such a key with its
+/// checkbox and says which keys read payloads; and the page with the payload shown passes axe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_events_page_shows_its_request_to_every_session_and_its_payload_only_to_one_allowed() {
+    let db = TestDatabase::create().await;
+    let admin = Admin::start_allowing_private(&db).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Payloads", "TPAGE", agent.url()).await;
+    let made = admin.post("/admin/v1/keys", &root, json!({"name": "support", "read_payloads": true})).await;
+    let reader = made.body["key"].as_str().expect("a key that reads payloads").to_owned();
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    agent.answer_with(500);
+    assert_eq!(post_event(&http_client(), &serving, "TPAGE", "EvPage").await, 200);
+    until_status(&admin, &root, &tenant, "EvPage", "failed").await;
+    let page_path = format!("/console/tenants/{tenant}/events/EvPage");
+    let signatures: Vec<String> =
+        agent.arrivals().iter().map(|a| a.webhook_signature.trim_start_matches("v1,").to_owned()).collect();
+    assert!(!signatures.is_empty(), "the agent was sent the event");
+
+    let allowed = Session::sign_in(&admin.base, &reader).await.get(&page_path).await.text().await.unwrap();
+    let refused = Session::sign_in(&admin.base, &root).await.get(&page_path).await.text().await.unwrap();
+    for page in [&allowed, &refused] {
+        // The request, for both: the agent's URL now, every header, the signature withheld.
+        assert!(page.contains(&format!("<code id=\"request-line\">POST {}</code>", agent.url())), "{page}");
+        for header in
+            ["host", "user-agent", "content-type", "content-length", "webhook-id", "webhook-timestamp"]
+        {
+            assert!(page.contains(&format!("<td><code>{header}</code></td>")), "{header} in {page}");
+        }
+        assert!(page.contains("<code>evt_EvPage</code>"), "{page}");
+        assert!(page.contains("<code class=\"redacted\">v1,… (redacted)</code>"), "{page}");
+        assert!(page.contains("as it is set now"), "the page says whose URL it is: {page}");
+        for secret in signatures.iter().map(String::as_str).chain([AGENT_SECRET, "XXYYZZ"]) {
+            assert!(!page.contains(secret), "{secret} on the page");
+        }
+    }
+    // The payload: shown to the allowed session (escaped as HTML), hidden from the other, saying why.
+    assert!(allowed.contains("<pre id=\"payload\""), "{allowed}");
+    assert!(allowed.contains("&#60;@U0LAN0Z89&#62; hello"), "the message, escaped: {allowed}");
+    assert!(allowed.contains("\n  &#34;event_id&#34;: &#34;EvPage&#34;,\n"), "indented: {allowed}");
+    assert!(!allowed.contains("id=\"payload-hidden\""), "{allowed}");
+    assert!(!refused.contains("<pre id=\"payload\"") && !refused.contains("hello"), "{refused}");
+    assert!(refused.contains("id=\"payload-hidden\">Not shown: this key may not read payloads"), "{refused}");
+
+    // The keys page: its checkbox, and which keys read payloads. A key made with it ticked reads them.
+    let support = Session::sign_in(&admin.base, &root).await;
+    let keys = support.get("/console/keys").await.text().await.unwrap();
+    assert!(keys.contains("name=\"read_payloads\""), "{keys}");
+    assert_eq!(keys.matches("reads payloads</span>").count(), 1, "the support key alone: {keys}");
+    let csrf = support.csrf("/console/keys").await;
+    let form = [("csrf", csrf.as_str()), ("name", "ticked"), ("tenant", ""), ("read_payloads", "on")];
+    let created = support.post("/console/keys", Some(&admin.base), &form).await;
+    assert_eq!(created.status(), 200);
+    let listed = admin.get("/admin/v1/keys", &root).await.body;
+    let ticked = listed["items"].as_array().unwrap().iter().find(|k| k["name"] == "ticked").cloned();
+    assert_eq!(ticked.map(|k| k["read_payloads"].clone()), Some(json!(true)), "{listed}");
+    // A read-only portal asked to read them is refused, saying why, and nothing is made.
+    let portal = [
+        ("csrf", csrf.as_str()),
+        ("name", "portal"),
+        ("tenant", tenant.as_str()),
+        ("read_only", "on"),
+        ("read_payloads", "on"),
+    ];
+    let answer = support.post("/console/keys", Some(&admin.base), &portal).await;
+    assert_eq!(answer.status(), 422);
+    let said = answer.text().await.unwrap();
+    assert!(said.contains("read_payloads") && said.contains("never reads payloads"), "{said}");
+
+    // In Chromium: the page with its request and payload has no serious or critical violation.
+    let driver = Chromedriver::start().await;
+    let browser = driver.browser("payload").await;
+    sign_in(&browser, &admin.base, &reader).await;
+    arrive(&browser, "/console/tenants").await;
+    browser.goto(&format!("{}{page_path}", admin.base)).await.unwrap();
+    assert!(text(&browser, "#payload").await.contains("hello"));
+    let problems = violations(&browser, &axe_source()).await;
+    assert!(problems.is_empty(), "the event page's accessibility: {problems:?}");
+    browser.close().await.unwrap();
+    server.shutdown().await;
+}
+
 /// Support sees trouble coming: the serving process counts each dispatch as it ends (flushed
 /// at shutdown at the latest), the API and the tenant's page show its hours (charts drawn on
 /// the server, no script), and the overview names the tenants failing most; a customer's

@@ -2,8 +2,9 @@
 //!
 //! The rules of access live here, once, for both faces: a key scoped to one tenant sees only
 //! that tenant (another tenant is *not found*, so existence is not revealed), a read-only key
-//! changes nothing, and only a key for every tenant creates tenants. The command line, run by
-//! whoever holds the database owner's password, may do everything.
+//! changes nothing, only a key for every tenant creates tenants, and only a key given
+//! `read_payloads` reads the events' kept payloads (customers' messages). The command line,
+//! run by whoever holds the database owner's password, may do everything.
 
 use std::fmt;
 
@@ -57,6 +58,32 @@ pub struct KeyScope {
     pub tenant: Option<TenantId>,
     /// Reads only: every change is forbidden.
     pub read_only: bool,
+    /// It may read the payloads tenants keep (what their customers wrote in Slack), off
+    /// unless asked for: seeing what became of an event does not need its content.
+    pub read_payloads: bool,
+}
+
+impl KeyScope {
+    /// Whether a key of this scope reads `tenant`'s kept payloads: the one rule, for both
+    /// faces. A key for every tenant needs `read_payloads`. A key scoped to one tenant (a
+    /// customer's portal) needs it too, and must not be read-only: a portal handed out to
+    /// look, not to act, never shows the content of the messages (kept simple on purpose: no
+    /// tenant setting lifts it).
+    pub fn reads_payloads_of(&self, tenant: TenantId) -> bool {
+        self.read_payloads
+            && match self.tenant {
+                None => true,
+                Some(own) => own == tenant && !self.read_only,
+            }
+    }
+
+    /// Why a key of this scope may not be made, if it may not: one given `read_payloads` that
+    /// could never use it (read-only and scoped to one tenant) is refused rather than made
+    /// looking more powerful than it is.
+    pub fn refusal(&self) -> Option<&'static str> {
+        (self.read_payloads && self.read_only && self.tenant.is_some())
+            .then_some("a read-only key scoped to one tenant (a customer's portal) never reads payloads")
+    }
 }
 
 /// An admin API key as it authenticated: never the key itself.
@@ -189,6 +216,15 @@ impl Actor {
         }
     }
 
+    /// Whether this actor reads `tenant`'s kept payloads ([`KeyScope::reads_payloads_of`]).
+    /// The command line, as the tables' owner, could read them anyway.
+    pub fn may_read_payloads(&self, tenant: TenantId) -> bool {
+        match self {
+            Actor::Key(key) => key.scope.reads_payloads_of(tenant),
+            Actor::Cli { .. } => true,
+        }
+    }
+
     /// Only an actor for every tenant creates tenants (and may write).
     pub fn may_create_tenants(&self) -> bool {
         self.may_write() && self.only_tenant().is_none()
@@ -265,7 +301,9 @@ impl Caller {
             "key" => Actor::Key(ApiKey {
                 id: id.parse().ok()?,
                 name: name.to_owned(),
-                scope: KeyScope { tenant: Some(tenant), read_only: false },
+                // Its payload permission is not needed for a replay: the job sends the kept
+                // payload to the agent, never shows it.
+                scope: KeyScope { tenant: Some(tenant), read_only: false, read_payloads: false },
             }),
             "cli" => Actor::Cli { user: id.to_owned() },
             _ => return None,
@@ -279,7 +317,47 @@ mod tests {
     use super::*;
 
     fn key(tenant: Option<TenantId>, read_only: bool) -> Actor {
-        Actor::Key(ApiKey { id: KeyId::generate(), name: "k".into(), scope: KeyScope { tenant, read_only } })
+        let scope = KeyScope { tenant, read_only, read_payloads: false };
+        Actor::Key(ApiKey { id: KeyId::generate(), name: "k".into(), scope })
+    }
+
+    fn reader_of_payloads(tenant: Option<TenantId>, read_only: bool) -> Actor {
+        let scope = KeyScope { tenant, read_only, read_payloads: true };
+        Actor::Key(ApiKey { id: KeyId::generate(), name: "k".into(), scope })
+    }
+
+    #[test]
+    fn a_key_for_every_tenant_reads_payloads_only_when_given_read_payloads_read_only_or_not() {
+        let tenant = TenantId::generate();
+        assert!(!key(None, false).may_read_payloads(tenant), "off by default");
+        assert!(!key(None, true).may_read_payloads(tenant));
+        assert!(reader_of_payloads(None, false).may_read_payloads(tenant));
+        assert!(reader_of_payloads(None, true).may_read_payloads(tenant), "support reads, changes nothing");
+        assert!(Actor::Cli { user: "ops".into() }.may_read_payloads(tenant));
+    }
+
+    #[test]
+    fn a_portal_key_reads_its_own_tenants_payloads_only_with_read_payloads_and_never_read_only() {
+        let (own, other) = (TenantId::generate(), TenantId::generate());
+        assert!(reader_of_payloads(Some(own), false).may_read_payloads(own));
+        assert!(!reader_of_payloads(Some(own), false).may_read_payloads(other), "another tenant's: never");
+        assert!(!key(Some(own), false).may_read_payloads(own), "not given read_payloads");
+        assert!(!reader_of_payloads(Some(own), true).may_read_payloads(own), "a read-only portal: never");
+    }
+
+    #[test]
+    fn only_a_read_only_portal_key_given_read_payloads_is_refused_when_made() {
+        let tenant = Some(TenantId::generate());
+        for (tenant, read_only, read_payloads, refused) in [
+            (tenant, true, true, true),
+            (tenant, false, true, false),
+            (tenant, true, false, false),
+            (None, true, true, false),
+            (None, false, true, false),
+        ] {
+            let scope = KeyScope { tenant, read_only, read_payloads };
+            assert_eq!(scope.refusal().is_some(), refused, "{scope:?}");
+        }
     }
 
     #[test]
@@ -307,7 +385,7 @@ mod tests {
         let key = KeySummary {
             id: KeyId::generate(),
             name: "k".into(),
-            scope: KeyScope { tenant: None, read_only: false },
+            scope: KeyScope { tenant: None, read_only: false, read_payloads: false },
             created_at: now,
             expires_at: None,
             last_used_at: None,

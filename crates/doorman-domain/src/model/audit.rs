@@ -312,7 +312,7 @@ mod tests {
         let key = ApiKey {
             id: KeyId::generate(),
             name: "backend".into(),
-            scope: KeyScope { tenant: None, read_only: false },
+            scope: KeyScope { tenant: None, read_only: false, read_payloads: false },
         };
         let by_key = Caller { actor: Actor::Key(key.clone()), request: request.clone() };
         let entry = AuditEntry::new(&by_key, AuditAction::TenantCreate, None, None);

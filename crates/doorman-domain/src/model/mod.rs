@@ -12,6 +12,7 @@ mod event;
 mod ids;
 mod installation;
 mod job;
+mod kept_payload;
 mod operational;
 mod page;
 mod platform;
@@ -42,6 +43,7 @@ pub use installation::{
     TakenState,
 };
 pub use job::Job;
+pub use kept_payload::{KeptPayload, PayloadHidden, PayloadView};
 pub use operational::{OperationalEvent, OperationalKind};
 pub use page::{
     AuditCursor, Cursor, EventCursor, JobCursor, Page, PageLimit, PageRequest, TenantCursor, Total,

@@ -16,10 +16,11 @@ use crate::errors::StorageError;
 use crate::model::{
     ActivityHour, AgentSecret, AgentSummary, AgentUrl, AttemptRecord, AuditCursor, AuditEntry, AuditFilter,
     AuditRecord, Created, EventCursor, EventFilter, ExternalEventId, FailingTenant, FoundReceipt,
-    Idempotency, InstallationSummary, JobCursor, KeyId, KeyName, KeyScope, KeySecret, KeySummary, Linked,
-    LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord,
-    RedeliverySchedule, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome, ReplayResult,
-    TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch, TroubledAgent, WorkspaceRef,
+    Idempotency, InstallationSummary, JobCursor, KeptPayload, KeyId, KeyName, KeyScope, KeySecret,
+    KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest, Platform, ReceiptKey,
+    ReceiptRecord, RedeliverySchedule, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome,
+    ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch, TroubledAgent,
+    WorkspaceRef,
 };
 
 /// Tenants.
@@ -277,6 +278,16 @@ pub trait Ledger: Send + Sync {
         &self,
         key: &ReceiptKey,
     ) -> impl Future<Output = Result<Vec<AttemptRecord>, StorageError>> + Send;
+
+    /// The event's kept payload, opened: the JSON text the platform sent, `None` when none is
+    /// kept. MUST read it in the event's tenant scope (never another tenant's), MUST redact
+    /// the platform's own secrets in it (Slack's verification `token`), and MUST NOT log it. A
+    /// kept payload that does not open is an error, never `None` (it is kept: the caller is
+    /// told something is wrong, not that there is nothing).
+    fn payload(
+        &self,
+        key: &ReceiptKey,
+    ) -> impl Future<Output = Result<Option<KeptPayload>, StorageError>> + Send;
 }
 
 /// The audit trail.

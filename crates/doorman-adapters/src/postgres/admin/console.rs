@@ -47,6 +47,8 @@ struct SessionKey {
     tenant_id: Option<Uuid>,
     #[diesel(sql_type = Bool)]
     read_only: bool,
+    #[diesel(sql_type = Bool)]
+    read_payloads: bool,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     last_used_at: Option<DateTime<Utc>>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
@@ -67,7 +69,11 @@ impl SessionKey {
         ApiKey {
             id: KeyId::from_uuid(self.id),
             name: self.name,
-            scope: KeyScope { tenant: self.tenant_id.map(TenantId::from_uuid), read_only: self.read_only },
+            scope: KeyScope {
+                tenant: self.tenant_id.map(TenantId::from_uuid),
+                read_only: self.read_only,
+                read_payloads: self.read_payloads,
+            },
         }
     }
 }
@@ -127,7 +133,7 @@ impl PgConsoleSessions {
     pub async fn resolve(&self, cookie: &str) -> Result<Option<ApiKey>, StorageError> {
         let mut unit = self.pool.unit().await?;
         let found = diesel::sql_query(
-            "SELECT k.id, k.name, k.tenant_id, k.read_only, k.last_used_at, k.revoked_at, k.expires_at, \
+            "SELECT k.id, k.name, k.tenant_id, k.read_only, k.read_payloads, k.last_used_at, k.revoked_at, k.expires_at, \
                     now() AS now \
                FROM console_sessions s JOIN admin_keys k ON k.id = s.key_id \
               WHERE s.id_hash = $1 AND s.ended_at IS NULL AND s.expires_at > now()",

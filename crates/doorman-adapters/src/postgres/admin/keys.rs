@@ -35,11 +35,16 @@ struct KeyRow {
     revoked_at: Option<DateTime<Utc>>,
     expires_at: Option<DateTime<Utc>>,
     last_used_at: Option<DateTime<Utc>>,
+    read_payloads: bool,
 }
 
 impl KeyRow {
     fn scope(&self) -> KeyScope {
-        KeyScope { tenant: self.tenant_id.map(TenantId::from_uuid), read_only: self.read_only }
+        KeyScope {
+            tenant: self.tenant_id.map(TenantId::from_uuid),
+            read_only: self.read_only,
+            read_payloads: self.read_payloads,
+        }
     }
 
     fn summary(self) -> KeySummary {
@@ -178,6 +183,7 @@ impl AdminKeys for PgAdminKeys {
                         admin_keys::name.eq(name.as_str()),
                         admin_keys::tenant_id.eq(scope.tenant.map(|t| *t.as_uuid())),
                         admin_keys::read_only.eq(scope.read_only),
+                        admin_keys::read_payloads.eq(scope.read_payloads),
                         admin_keys::secret_hash.eq(token_hash(&secret)),
                         admin_keys::expires_at.eq(expires_at),
                     ))

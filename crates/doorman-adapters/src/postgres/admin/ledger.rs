@@ -1,6 +1,9 @@
 //! Receipts as operators read them: one, or a page of failed or stranded ones, each with
 //! whether its payload is kept; or every receipt of one event id across the tenants a caller
-//! may see (support's search).
+//! may see (support's search); and one event's kept payload, opened for a caller the use case
+//! allowed to read it.
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -8,11 +11,12 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use doorman_domain::ports::Ledger;
 use doorman_domain::{
     ActivityHour, AttemptRecord, EventCursor, EventFilter, EventState, ExternalEventId, FailingTenant,
-    FailureKind, FoundReceipt, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, StorageError,
-    TenantId, hour_of,
+    FailureKind, FoundReceipt, KeptPayload, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord,
+    StorageError, TenantId, hour_of,
 };
 use uuid::Uuid;
 
+use crate::postgres::directory::PAYLOAD_COLUMN;
 use crate::postgres::errors::from_diesel;
 use crate::postgres::pool::{PgPool, across_tenants, act_for};
 use crate::postgres::receipt_row::{ReceiptRow, listing, sweep_watermark};
@@ -20,15 +24,20 @@ use crate::postgres::schema::{
     messaging_activity_hours as activity, messaging_event_attempts as attempts,
     messaging_event_payloads as payloads, messaging_event_receipts as receipts, tenants,
 };
+use crate::secrets::{Keyring, SealedIn};
+use crate::slack::shown_payload;
 
 #[derive(Debug, Clone)]
 pub struct PgLedger {
     pool: PgPool,
+    /// Open kept payloads (without them, reading one fails: the command line's pool may have
+    /// none, and shows no payload).
+    keys: Option<Arc<Keyring>>,
 }
 
 impl PgLedger {
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    pub fn new(pool: PgPool, keys: Option<Arc<Keyring>>) -> Self {
+        Self { pool, keys }
     }
 }
 
@@ -364,6 +373,39 @@ impl Ledger for PgLedger {
                 delivered: count(row.delivered),
             })
             .collect())
+    }
+
+    /// One probe of the payloads' primary key, acting for the event's tenant (row-level
+    /// security holds it to that tenant), then opened with the keyring, bound to its tenant and
+    /// column as it was sealed, and Slack's verification token redacted. A payload held by a
+    /// replay or a redelivery is still shown: reading it takes no hold.
+    async fn payload(&self, key: &ReceiptKey) -> Result<Option<KeptPayload>, StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let sealed: Result<Option<String>, StorageError> = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, key.tenant).await?;
+                payloads::table
+                    .filter(payloads::tenant_id.eq(key.tenant.as_uuid()))
+                    .filter(payloads::platform.eq(key.platform.as_str()))
+                    .filter(payloads::external_event_id.eq(key.external_id.as_str()))
+                    .select(payloads::payload)
+                    .first(conn)
+                    .await
+                    .optional()
+            })
+            .await
+            .map_err(from_diesel);
+        let Some(sealed) = unit.finish(sealed).await? else { return Ok(None) };
+        let keys = self.keys.as_ref().ok_or_else(|| {
+            StorageError::Unexpected("no encryption keys to open the kept payload with".into())
+        })?;
+        // The error says why it did not open, never what it holds.
+        let body = keys
+            .open(&sealed, SealedIn { tenant: key.tenant, column: PAYLOAD_COLUMN })
+            .map_err(|e| StorageError::Unexpected(format!("the kept payload does not open: {e}")))?;
+        let text = String::from_utf8(body)
+            .map_err(|_| StorageError::Unexpected("the kept payload is not UTF-8 text".into()))?;
+        Ok(Some(KeptPayload::new(shown_payload(&text))))
     }
 
     async fn attempts(&self, key: &ReceiptKey) -> Result<Vec<AttemptRecord>, StorageError> {

@@ -60,15 +60,15 @@ pub struct PgOperatorPorts {
 }
 
 impl PgOperatorPorts {
-    /// `keys` seal agents' secrets (without them, setting an agent fails); `destinations` is
-    /// the bridge's rule for agent URLs.
+    /// `keys` seal agents' secrets and open kept payloads (without them, setting an agent or
+    /// reading a payload fails); `destinations` is the bridge's rule for agent URLs.
     pub fn new(pool: PgPool, keys: Option<Arc<Keyring>>, destinations: DestinationPolicy) -> Self {
         Self {
             tenants: PgTenants::new(pool.clone()),
             workspaces: PgWorkspaces::new(pool.clone()),
-            agents: PgAgents::new(pool.clone(), keys),
+            agents: PgAgents::new(pool.clone(), keys.clone()),
             installs: PgInstallRecords::new(pool.clone()),
-            ledger: PgLedger::new(pool.clone()),
+            ledger: PgLedger::new(pool.clone(), keys),
             audit: PgAuditTrail::new(pool.clone()),
             keys: PgAdminKeys::new(pool.clone()),
             jobs: PgReplayJobs::new(pool),

@@ -68,6 +68,11 @@ pub enum ApiKeysCommand {
         /// The key may read, never change anything.
         #[arg(long)]
         read_only: bool,
+        /// The key may read the payloads tenants keep (what their customers wrote), in event
+        /// documents and pages. Refused with `--tenant` and `--read-only` together: a
+        /// read-only portal never reads payloads.
+        #[arg(long)]
+        read_payloads: bool,
         /// The key stops working this long from now (`90d`, `12h`); without it, it never
         /// expires (revoke it when it is no longer needed).
         #[arg(long)]

@@ -128,9 +128,10 @@ fn audit_filter(
 
 async fn keys(command: ApiKeysCommand) -> anyhow::Result<()> {
     match command {
-        ApiKeysCommand::Create { name, tenant, read_only, expires_in, json, db } => {
+        ApiKeysCommand::Create { name, tenant, read_only, read_payloads, expires_in, json, db } => {
             let name = KeyName::new(name).context("--name")?;
-            let scope = KeyScope { tenant: tenant.as_deref().map(tenant_id).transpose()?, read_only };
+            let tenant = tenant.as_deref().map(tenant_id).transpose()?;
+            let scope = KeyScope { tenant, read_only, read_payloads };
             let expires_at = expires_in
                 .map(|d| chrono::Duration::from_std(d.into()).map(|d| chrono::Utc::now() + d))
                 .transpose()
@@ -138,7 +139,7 @@ async fn keys(command: ApiKeysCommand) -> anyhow::Result<()> {
             let cli = Cli::owner(&db, Needs::default());
             let (made, secret) =
                 cli.operator.create_key(&cli.caller, name, scope, expires_at).await.map_err(explain)?;
-            tracing::info!(key.id = %made.id, read_only, tenant.id = ?scope.tenant, expires_at = ?made.expires_at, "admin API key created");
+            tracing::info!(key.id = %made.id, read_only, read_payloads, tenant.id = ?scope.tenant, expires_at = ?made.expires_at, "admin API key created");
             if json {
                 output::json(&serde_json::to_value(NewKeyDoc::new(made, &secret))?);
             } else {
@@ -162,19 +163,24 @@ async fn keys(command: ApiKeysCommand) -> anyhow::Result<()> {
                 output::line("no admin API keys");
             } else {
                 output::line(
-                    "ID                                    SCOPE                                 ACCESS     STATE    LAST USED         NAME",
+                    "ID                                    SCOPE                                 ACCESS              STATE    LAST USED         NAME",
                 );
                 let now = chrono::Utc::now();
                 for k in &keys {
                     let scope = k.tenant_id.map(|t| t.to_string()).unwrap_or_else(|| "every tenant".into());
-                    let access = if k.read_only { "read-only" } else { "read-write" };
+                    let access = match (k.read_only, k.read_payloads) {
+                        (true, false) => "read-only",
+                        (true, true) => "read-only+payloads",
+                        (false, false) => "read-write",
+                        (false, true) => "read-write+payloads",
+                    };
                     let state = k.state_at(now);
                     let used = k
                         .last_used_at
                         .map(|at| at.format("%Y-%m-%d %H:%M").to_string())
                         .unwrap_or_else(|| "never".into());
                     output::line(&format!(
-                        "{:<37} {:<37} {:<10} {:<8} {:<17} {}",
+                        "{:<37} {:<37} {:<19} {:<8} {:<17} {}",
                         k.id, scope, access, state, used, k.name
                     ));
                 }

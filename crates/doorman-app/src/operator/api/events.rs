@@ -8,14 +8,16 @@ use doorman_domain::{EventCursor, EventState, OperatorError};
 
 use super::Authenticated;
 use super::refusals::ReadRefusals;
-use crate::documents::{EventDoc, EventMatchList, EventPage};
+use crate::documents::{EventDetailDoc, EventMatchList, EventPage};
 use crate::operator::params::{event_path, event_search, event_type, tenant_path, unknown_event};
 use crate::operator::problem::{ApiError, Problem};
 use crate::operator::query::Query;
 use crate::operator::state::AdminState;
 
 /// What became of one event: handled, failed, in flight or stranded, and each of its
-/// dispatches (the live one, then every replay) with when and how it ended.
+/// dispatches (the live one, then every replay) with when and how it ended; the request Doorman
+/// sends its agent (the agent as it is now, the signature redacted); and its kept payload, for a
+/// key allowed to read payloads (`payload_hidden` says why it is `null` otherwise).
 #[utoipa::path(
     get,
     path = "/admin/v1/tenants/{id}/events/{event_id}",
@@ -26,7 +28,7 @@ use crate::operator::state::AdminState;
         ("event_id" = String, Path, min_length = 1, max_length = 255, pattern = "^[ -~]+$", description = "Slack's event id (Ev…)"),
     ),
     responses(
-        (status = 200, description = "The event", body = EventDoc),
+        (status = 200, description = "The event", body = EventDetailDoc),
         ReadRefusals,
     ),
     security(("bearer" = []))
@@ -39,8 +41,8 @@ pub async fn get(
     let (tenant, event) = path.into_inner();
     let tenant = tenant_path(&tenant)?;
     let id = event_path(&event)?;
-    match state.operator.event(&caller.0, tenant, id).await {
-        Ok(report) => Ok(HttpResponse::Ok().json(EventDoc::from(report))),
+    match state.event_detail(&caller.0, tenant, id).await {
+        Ok(detail) => Ok(HttpResponse::Ok().json(detail)),
         Err(OperatorError::NotFound { .. }) => Err(unknown_event(&event)),
         Err(other) => Err(other.into()),
     }

@@ -33,6 +33,11 @@ pub struct NewKey {
     /// It may read, never change anything.
     #[serde(default)]
     pub read_only: bool,
+    /// It may read the payloads tenants keep (what their customers wrote in Slack), in event
+    /// documents. A key scoped to a tenant needs it and must not be read-only (a read-only
+    /// portal never reads payloads: asking for both is a 422). Absent: `false`.
+    #[serde(default)]
+    pub read_payloads: bool,
     /// It stops working this many seconds from now (a minute to two years); absent or `null`:
     /// never (revoke it when it is no longer needed).
     #[schema(minimum = 60, maximum = 63_072_000, example = 7_776_000)]
@@ -59,7 +64,7 @@ fn key_path(raw: &str) -> Result<KeyId, ApiError> {
         (status = 201, description = "Made; `key` is shown this once", body = NewKeyDoc,
          headers(("Location" = String, description = "The key's URL"))),
         BodyRefusals,
-        (status = 422, description = "A refused name or expiry", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused name or expiry, or `read_payloads` for a read-only key scoped to a tenant", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -68,7 +73,7 @@ pub async fn create(
     body: Object<NewKey>,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ApiError> {
-    let NewKey { name, tenant_id, read_only, expires_in_seconds } = body.into_inner();
+    let NewKey { name, tenant_id, read_only, read_payloads, expires_in_seconds } = body.into_inner();
     let name = KeyName::new(name).map_err(|e| ApiError::invalid_value("name", &e))?;
     let expires_at = match expires_in_seconds {
         None => None,
@@ -79,7 +84,7 @@ pub async fn create(
             return Err(ApiError::invalid("expires_in_seconds", "must be 60 to 63,072,000 (two years)"));
         }
     };
-    let scope = KeyScope { tenant: tenant_id.map(TenantId::from_uuid), read_only };
+    let scope = KeyScope { tenant: tenant_id.map(TenantId::from_uuid), read_only, read_payloads };
     let (made, secret) = state
         .operator
         .create_key(&caller.0, name, scope, expires_at)

@@ -192,8 +192,8 @@ async fn render(
     })
 }
 
-/// `name`, `tenant` (an id, as the picker's options give it; blank: every tenant), `read_only`, `expires_in_days`
-/// ([`KEY_EXPIRY_DAYS`]; blank: never).
+/// `name`, `tenant` (an id, as the picker's options give it; blank: every tenant), `read_only`,
+/// `read_payloads`, `expires_in_days` ([`KEY_EXPIRY_DAYS`]; blank: never).
 pub async fn create_key(
     request: HttpRequest,
     body: web::Bytes,
@@ -216,12 +216,15 @@ pub async fn create_key(
             Some(Utc::now() + chrono::Duration::days(days))
         }
     };
-    let scope = KeyScope { tenant, read_only: form.ticked("read_only") };
+    let (read_only, read_payloads) = (form.ticked("read_only"), form.ticked("read_payloads"));
+    let scope = KeyScope { tenant, read_only, read_payloads };
     let (made, secret) = state
         .operator
         .create_key(&session.caller, name, scope, expires_at)
         .await
-        .map_err(|e| ApiError::from_operator(e, Some("tenant")))?;
+        // A refusal names what it is about (`expires_at`, `read_payloads`); an unknown tenant is
+        // a 404 whatever it is named.
+        .map_err(|e| ApiError::from_operator(e, None))?;
     tracing::info!(key.id = %made.id, by = %session.key.id, "admin API key created in the console");
     render(&request, &session, &state, Some(NewKeyDoc::new(made, &secret)), None, String::new()).await
 }

@@ -1,6 +1,7 @@
 //! Events and replays: an event found by its Slack id in every tenant the session sees, a
 //! tenant's events by state, time and type (paged), one event with each of its dispatches and
-//! replays, replaying it as a job, a bulk retry (the ticked rows of a list, or everything its
+//! replays, the request sent to its agent and (for a session allowed) its payload, replaying
+//! it as a job, a bulk retry (the ticked rows of a list, or everything its
 //! filter shows) previewed and then started as a job, and the jobs with their progress.
 
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -16,7 +17,7 @@ use super::form::Form;
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::documents::{EventDoc, EventMatchDoc, ReplayJobDoc, TenantDoc};
+use crate::documents::{EventDoc, EventMatchDoc, ReplayJobDoc, RequestDoc, TenantDoc};
 use crate::operator::params::{event_path, event_search, event_type, tenant_path};
 use crate::operator::problem::ApiError;
 use crate::operator::query::Query;
@@ -57,6 +58,12 @@ struct EventPage {
     chrome: Chrome,
     tenant: TenantDoc,
     event: EventDoc,
+    /// The request Doorman sends the tenant's agent now; `None` without an agent.
+    request: Option<RequestDoc>,
+    /// The kept payload, for a session whose key may read payloads.
+    payload: Option<String>,
+    /// Why it is not shown (`not_kept`, `not_allowed`).
+    payload_hidden: Option<String>,
 }
 
 #[derive(Template)]
@@ -212,8 +219,8 @@ pub async fn show(
     let (tenant, event) = path.into_inner();
     let tenant = tenant_path(&tenant)?;
     let record = state.operator.tenant(&session.caller, tenant).await?;
-    let report = match state.operator.event(&session.caller, tenant, event_path(&event)?).await {
-        Ok(report) => report,
+    let detail = match state.event_detail(&session.caller, tenant, event_path(&event)?).await {
+        Ok(detail) => detail,
         Err(OperatorError::NotFound { .. }) => {
             return Err(ConsoleError::not_found(format!(
                 "no receipt for event {event}: never received, pruned after the retention, or from a workspace no tenant had linked"
@@ -224,8 +231,19 @@ pub async fn show(
     page::ok(&EventPage {
         chrome: session.chrome(&request),
         tenant: TenantDoc::from(record),
-        event: EventDoc::from(report),
+        event: detail.event,
+        request: detail.request,
+        payload: detail.payload.map(|json| indented(&json)),
+        payload_hidden: detail.payload_hidden,
     })
+}
+
+/// A payload's JSON indented for reading (its members then in name order); as it is if it is
+/// not JSON.
+fn indented(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .and_then(|value| serde_json::to_string_pretty(&value))
+        .unwrap_or_else(|_| json.to_owned())
 }
 
 /// Replays one event as a job, then shows the job.

@@ -22,6 +22,7 @@ mod audit;
 mod declared;
 mod keys;
 mod offboarding;
+mod payloads;
 mod replays;
 mod search;
 mod totals;
@@ -175,7 +176,8 @@ async fn answer(response: reqwest::Response) -> Answer {
 /// A key made as `doorman admin keys create` makes one.
 pub(crate) async fn key(db: &TestDatabase, tenant: Option<&str>, read_only: bool) -> String {
     let op = db.operator();
-    let scope = KeyScope { tenant: tenant.map(|t| t.parse::<TenantId>().unwrap()), read_only };
+    let scope =
+        KeyScope { tenant: tenant.map(|t| t.parse::<TenantId>().unwrap()), read_only, read_payloads: false };
     let (_, secret) =
         op.use_cases().create_key(op.caller(), KeyName::new("test key").unwrap(), scope, None).await.unwrap();
     secret.expose().to_owned()

@@ -6,8 +6,8 @@ use super::Operator;
 use crate::errors::OperatorError;
 use crate::model::{
     Attempt, Caller, EventCursor, EventFilter, EventMatch, EventReport, EventState, EventType,
-    ExternalEventId, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord, ReplaySelection,
-    SelectionRefused, TenantId, Total,
+    ExternalEventId, Page, PageRequest, PayloadHidden, PayloadView, Platform, ReceiptKey, ReceiptRecord,
+    ReplaySelection, SelectionRefused, TenantId, Total,
 };
 use crate::ports::{Clock, Ledger, OperatorPorts, ReplayJobs};
 
@@ -42,6 +42,27 @@ impl<P: OperatorPorts> Operator<P> {
         let mut report = self.report(record);
         report.attempts = Attempt::history(&report.receipt, &report.status, replays, &recorded);
         Ok(report)
+    }
+
+    /// One event's kept payload, for a caller allowed to read payloads
+    /// ([`crate::KeyScope::reads_payloads_of`]); otherwise hidden, saying why. The permission
+    /// is checked after access (a tenant the caller may not see is unknown, as everywhere) and
+    /// before anything is read: a caller not allowed never has the payload opened for it.
+    pub async fn event_payload(
+        &self,
+        caller: &Caller,
+        tenant: TenantId,
+        event_id: ExternalEventId,
+    ) -> Result<PayloadView, OperatorError> {
+        self.visible(caller, tenant).await?;
+        if !caller.actor.may_read_payloads(tenant) {
+            return Ok(PayloadView::Hidden(PayloadHidden::NotAllowed));
+        }
+        let key = ReceiptKey { tenant, platform: Platform::Slack, external_id: event_id };
+        Ok(match self.ports.ledger().payload(&key).await? {
+            Some(payload) => PayloadView::Shown(payload),
+            None => PayloadView::Hidden(PayloadHidden::NotKept),
+        })
     }
 
     /// Handled (newest claim first), failed (newest failure first), in flight or stranded

@@ -9,6 +9,9 @@ use crate::errors::OperatorError;
 use crate::model::{AuditAction, AuditEntry, Caller, KeyId, KeyName, KeyScope, KeySecret, KeySummary};
 use crate::ports::{AdminKeys, Clock, OperatorPorts};
 
+/// What a new key's audit target ends with when it may read payloads.
+pub const READS_PAYLOADS: &str = " (reads payloads)";
+
 /// How long a console sign-in link may wait for its one use.
 pub const SIGN_IN_LINK_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
 
@@ -36,7 +39,9 @@ fn sign_in_path(token: &KeySecret) -> String {
 
 impl<P: OperatorPorts> Operator<P> {
     /// A new key: what it is, and its secret to be shown once. A key scoped to a tenant needs
-    /// the tenant to exist; an expiry must be in the future.
+    /// the tenant to exist; an expiry must be in the future; a key given `read_payloads` must
+    /// be able to use it ([`KeyScope::refusal`]). Its audit entry's target is its id and name,
+    /// and says when it reads payloads: who may read customers' messages is on the trail.
     pub async fn create_key(
         &self,
         caller: &Caller,
@@ -49,15 +54,19 @@ impl<P: OperatorPorts> Operator<P> {
         if expires_at.is_some_and(|at| at <= now) {
             return Err(OperatorError::Refused { what: "expires_at", reason: "is not in the future".into() });
         }
+        if let Some(reason) = scope.refusal() {
+            return Err(OperatorError::Refused { what: "read_payloads", reason: reason.into() });
+        }
         if let Some(tenant) = scope.tenant {
             self.visible(caller, tenant).await?;
         }
         let id = KeyId::generate();
+        let reads = if scope.read_payloads { READS_PAYLOADS } else { "" };
         let audit = AuditEntry::new(
             caller,
             AuditAction::KeyCreate,
             scope.tenant,
-            Some(format!("{id} {}", name.as_str())),
+            Some(format!("{id} {}{reads}", name.as_str())),
         );
         let secret = self.ports.keys().create(id, &name, scope, expires_at, &audit).await?;
         let summary = KeySummary {

@@ -41,10 +41,19 @@ fn caller(actor: Actor) -> Caller {
 }
 
 fn key(tenant: Option<TenantId>, read_only: bool) -> Caller {
+    key_of(KeyScope { tenant, read_only, read_payloads: false })
+}
+
+/// A key given `read_payloads`.
+fn payload_reader(tenant: Option<TenantId>, read_only: bool) -> Caller {
+    key_of(KeyScope { tenant, read_only, read_payloads: true })
+}
+
+fn key_of(scope: KeyScope) -> Caller {
     caller(Actor::Key(ApiKey {
         id: "5d9f7c2e-6a1b-4f3e-8c2d-1a2b3c4d5e6f".parse().unwrap(),
         name: "backend".into(),
-        scope: KeyScope { tenant, read_only },
+        scope,
     }))
 }
 
@@ -1250,7 +1259,7 @@ async fn an_audit_filter_whose_until_is_before_its_since_is_refused_before_anyth
 async fn only_an_actor_that_may_do_everything_manages_keys() {
     let operator = Ports::new().untouched().build();
     for weaker in [key(None, true), key(Some(own()), false), key(Some(own()), true)] {
-        let scope = KeyScope { tenant: None, read_only: false };
+        let scope = KeyScope { tenant: None, read_only: false, read_payloads: false };
         let error = operator.create_key(&weaker, KeyName::new("x").unwrap(), scope, None);
         assert!(matches!(error.await, Err(OperatorError::Forbidden(_))));
         assert!(matches!(
@@ -1270,7 +1279,7 @@ async fn a_key_for_every_tenant_makes_a_key_that_expires_and_the_audit_names_it(
         .expect_create()
         .withf(move |_, name, scope, at, audit| {
             name.as_str() == "portal"
-                && *scope == KeyScope { tenant: Some(own()), read_only: true }
+                && *scope == KeyScope { tenant: Some(own()), read_only: true, read_payloads: false }
                 && *at == Some(expires)
                 && audit.action == AuditAction::KeyCreate
                 && audit.tenant == Some(own())
@@ -1278,7 +1287,7 @@ async fn a_key_for_every_tenant_makes_a_key_that_expires_and_the_audit_names_it(
         })
         .times(1)
         .returning(|_, _, _, _, _| ready(Ok(KeySecret::new("dmk_x_y".into()))));
-    let scope = KeyScope { tenant: Some(own()), read_only: true };
+    let scope = KeyScope { tenant: Some(own()), read_only: true, read_payloads: false };
     let (made, secret) = ports
         .build()
         .create_key(&key(None, false), KeyName::new("portal").unwrap(), scope, Some(expires))
@@ -1291,7 +1300,7 @@ fn key_summary(id: KeyId, tenant: Option<TenantId>, revoked: bool) -> KeySummary
     KeySummary {
         id,
         name: "portal".into(),
-        scope: KeyScope { tenant, read_only: true },
+        scope: KeyScope { tenant, read_only: true, read_payloads: false },
         created_at: now(),
         expires_at: None,
         last_used_at: None,
@@ -1391,7 +1400,7 @@ async fn a_scoped_keys_revocation_is_audited_under_its_tenant_and_a_key_for_ever
 #[tokio::test]
 async fn a_key_that_would_already_have_expired_is_not_made() {
     let operator = Ports::new().untouched().build();
-    let scope = KeyScope { tenant: None, read_only: false };
+    let scope = KeyScope { tenant: None, read_only: false, read_payloads: false };
     let error =
         operator.create_key(&cli(), KeyName::new("x").unwrap(), scope, Some(now())).await.unwrap_err();
     assert!(matches!(error, OperatorError::Refused { what: "expires_at", .. }), "{error:?}");
@@ -1400,9 +1409,99 @@ async fn a_key_that_would_already_have_expired_is_not_made() {
 #[tokio::test]
 async fn a_key_for_a_tenant_that_does_not_exist_is_not_made() {
     let operator = Ports::new().with_own_tenant().never_writes().build();
-    let scope = KeyScope { tenant: Some(other()), read_only: false };
+    let scope = KeyScope { tenant: Some(other()), read_only: false, read_payloads: false };
     let error = operator.create_key(&cli(), KeyName::new("x").unwrap(), scope, None).await.unwrap_err();
     assert_eq!(error, OperatorError::UnknownTenant(other()));
+}
+
+/// The ledger's kept payload for `Ev1` of `own()`, read `times` times.
+fn kept(ports: &mut Ports, times: usize, kept: Option<&'static str>) {
+    ports
+        .ledger
+        .expect_payload()
+        .withf(|key| key.tenant == own() && key.external_id.as_str() == "Ev1")
+        .times(times)
+        .returning(move |_| ready(Ok(kept.map(|json| KeptPayload::new(json.into())))));
+}
+
+const PAYLOAD: &str = r#"{"type":"event_callback","event":{"text":"hello"}}"#;
+
+#[tokio::test]
+async fn a_key_given_read_payloads_reads_the_kept_payload_and_one_not_given_it_never_has_it_read() {
+    let ev1 = || ExternalEventId::new("Ev1").unwrap();
+    for allowed in
+        [payload_reader(None, false), payload_reader(None, true), payload_reader(Some(own()), false)]
+    {
+        let mut ports = Ports::new().with_own_tenant();
+        kept(&mut ports, 1, Some(PAYLOAD));
+        let shown = ports.build().event_payload(&allowed, own(), ev1()).await;
+        assert_eq!(shown, Ok(PayloadView::Shown(KeptPayload::new(PAYLOAD.into()))), "{allowed:?}");
+    }
+    // Not given it, or a read-only portal (which never reads payloads): the payload is not
+    // even opened.
+    for refused in
+        [key(None, false), key(None, true), key(Some(own()), false), payload_reader(Some(own()), true)]
+    {
+        let mut ports = Ports::new().with_own_tenant();
+        kept(&mut ports, 0, Some(PAYLOAD));
+        let hidden = ports.build().event_payload(&refused, own(), ev1()).await;
+        assert_eq!(hidden, Ok(PayloadView::Hidden(PayloadHidden::NotAllowed)), "{refused:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_allowed_caller_is_told_a_payload_is_not_kept_and_a_storage_failure_is_an_error() {
+    let ev1 = || ExternalEventId::new("Ev1").unwrap();
+    let mut ports = Ports::new().with_own_tenant();
+    kept(&mut ports, 1, None);
+    let hidden = ports.build().event_payload(&payload_reader(None, false), own(), ev1()).await;
+    assert_eq!(hidden, Ok(PayloadView::Hidden(PayloadHidden::NotKept)));
+
+    let mut ports = Ports::new().with_own_tenant();
+    ports.ledger.expect_payload().returning(|_| ready(Err(StorageError::Unexpected("does not open".into()))));
+    let failed = ports.build().event_payload(&cli(), own(), ev1()).await;
+    assert_eq!(failed, Err(OperatorError::Storage(StorageError::Unexpected("does not open".into()))));
+}
+
+#[tokio::test]
+async fn another_tenants_payload_is_unknown_to_a_portal_allowed_its_own_and_nothing_is_read() {
+    let mut ports = Ports::new().with_own_tenant();
+    ports.ledger.expect_payload().never();
+    let error = ports
+        .build()
+        .event_payload(&payload_reader(Some(own()), false), other(), ExternalEventId::new("Ev1").unwrap())
+        .await;
+    assert_eq!(error, Err(OperatorError::UnknownTenant(other())));
+}
+
+#[tokio::test]
+async fn a_read_only_portal_key_given_read_payloads_is_refused_before_anything_is_read_or_written() {
+    let operator = Ports::new().untouched().build();
+    let scope = KeyScope { tenant: Some(own()), read_only: true, read_payloads: true };
+    let error = operator.create_key(&cli(), KeyName::new("portal").unwrap(), scope, None).await.unwrap_err();
+    assert!(matches!(error, OperatorError::Refused { what: "read_payloads", .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_key_made_to_read_payloads_says_so_in_its_audit_entry_and_one_not_says_nothing() {
+    for (read_payloads, target_end) in [(true, " portal (reads payloads)"), (false, " portal")] {
+        let mut ports = Ports::new().with_own_tenant();
+        ports
+            .keys
+            .expect_create()
+            .withf(move |_, _, scope, _, audit| {
+                scope.read_payloads == read_payloads
+                    && audit.action == AuditAction::KeyCreate
+                    && audit.target.as_deref().is_some_and(|t| t.ends_with(target_end))
+                    && (read_payloads || !audit.target.as_deref().unwrap_or_default().contains("payloads"))
+            })
+            .times(1)
+            .returning(|_, _, _, _, _| ready(Ok(KeySecret::new("dmk_x_y".into()))));
+        let scope = KeyScope { tenant: Some(own()), read_only: false, read_payloads };
+        let (made, _) =
+            ports.build().create_key(&cli(), KeyName::new("portal").unwrap(), scope, None).await.unwrap();
+        assert_eq!(made.scope.read_payloads, read_payloads);
+    }
 }
 
 #[tokio::test]

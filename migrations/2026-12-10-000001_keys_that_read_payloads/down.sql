@@ -1,0 +1,1 @@
+ALTER TABLE admin_keys DROP COLUMN read_payloads;
