@@ -45,7 +45,7 @@ async fn two_processes_counts_add_up_by_hour_each_tenant_reads_its_own_and_the_o
         .unwrap();
     rollup.add(&[], keep_after).await.unwrap();
 
-    let ledger = PgLedger::new(db.admin_pool());
+    let ledger = PgLedger::new(db.admin_pool(), None);
     let of_a = ledger.activity(a, earlier).await.unwrap();
     assert_eq!(
         of_a,
