@@ -395,7 +395,7 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
-        assert_eq!(count, 31, "every operation of the document is checked");
+        assert_eq!(count, 33, "every operation of the document is checked");
     }
 
     /// Every `cursor` parameter states its listing's pattern: a listing added without one
