@@ -64,7 +64,8 @@ fn key_path(raw: &str) -> Result<KeyId, ApiError> {
         (status = 201, description = "Made; `key` is shown this once", body = NewKeyDoc,
          headers(("Location" = String, description = "The key's URL"))),
         BodyRefusals,
-        (status = 422, description = "A refused name or expiry, or `read_payloads` for a read-only key scoped to a tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`read_payloads` for a read-only key scoped to a tenant (a customer's portal never reads payloads): nothing made", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A refused name or expiry", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -85,11 +86,14 @@ pub async fn create(
         }
     };
     let scope = KeyScope { tenant: tenant_id.map(TenantId::from_uuid), read_only, read_payloads };
-    let (made, secret) = state
-        .operator
-        .create_key(&caller.0, name, scope, expires_at)
-        .await
-        .map_err(|e| ApiError::from_operator(e, None))?;
+    let (made, secret) =
+        state.operator.create_key(&caller.0, name, scope, expires_at).await.map_err(|e| match e {
+            // Well-formed, and at odds with the rest of the key: a conflict, not a bad value.
+            OperatorError::Refused { what: "read_payloads", reason } => {
+                ApiError::new(StatusCode::CONFLICT, "portal-reads-no-payloads", reason)
+            }
+            other => ApiError::from_operator(other, None),
+        })?;
     let doc = NewKeyDoc::new(made, &secret);
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, format!("/admin/v1/keys/{}", doc.key_doc.id)))

@@ -226,7 +226,8 @@ async fn a_read_only_portal_key_never_sees_a_payload_and_is_not_made_to_read_the
             json!({"name": "look", "tenant_id": tenant, "read_only": true, "read_payloads": true}),
         )
         .await;
-    problem(&asked, 422, Some("read_payloads"));
+    problem(&asked, 409, None);
+    assert_eq!(asked.body["type"], "urn:doorman:problem:portal-reads-no-payloads", "{asked:?}");
     assert_eq!(admin.get("/admin/v1/keys", &root).await.body["items"].as_array().unwrap().len(), keys_before);
 
     // One given it anyway (written to the table by hand): the rule holds when reading.
