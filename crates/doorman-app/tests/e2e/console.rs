@@ -1498,3 +1498,173 @@ async fn each_tenants_dispatches_are_charted_by_hour_and_the_overview_names_the_
     let own = customer.get(&format!("/console/tenants/{tenant}")).await.text().await.unwrap();
     assert!(own.contains("3 taken, 2 failed") && !own.contains("/console/overview"), "{own}");
 }
+
+/// The text of each cell of each row `css` finds (`#attempts tbody tr`), once there is one.
+async fn cells(browser: &Client, css: &str) -> Vec<Vec<String>> {
+    find(browser, css).await;
+    let mut rows = Vec::new();
+    for row in browser.find_all(Locator::Css(css)).await.unwrap() {
+        let mut cells = Vec::new();
+        for cell in row.find_all(Locator::Css("td")).await.unwrap() {
+            cells.push(cell.text().await.unwrap());
+        }
+        rows.push(cells);
+    }
+    rows
+}
+
+/// The column `at` of `rows`.
+fn column(rows: &[Vec<String>], at: usize) -> Vec<&str> {
+    rows.iter().map(|row| row[at].as_str()).collect()
+}
+
+/// A customer signs `browser` in as support hands them their portal: a sign-in link made for
+/// `portal` (a key scoped to `tenant`), opened and its button pressed, landing on the tenant.
+async fn sign_in_by_link(browser: &Client, admin: &Admin, root: &str, portal: &str, tenant: &str) {
+    let made = admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(portal)), root, json!({})).await;
+    assert_eq!(made.status, 201, "{made:?}");
+    browser.goto(made.body["url"].as_str().unwrap()).await.unwrap();
+    click(browser, "form button[type=submit]").await;
+    arrive(browser, &format!("/console/tenants/{tenant}")).await;
+}
+
+/// The browser's console session as a plain HTTP client (its cookie), to post what its pages
+/// do not offer.
+async fn session_of(browser: &Client, base: &str) -> Session {
+    let cookie = browser.get_named_cookie("doorman_console").await.unwrap();
+    Session {
+        base: base.to_owned(),
+        http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+        cookie: format!("doorman_console={}", cookie.value()),
+    }
+}
+
+/// Ticks the failed list's rows of `events` and previews a retry of them.
+async fn preview_ticked(browser: &Client, base: &str, tenant: &str, events: &[&str]) {
+    let failed = format!("/console/tenants/{tenant}/events?state=failed");
+    browser.goto(&format!("{base}{failed}")).await.unwrap();
+    arrive(browser, &failed).await;
+    for event in events {
+        click(browser, &format!("input[type=checkbox][value={event}]")).await;
+    }
+    click(browser, "#retry-chosen button").await;
+    arrive(browser, &format!("/console/tenants/{tenant}/replays/preview")).await;
+}
+
+/// A bulk retry as people click it, in Chromium: support ticks two failed events, previews
+/// them (exactly those, each "would replay", nothing sent), confirms, lands on the job and
+/// sees both handled; then every event the failed list's filter shows, at most one; a
+/// customer's read-only portal previews the last and has no confirmation (a post of one is
+/// 403); a customer's portal that may write retries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_retry_is_previewed_and_confirmed_by_support_and_a_writing_portal_and_only_previewed_read_only()
+ {
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Retry Co", "TRETRYB", agent.url()).await;
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    agent.answer_with(500);
+    let all = ["EvRetry1", "EvRetry2", "EvRetry3", "EvRetry4"];
+    for event in all {
+        assert_eq!(post_event(&http_client(), &serving, "TRETRYB", event).await, 200);
+        until_status(&admin, &root, &tenant, event, "failed").await;
+    }
+    agent.answer_with(200);
+    let sent = |events: &[&str]| events.iter().map(|e| agent.count_for(e)).sum::<usize>();
+    let preview = format!("/console/tenants/{tenant}/replays/preview");
+    let driver = Chromedriver::start().await;
+
+    // Support ticks two rows and previews: exactly those two, each would be replayed, nothing sent.
+    let support = driver.browser("bulk-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+    preview_ticked(&support, &admin.base, &tenant, &["EvRetry1", "EvRetry3"]).await;
+    let rows = cells(&support, "tbody tr").await;
+    let mut listed = column(&rows, 0);
+    listed.sort_unstable();
+    assert_eq!(listed, ["EvRetry1", "EvRetry3"], "{rows:?}");
+    assert_eq!(column(&rows, 1), ["would replay", "would replay"], "{rows:?}");
+    assert_eq!(text(&support, "#preview-count").await, "2 of 2 events");
+    assert_eq!(sent(&all), 0, "a preview sends nothing");
+
+    // Confirmed: the replay job's page, and both events handled, read from the job's links.
+    assert_eq!(text(&support, "#confirm-retry button").await, "Retry 2 events");
+    click(&support, "#confirm-retry button").await;
+    until_job_finished(&support).await;
+    assert!(path(&support).await.starts_with(&format!("/console/tenants/{tenant}/replays/")));
+    assert_eq!(text(&support, "#job-progress").await, "2 of 2 done: 2 succeeded (2 handled)");
+    for event in ["EvRetry1", "EvRetry3"] {
+        let job = support.current_url().await.unwrap();
+        support.find(Locator::LinkText(event)).await.unwrap().click().await.unwrap();
+        arrive(&support, &format!("/console/tenants/{tenant}/events/{event}")).await;
+        assert_eq!(text(&support, "#event-status").await, "handled", "{event}");
+        support.goto(job.as_str()).await.unwrap();
+    }
+    assert_eq!((sent(&["EvRetry1", "EvRetry3"]), sent(&["EvRetry2", "EvRetry4"])), (2, 0));
+
+    // Every event the filter shows, at most 1: a preview of one of the two left, saying the
+    // limit is reached; confirmed, that one is handled and the other is still failed.
+    let failed = format!("/console/tenants/{tenant}/events?state=failed");
+    support.goto(&format!("{}{failed}", admin.base)).await.unwrap();
+    // (The first column is each row's checkbox.)
+    let left: Vec<String> =
+        column(&cells(&support, "tbody tr").await, 1).into_iter().map(str::to_owned).collect();
+    let mut sorted = left.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, ["EvRetry2", "EvRetry4"], "{left:?}");
+    let limit = find(&support, "#retry-limit").await;
+    limit.clear().await.unwrap();
+    limit.send_keys("1").await.unwrap();
+    click(&support, "#retry-matching button").await;
+    arrive(&support, &preview).await;
+    assert_eq!(text(&support, "#preview-count").await, "1 of 1 event");
+    assert_eq!(text(&support, "#preview-selection").await, "failed events (the first 1)");
+    assert!(text(&support, "#preview-limit").await.contains("The limit is reached"));
+    let chosen = column(&cells(&support, "tbody tr").await, 0)[0].to_owned();
+    assert!(left.contains(&chosen), "{chosen} of {left:?}");
+    assert_eq!(sent(&all), 2, "a preview sends nothing");
+    click(&support, "#confirm-retry button").await;
+    until_job_finished(&support).await;
+    assert_eq!(text(&support, "#job-progress").await, "1 of 1 done: 1 succeeded (1 handled)");
+    until_status(&admin, &root, &tenant, &chosen, "handled").await;
+    let last = left.iter().find(|e| **e != chosen).unwrap().clone();
+    assert_eq!((agent.count_for(&chosen), agent.count_for(&last)), (1, 0));
+    support.close().await.unwrap();
+
+    // A customer's read-only portal previews the last one and is offered no confirmation;
+    // posting one anyway, with its session and token, is refused and sends nothing.
+    let reader = driver.browser("bulk-reader").await;
+    sign_in_by_link(&reader, &admin, &root, &key(&db, Some(&tenant), true).await, &tenant).await;
+    preview_ticked(&reader, &admin.base, &tenant, &[&last]).await;
+    let rows = cells(&reader, "tbody tr").await;
+    assert_eq!((column(&rows, 0), column(&rows, 1)), (vec![last.as_str()], vec!["would replay"]));
+    assert!(reader.find_all(Locator::Css("#confirm-retry")).await.unwrap().is_empty(), "no confirmation");
+    assert!(text(&reader, "main").await.contains("This key is read-only"));
+    let csrf = find(&reader, "input[name=csrf]").await.attr("value").await.unwrap().unwrap();
+    let session = session_of(&reader, &admin.base).await;
+    let start = format!("/console/tenants/{tenant}/replays");
+    let posted = session.post(&start, Some(&admin.base), &[("csrf", &csrf), ("event_id", &last)]).await;
+    assert_eq!(posted.status(), 403);
+    until_status(&admin, &root, &tenant, &last, "failed").await;
+    assert_eq!(agent.count_for(&last), 0);
+    reader.close().await.unwrap();
+
+    // A customer's portal that may write: the same preview has the confirmation, and the job
+    // handles the last failure; the failed list is empty.
+    let writer = driver.browser("bulk-writer").await;
+    sign_in_by_link(&writer, &admin, &root, &key(&db, Some(&tenant), false).await, &tenant).await;
+    preview_ticked(&writer, &admin.base, &tenant, &[&last]).await;
+    assert_eq!(column(&cells(&writer, "tbody tr").await, 0), [last.as_str()]);
+    click(&writer, "#confirm-retry button").await;
+    until_job_finished(&writer).await;
+    assert_eq!(text(&writer, "#job-progress").await, "1 of 1 done: 1 succeeded (1 handled)");
+    until_status(&admin, &root, &tenant, &last, "handled").await;
+    writer.goto(&format!("{}{failed}", admin.base)).await.unwrap();
+    assert_eq!(text(&writer, "#total").await, "0 events");
+    assert_eq!(sent(&all), 4, "each sent once, by its retry");
+    writer.close().await.unwrap();
+    server.shutdown().await;
+}
