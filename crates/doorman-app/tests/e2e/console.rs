@@ -1668,3 +1668,78 @@ async fn a_bulk_retry_is_previewed_and_confirmed_by_support_and_a_writing_portal
     writer.close().await.unwrap();
     server.shutdown().await;
 }
+
+/// The overview in Chromium: support opens it from the navigation and reads the tenant whose
+/// agent failed most first (before one that failed less and comes first by name; a tenant
+/// without failures not at all) and the agent Doorman disabled for failing; each links to its
+/// tenant. A customer's portal has no Overview in its navigation and is refused the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_lists_the_tenant_failing_most_first_and_its_disabled_agent_to_support_only() {
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let (failing, answering) = (FakeAgent::start(AGENT_SECRET), FakeAgent::start(AGENT_SECRET));
+    let root = key(&db, None, false).await;
+    let seldom = onboarded(&admin, &root, "Acme Seldom", "TSELDOM", failing.url()).await;
+    let often = onboarded(&admin, &root, "Zenith Often", "TOFTEN", failing.url()).await;
+    let calm = onboarded(&admin, &root, "Calm Co", "TCALMOVER", answering.url()).await;
+    // Two failures in a row open a tenant's circuit; an agent failing for a second is disabled.
+    let flags = ["--circuit-failures", "2", "--circuit-cooldown", "1h", "--agent-disable-after", "1s"];
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &flags)).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    failing.answer_with(500);
+    for (team, tenant, event) in
+        [("TSELDOM", &seldom, "EvSeldom1"), ("TOFTEN", &often, "EvOften1"), ("TOFTEN", &often, "EvOften2")]
+    {
+        assert_eq!(post_event(&http_client(), &serving, team, event).await, 200);
+        until_status(&admin, &root, tenant, event, "failed").await;
+    }
+    assert_eq!(post_event(&http_client(), &serving, "TCALMOVER", "EvCalm1").await, 200);
+    until_status(&admin, &root, &calm, "EvCalm1", "handled").await;
+    // Looked for every second: given as long as the disabling test gives it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let agent = admin.get(&format!("/admin/v1/tenants/{often}/agent"), &root).await;
+        if agent.body["disabled_at"].is_string() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "Zenith's agent never disabled: {agent:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The serving process's counts reach the rollup with its shutdown's flush.
+    server.shutdown().await;
+
+    let driver = Chromedriver::start().await;
+    let support = driver.browser("overview-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+    support.find(Locator::LinkText("Overview")).await.unwrap().click().await.unwrap();
+    arrive(&support, "/console/overview").await;
+    assert_eq!(text(&support, "h1").await, "Overview");
+    let failing_most = cells(&support, "#failing-most tbody tr").await;
+    assert_eq!(
+        failing_most.iter().map(|row| (row[0].as_str(), row[1].as_str())).collect::<Vec<_>>(),
+        [("Zenith Often", "2"), ("Acme Seldom", "1")],
+        "the most failures first; Calm Co, without one, absent: {failing_most:?}"
+    );
+    let agents = cells(&support, "#troubled-agents tbody tr").await;
+    assert_eq!(column(&agents, 0), ["Zenith Often"], "{agents:?}");
+    assert!(agents[0][1] != "—" && agents[0][2] != "—", "failing since, and disabled: {agents:?}");
+    // Its name leads to its tenant, where the agent is said to be disabled.
+    let agent_link = find(&support, "#troubled-agents tbody a").await;
+    agent_link.click().await.unwrap();
+    arrive(&support, &format!("/console/tenants/{often}")).await;
+    assert!(text(&support, "#agent-state").await.contains("disabled"));
+    support.close().await.unwrap();
+
+    // A customer: no Overview in the navigation, and the page refused.
+    let customer = driver.browser("overview-customer").await;
+    sign_in_by_link(&customer, &admin, &root, &key(&db, Some(&seldom), true).await, &seldom).await;
+    let nav = text(&customer, "header nav").await;
+    assert!(!nav.contains("Overview") && nav.contains("My tenant"), "{nav}");
+    customer.goto(&format!("{}/console/overview", admin.base)).await.unwrap();
+    assert_eq!(text(&customer, "h1").await, "Forbidden");
+    assert!(!customer.source().await.unwrap().contains("Zenith"), "nothing of the overview shown");
+    let refused = session_of(&customer, &admin.base).await.get("/console/overview").await;
+    assert_eq!(refused.status(), 403);
+    customer.close().await.unwrap();
+}
