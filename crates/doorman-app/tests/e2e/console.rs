@@ -1743,3 +1743,83 @@ async fn the_overview_lists_the_tenant_failing_most_first_and_its_disabled_agent
     assert_eq!(refused.status(), 403);
     customer.close().await.unwrap();
 }
+
+/// The text of the chart `id`'s caption, the accessible name of its SVG, and how many of its
+/// bars are failures.
+async fn chart(browser: &Client, id: &str) -> (String, String, usize) {
+    let caption = text(browser, &format!("figure#{id} figcaption")).await;
+    let svg = find(browser, &format!("figure#{id} svg[role=img]")).await;
+    let name = svg.attr("aria-label").await.unwrap().unwrap_or_default();
+    let failed = browser.find_all(Locator::Css(&format!("figure#{id} rect.bar-failed"))).await.unwrap().len();
+    (caption, name, failed)
+}
+
+/// A tenant's charts in Chromium, drawn from the activity rollup (the serving process's
+/// counts, flushed at its shutdown): support opens the tenant from the list and reads its day
+/// and week with the failures drawn as their own bars, and follows the failure count to the
+/// failed events; the tenant's customer, signed in by a link, sees the same charts of their
+/// own tenant and cannot open another tenant's page (404, as a tenant that does not exist).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_charts_show_its_failures_to_support_and_to_its_own_portal_and_no_one_elses() {
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Charted Co", "TCHARTED", agent.url()).await;
+    let other = onboarded(&admin, &root, "Other Co", "TCHARTOTHER", agent.url()).await;
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    let dispatched = async |team: &str, tenant: &str, event: &str, status: &str| {
+        assert_eq!(post_event(&http_client(), &serving, team, event).await, 200);
+        until_status(&admin, &root, tenant, event, status).await;
+    };
+    agent.answer_with(500);
+    dispatched("TCHARTED", &tenant, "EvCharted1", "failed").await;
+    dispatched("TCHARTED", &tenant, "EvCharted2", "failed").await;
+    agent.answer_with(200);
+    dispatched("TCHARTED", &tenant, "EvCharted3", "handled").await;
+    for event in ["EvOther1", "EvOther2", "EvOther3", "EvOther4"] {
+        dispatched("TCHARTOTHER", &other, event, "handled").await;
+    }
+    // The serving process's counts reach the rollup with its shutdown's flush.
+    server.shutdown().await;
+    let day = "3 dispatches over 24 hours: 1 taken, 2 failed";
+    let week = "3 dispatches over 168 hours: 1 taken, 2 failed";
+
+    let driver = Chromedriver::start().await;
+    let support = driver.browser("charts-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+    support.find(Locator::LinkText("Charted Co")).await.unwrap().click().await.unwrap();
+    arrive(&support, &format!("/console/tenants/{tenant}")).await;
+    assert_eq!(text(&support, "#failed-today").await, "2 failed dispatches in the last 24 hours.");
+    let (caption, name, failed) = chart(&support, "day").await;
+    assert_eq!(caption, format!("Dispatches, last 24 hours: {day}"));
+    assert_eq!(name, caption, "the SVG's accessible name says its totals");
+    assert!(failed >= 1, "the failures drawn as bars of their own");
+    let (caption, _, failed) = chart(&support, "week").await;
+    assert_eq!((caption, failed >= 1), (format!("Dispatches, last 7 days: {week}"), true));
+    let (caption, _, _) = chart(&support, "day-latency").await;
+    assert!(caption.starts_with("Dispatch time, last 24 hours: mean dispatch time "), "{caption}");
+    // The count leads to the failures.
+    support.find(Locator::LinkText("2 failed dispatches")).await.unwrap().click().await.unwrap();
+    arrive(&support, &format!("/console/tenants/{tenant}/events?state=failed")).await;
+    let mut failures = column(&cells(&support, "tbody tr").await, 1).join(" ");
+    failures.push(' ');
+    assert!(failures.contains("EvCharted1 ") && failures.contains("EvCharted2 "), "{failures}");
+    support.close().await.unwrap();
+
+    // The tenant's customer: the same charts, of their tenant only.
+    let customer = driver.browser("charts-customer").await;
+    sign_in_by_link(&customer, &admin, &root, &key(&db, Some(&tenant), true).await, &tenant).await;
+    assert_eq!(text(&customer, "h1").await, "Charted Co");
+    assert_eq!(chart(&customer, "day").await.0, format!("Dispatches, last 24 hours: {day}"));
+    assert_eq!(chart(&customer, "week").await.0, format!("Dispatches, last 7 days: {week}"));
+    customer.goto(&format!("{}/console/tenants/{other}", admin.base)).await.unwrap();
+    assert_eq!(text(&customer, "h1").await, "Not Found");
+    let source = customer.source().await.unwrap();
+    assert!(!source.contains("Other Co") && !source.contains("4 dispatches"), "nothing of it: {source}");
+    let refused = session_of(&customer, &admin.base).await.get(&format!("/console/tenants/{other}")).await;
+    assert_eq!(refused.status(), 404);
+    customer.close().await.unwrap();
+}
