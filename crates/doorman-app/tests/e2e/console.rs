@@ -1823,3 +1823,119 @@ async fn a_tenants_charts_show_its_failures_to_support_and_to_its_own_portal_and
     assert_eq!(refused.status(), 404);
     customer.close().await.unwrap();
 }
+
+/// An event's page in Chromium, as three people read it. Support, with a key that does not
+/// read payloads, reads the attempts (the live dispatch the agent failed with 500), the
+/// request Doorman sends (the agent's URL, each header in order, the signature shown as
+/// redacted and none the agent received anywhere on the page) and why no payload is shown;
+/// it makes a key that reads payloads on the keys page, and that key, signed in and finding
+/// the event by its id, reads the payload too. The tenant's customer, signed in by a link,
+/// reads their event's attempts and request and no payload, and cannot open another tenant's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_events_page_shows_attempts_and_the_redacted_request_to_all_and_the_payload_to_a_reading_key_only()
+{
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Event Co", "TEVENTPAGE", agent.url()).await;
+    let other = onboarded(&admin, &root, "Other Co", "TEVENTOTHER", agent.url()).await;
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    agent.answer_with(500);
+    assert_eq!(post_event(&http_client(), &serving, "TEVENTPAGE", "EvShown").await, 200);
+    until_status(&admin, &root, &tenant, "EvShown", "failed").await;
+    assert_eq!(post_event(&http_client(), &serving, "TEVENTOTHER", "EvTheirs").await, 200);
+    until_status(&admin, &root, &other, "EvTheirs", "failed").await;
+    server.shutdown().await;
+    let signatures: Vec<String> =
+        agent.arrivals().iter().map(|a| a.webhook_signature.trim_start_matches("v1,").to_owned()).collect();
+    assert_eq!(signatures.len(), 2, "the agent was sent both events");
+    let page = format!("/console/tenants/{tenant}/events/EvShown");
+    let headers = [
+        "host",
+        "user-agent",
+        "content-type",
+        "content-length",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+    ];
+    // What every session that sees the event reads: the failed dispatch, and the request.
+    let attempts_and_request = async |browser: &Client, who: &str| {
+        let attempts = cells(browser, "#attempts tbody tr").await;
+        assert_eq!(attempts.len(), 1, "{who}: {attempts:?}");
+        let live = &attempts[0];
+        assert_eq!(
+            (live[0].as_str(), live[3].as_str(), live[4].as_str()),
+            ("live", "failed (status)", "500"),
+            "{who}: {live:?}"
+        );
+        assert!(live[5].ends_with(" ms") && live[6].contains("the agent answered 500"), "{who}: {live:?}");
+        assert_eq!(text(browser, "#request-line").await, format!("POST {}", agent.url()), "{who}");
+        let sent = cells(browser, "#request-headers tbody tr").await;
+        assert_eq!(column(&sent, 0), headers, "{who}: in the order Doorman writes them");
+        assert_eq!(sent[4][1], "evt_EvShown", "{who}");
+        assert_eq!(sent[6][1], "v1,… (redacted)", "{who}");
+        let source = browser.source().await.unwrap();
+        for secret in signatures.iter().map(String::as_str).chain([AGENT_SECRET]) {
+            assert!(!source.contains(secret), "{who}: {secret} on the page");
+        }
+    };
+
+    // Support without read_payloads: attempts and request, and why there is no payload.
+    let driver = Chromedriver::start().await;
+    let support = driver.browser("event-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+    support.goto(&format!("{}/console/tenants/{tenant}/events?state=failed", admin.base)).await.unwrap();
+    support.find(Locator::LinkText("EvShown")).await.unwrap().click().await.unwrap();
+    arrive(&support, &page).await;
+    attempts_and_request(&support, "support").await;
+    assert!(support.find_all(Locator::Css("#payload")).await.unwrap().is_empty(), "no payload");
+    assert!(text(&support, "#payload-hidden").await.starts_with("Not shown: this key may not read payloads"));
+    assert!(!support.source().await.unwrap().contains("U0LAN0Z89"), "nothing of the message");
+
+    // It makes a key that reads payloads: ticked on the keys page, shown once.
+    support.goto(&format!("{}/console/keys", admin.base)).await.unwrap();
+    find(&support, "#key-name").await.send_keys("payload reader").await.unwrap();
+    click(&support, "#key-read-payloads").await;
+    click(&support, "form.stack button[type=submit]").await;
+    let reads = find(&support, "#new-key").await.attr("value").await.unwrap().expect("the new key");
+    assert!(text(&support, "tbody").await.contains("read-write, reads payloads"));
+    support.close().await.unwrap();
+
+    // That key finds the event by its id and reads its payload, the message in it.
+    let reader = driver.browser("event-reader").await;
+    sign_in(&reader, &admin.base, &reads).await;
+    arrive(&reader, "/console/tenants").await;
+    reader.find(Locator::LinkText("Find an event")).await.unwrap().click().await.unwrap();
+    find(&reader, "main input[name=event_id]").await.send_keys("EvShown").await.unwrap();
+    click(&reader, "main form button[type=submit]").await;
+    arrive(&reader, "/console/events?event_id=EvShown").await;
+    find(&reader, &format!("main a[href='{page}']")).await.click().await.unwrap();
+    arrive(&reader, &page).await;
+    attempts_and_request(&reader, "reader").await;
+    let payload = text(&reader, "#payload").await;
+    assert!(
+        payload.contains("\"event_id\": \"EvShown\"") && payload.contains("<@U0LAN0Z89> hello"),
+        "{payload}"
+    );
+    assert!(reader.find_all(Locator::Css("#payload-hidden")).await.unwrap().is_empty());
+    reader.close().await.unwrap();
+
+    // The tenant's customer: their event's attempts and request, no payload; not another's.
+    let customer = driver.browser("event-customer").await;
+    sign_in_by_link(&customer, &admin, &root, &key(&db, Some(&tenant), true).await, &tenant).await;
+    customer.find(Locator::LinkText("Failed events")).await.unwrap().click().await.unwrap();
+    customer.find(Locator::LinkText("EvShown")).await.unwrap().click().await.unwrap();
+    arrive(&customer, &page).await;
+    attempts_and_request(&customer, "customer").await;
+    assert!(customer.find_all(Locator::Css("#payload")).await.unwrap().is_empty(), "no payload");
+    assert!(find(&customer, "#payload-hidden").await.text().await.unwrap().starts_with("Not shown"));
+    assert!(!customer.source().await.unwrap().contains("U0LAN0Z89"), "nothing of the message");
+    customer.goto(&format!("{}/console/tenants/{other}/events/EvTheirs", admin.base)).await.unwrap();
+    assert_eq!(text(&customer, "h1").await, "Not Found");
+    assert!(!customer.source().await.unwrap().contains("Other Co"), "nothing of it");
+    customer.close().await.unwrap();
+}
