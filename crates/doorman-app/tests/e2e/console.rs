@@ -735,17 +735,25 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let serving = format!("http://{}", server.addr());
     agent.answer_with(500);
-    assert_eq!(post_event(&http_client(), &serving, "TA11Y", "EvA11yFailed").await, 200);
-    until_status(&admin, &root, &tenant, "EvA11yFailed", "failed").await;
+    for event in ["EvA11yFailed", "EvA11yStillFailed"] {
+        assert_eq!(post_event(&http_client(), &serving, "TA11Y", event).await, 200);
+        until_status(&admin, &root, &tenant, event, "failed").await;
+    }
     agent.answer_with(200);
     assert_eq!(post_event(&http_client(), &serving, "TA11Y", "EvA11yHandled").await, 200);
     until_status(&admin, &root, &tenant, "EvA11yHandled", "handled").await;
+    // The serving process's counts reach the rollup (the tenant's charts, the overview) with
+    // its shutdown's flush.
+    server.shutdown().await;
     let replay =
         admin.post(&format!("/admin/v1/tenants/{tenant}/events/EvA11yFailed/replay"), &root, json!({})).await;
     let job = replay.body["id"].as_str().unwrap().to_owned();
     until_status(&admin, &root, &tenant, "EvA11yFailed", "handled").await;
     let portal = key(&db, Some(&tenant), true).await;
     admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(&portal)), &root, json!({})).await;
+    let made =
+        admin.post("/admin/v1/keys", &root, json!({"name": "payload reader", "read_payloads": true})).await;
+    let reads_payloads = made.body["key"].as_str().expect("a key that reads payloads").to_owned();
 
     let axe = axe_source();
     let shots = std::env::var_os("CONSOLE_SCREENSHOTS").map(std::path::PathBuf::from);
@@ -754,8 +762,8 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     browser.set_window_size(1280, 900).await.unwrap();
     browser.goto(&format!("{}/console/sign-in", admin.base)).await.unwrap();
     let mut found = Vec::new();
-    let mut check = async |name: &str| {
-        for problem in violations(&browser, &axe).await {
+    let mut check = async |browser: &Client, name: &str| {
+        for problem in violations(browser, &axe).await {
             found.push(format!("{name}: {problem}"));
         }
         if let Some(dir) = &shots {
@@ -763,7 +771,7 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
             std::fs::write(dir.join(format!("{name}.png")), browser.screenshot().await.unwrap()).unwrap();
         }
     };
-    check("sign-in").await;
+    check(&browser, "sign-in").await;
     sign_in(&browser, &admin.base, &root).await;
     let pages = [
         ("tenants", "/console/tenants".to_owned()),
@@ -782,18 +790,53 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     ];
     for (name, page) in &pages {
         browser.goto(&format!("{}{page}", admin.base)).await.unwrap();
-        check(name).await;
+        check(&browser, name).await;
     }
+    // The tenant's activity charts on their own (drawn from the rollup).
+    if let Some(dir) = &shots {
+        browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
+        let charts = find(&browser, "section[aria-labelledby=activity-heading]").await;
+        std::fs::write(dir.join("tenant-charts.png"), charts.screenshot().await.unwrap()).unwrap();
+    }
+    // A bulk retry's preview, as the failed list's form posts it.
+    let preview = async |browser: &Client| {
+        preview_ticked(browser, &admin.base, &tenant, &["EvA11yStillFailed"]).await;
+        assert_eq!(text(browser, "#preview-count").await, "1 of 1 event");
+    };
+    preview(&browser).await;
+    check(&browser, "replay-preview").await;
     // A deletion refused (the name typed is not the tenant's): the page says why.
     browser.goto(&format!("{}/console/tenants/{tenant}/delete", admin.base)).await.unwrap();
     find(&browser, "#confirm-name").await.send_keys("not its name").await.unwrap();
     click(&browser, "#delete").await;
     assert!(text(&browser, ".problem").await.contains("Nothing was deleted"));
-    check("tenant-delete-refused").await;
-    // At phone width too.
+    check(&browser, "tenant-delete-refused").await;
+    // An event with its request and payload, for a key that reads payloads (scrolled to them):
+    // a failed event, whose attempts table has no link in it.
+    let reader = driver.browser("a11y-payloads").await;
+    reader.set_window_size(1280, 900).await.unwrap();
+    sign_in(&reader, &admin.base, &reads_payloads).await;
+    arrive(&reader, "/console/tenants").await;
+    let still_failed = format!("{}/console/tenants/{tenant}/events/EvA11yStillFailed", admin.base);
+    reader.goto(&still_failed).await.unwrap();
+    find(&reader, "#payload").await;
+    reader.execute("document.getElementById('request-heading').scrollIntoView();", vec![]).await.unwrap();
+    check(&reader, "event-payload").await;
+    // At phone width too: the attempts table scrolls sideways there.
     browser.set_window_size(390, 844).await.unwrap();
     browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
-    check("tenant-phone").await;
+    check(&browser, "tenant-phone").await;
+    browser.goto(&format!("{}/console/overview", admin.base)).await.unwrap();
+    check(&browser, "overview-phone").await;
+    preview(&browser).await;
+    check(&browser, "replay-preview-phone").await;
+    reader.set_window_size(390, 844).await.unwrap();
+    reader.goto(&still_failed).await.unwrap();
+    let scrolls = "const region = document.getElementById('attempts').parentElement; \
+                   return region.scrollWidth > region.clientWidth;";
+    assert_eq!(reader.execute(scrolls, vec![]).await.unwrap(), json!(true), "the attempts scroll sideways");
+    check(&reader, "event-phone").await;
+    reader.close().await.unwrap();
     assert!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     // The check can fail: a field without a label, added to a page, is found (critical).
     browser
@@ -803,7 +846,6 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     let unlabelled = violations(&browser, &axe).await;
     assert!(unlabelled.iter().any(|v| v.starts_with("\"label\"")), "{unlabelled:?}");
     browser.close().await.unwrap();
-    server.shutdown().await;
 }
 
 /// Support finds an event by its whole Slack id without knowing its tenant: the tenants page
