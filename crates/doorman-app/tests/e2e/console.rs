@@ -730,22 +730,40 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     let admin = Admin::start_allowing_private(&db).await;
     let agent = FakeAgent::start(AGENT_SECRET);
     let root = key(&db, None, false).await;
-    onboarded(&admin, &root, "Globex", "TGLOBEXA11Y", agent.url()).await;
+    let globex = onboarded(&admin, &root, "Globex", "TGLOBEXA11Y", agent.url()).await;
     let tenant = onboarded(&admin, &root, "Acme", "TA11Y", agent.url()).await;
+    // Globex's agent disabled by Doorman, as the serving process leaves it: the overview lists it.
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(format!(
+            "UPDATE agent_bridges SET paused = true, failing_since = now() - interval '2 hours', \
+             failing_seen_at = now(), disabled_at = now() - interval '1 hour' WHERE tenant_id = '{globex}'"
+        )),
+        &mut db.owner().await,
+    )
+    .await
+    .unwrap();
     let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let serving = format!("http://{}", server.addr());
     agent.answer_with(500);
-    assert_eq!(post_event(&http_client(), &serving, "TA11Y", "EvA11yFailed").await, 200);
-    until_status(&admin, &root, &tenant, "EvA11yFailed", "failed").await;
+    for event in ["EvA11yFailed", "EvA11yStillFailed"] {
+        assert_eq!(post_event(&http_client(), &serving, "TA11Y", event).await, 200);
+        until_status(&admin, &root, &tenant, event, "failed").await;
+    }
     agent.answer_with(200);
     assert_eq!(post_event(&http_client(), &serving, "TA11Y", "EvA11yHandled").await, 200);
     until_status(&admin, &root, &tenant, "EvA11yHandled", "handled").await;
+    // The serving process's counts reach the rollup (the tenant's charts, the overview) with
+    // its shutdown's flush.
+    server.shutdown().await;
     let replay =
         admin.post(&format!("/admin/v1/tenants/{tenant}/events/EvA11yFailed/replay"), &root, json!({})).await;
     let job = replay.body["id"].as_str().unwrap().to_owned();
     until_status(&admin, &root, &tenant, "EvA11yFailed", "handled").await;
     let portal = key(&db, Some(&tenant), true).await;
     admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(&portal)), &root, json!({})).await;
+    let made =
+        admin.post("/admin/v1/keys", &root, json!({"name": "payload reader", "read_payloads": true})).await;
+    let reads_payloads = made.body["key"].as_str().expect("a key that reads payloads").to_owned();
 
     let axe = axe_source();
     let shots = std::env::var_os("CONSOLE_SCREENSHOTS").map(std::path::PathBuf::from);
@@ -754,8 +772,8 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     browser.set_window_size(1280, 900).await.unwrap();
     browser.goto(&format!("{}/console/sign-in", admin.base)).await.unwrap();
     let mut found = Vec::new();
-    let mut check = async |name: &str| {
-        for problem in violations(&browser, &axe).await {
+    let mut check = async |browser: &Client, name: &str| {
+        for problem in violations(browser, &axe).await {
             found.push(format!("{name}: {problem}"));
         }
         if let Some(dir) = &shots {
@@ -763,7 +781,7 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
             std::fs::write(dir.join(format!("{name}.png")), browser.screenshot().await.unwrap()).unwrap();
         }
     };
-    check("sign-in").await;
+    check(&browser, "sign-in").await;
     sign_in(&browser, &admin.base, &root).await;
     let pages = [
         ("tenants", "/console/tenants".to_owned()),
@@ -782,18 +800,55 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     ];
     for (name, page) in &pages {
         browser.goto(&format!("{}{page}", admin.base)).await.unwrap();
-        check(name).await;
+        check(&browser, name).await;
     }
+    // The tenant's activity charts on their own (drawn from the rollup).
+    if let Some(dir) = &shots {
+        browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
+        let charts = find(&browser, "section[aria-labelledby=activity-heading]").await;
+        std::fs::write(dir.join("tenant-charts.png"), charts.screenshot().await.unwrap()).unwrap();
+    }
+    // A bulk retry's preview, as the failed list's form posts it.
+    let preview = async |browser: &Client| {
+        preview_ticked(browser, &admin.base, &tenant, &["EvA11yStillFailed"]).await;
+        assert_eq!(text(browser, "#preview-count").await, "1 of 1 event");
+    };
+    preview(&browser).await;
+    check(&browser, "replay-preview").await;
     // A deletion refused (the name typed is not the tenant's): the page says why.
     browser.goto(&format!("{}/console/tenants/{tenant}/delete", admin.base)).await.unwrap();
     find(&browser, "#confirm-name").await.send_keys("not its name").await.unwrap();
     click(&browser, "#delete").await;
     assert!(text(&browser, ".problem").await.contains("Nothing was deleted"));
-    check("tenant-delete-refused").await;
-    // At phone width too.
+    check(&browser, "tenant-delete-refused").await;
+    // An event with its request and payload, for a key that reads payloads (scrolled to them):
+    // a failed event, whose attempts table has no link in it.
+    let reader = driver.browser("a11y-payloads").await;
+    reader.set_window_size(1280, 900).await.unwrap();
+    sign_in(&reader, &admin.base, &reads_payloads).await;
+    arrive(&reader, "/console/tenants").await;
+    let still_failed = format!("{}/console/tenants/{tenant}/events/EvA11yStillFailed", admin.base);
+    reader.goto(&still_failed).await.unwrap();
+    find(&reader, "#payload").await;
+    reader.execute("document.getElementById('request-heading').scrollIntoView();", vec![]).await.unwrap();
+    check(&reader, "event-payload").await;
+    // At phone width too: the attempts table scrolls sideways there.
     browser.set_window_size(390, 844).await.unwrap();
     browser.goto(&format!("{}/console/tenants/{tenant}", admin.base)).await.unwrap();
-    check("tenant-phone").await;
+    check(&browser, "tenant-phone").await;
+    browser.goto(&format!("{}/console/overview", admin.base)).await.unwrap();
+    assert_eq!(column(&cells(&browser, "#troubled-agents tbody tr").await, 0), ["Globex"]);
+    check(&browser, "overview-phone").await;
+    preview(&browser).await;
+    check(&browser, "replay-preview-phone").await;
+    reader.set_window_size(390, 844).await.unwrap();
+    reader.goto(&still_failed).await.unwrap();
+    let scrolls = "const region = document.getElementById('attempts').parentElement; \
+                   return region.scrollWidth > region.clientWidth;";
+    assert_eq!(reader.execute(scrolls, vec![]).await.unwrap(), json!(true), "the attempts scroll sideways");
+    reader.execute("document.getElementById('attempts-heading').scrollIntoView();", vec![]).await.unwrap();
+    check(&reader, "event-phone").await;
+    reader.close().await.unwrap();
     assert!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     // The check can fail: a field without a label, added to a page, is found (critical).
     browser
@@ -803,7 +858,6 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     let unlabelled = violations(&browser, &axe).await;
     assert!(unlabelled.iter().any(|v| v.starts_with("\"label\"")), "{unlabelled:?}");
     browser.close().await.unwrap();
-    server.shutdown().await;
 }
 
 /// Support finds an event by its whole Slack id without knowing its tenant: the tenants page
@@ -1497,4 +1551,445 @@ async fn each_tenants_dispatches_are_charted_by_hour_and_the_overview_names_the_
     assert_eq!(customer.get("/console/overview").await.status(), 403);
     let own = customer.get(&format!("/console/tenants/{tenant}")).await.text().await.unwrap();
     assert!(own.contains("3 taken, 2 failed") && !own.contains("/console/overview"), "{own}");
+}
+
+/// The text of each cell of each row `css` finds (`#attempts tbody tr`), once there is one.
+async fn cells(browser: &Client, css: &str) -> Vec<Vec<String>> {
+    find(browser, css).await;
+    let mut rows = Vec::new();
+    for row in browser.find_all(Locator::Css(css)).await.unwrap() {
+        let mut cells = Vec::new();
+        for cell in row.find_all(Locator::Css("td")).await.unwrap() {
+            cells.push(cell.text().await.unwrap());
+        }
+        rows.push(cells);
+    }
+    rows
+}
+
+/// The column `at` of `rows`.
+fn column(rows: &[Vec<String>], at: usize) -> Vec<&str> {
+    rows.iter().map(|row| row[at].as_str()).collect()
+}
+
+/// A customer signs `browser` in as support hands them their portal: a sign-in link made for
+/// `portal` (a key scoped to `tenant`), opened and its button pressed, landing on the tenant.
+async fn sign_in_by_link(browser: &Client, admin: &Admin, root: &str, portal: &str, tenant: &str) {
+    let made = admin.post(&format!("/admin/v1/keys/{}/sign-in-links", key_id(portal)), root, json!({})).await;
+    assert_eq!(made.status, 201, "{made:?}");
+    browser.goto(made.body["url"].as_str().unwrap()).await.unwrap();
+    click(browser, "form button[type=submit]").await;
+    arrive(browser, &format!("/console/tenants/{tenant}")).await;
+}
+
+/// The browser's console session as a plain HTTP client (its cookie), to post what its pages
+/// do not offer.
+async fn session_of(browser: &Client, base: &str) -> Session {
+    let cookie = browser.get_named_cookie("doorman_console").await.unwrap();
+    Session {
+        base: base.to_owned(),
+        http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+        cookie: format!("doorman_console={}", cookie.value()),
+    }
+}
+
+/// Ticks the failed list's rows of `events` and previews a retry of them.
+async fn preview_ticked(browser: &Client, base: &str, tenant: &str, events: &[&str]) {
+    let failed = format!("/console/tenants/{tenant}/events?state=failed");
+    browser.goto(&format!("{base}{failed}")).await.unwrap();
+    arrive(browser, &failed).await;
+    for event in events {
+        click(browser, &format!("input[type=checkbox][value={event}]")).await;
+    }
+    click(browser, "#retry-chosen button").await;
+    arrive(browser, &format!("/console/tenants/{tenant}/replays/preview")).await;
+}
+
+/// A bulk retry as people click it, in Chromium: support ticks two failed events, previews
+/// them (exactly those, each "would replay", nothing sent), confirms, lands on the job and
+/// sees both handled; then every event the failed list's filter shows, at most one; a
+/// customer's read-only portal previews the last and has no confirmation (a post of one is
+/// 403); a customer's portal that may write retries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_retry_is_previewed_and_confirmed_by_support_and_a_writing_portal_and_only_previewed_read_only()
+ {
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Retry Co", "TRETRYB", agent.url()).await;
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    agent.answer_with(500);
+    let all = ["EvRetry1", "EvRetry2", "EvRetry3", "EvRetry4"];
+    for event in all {
+        assert_eq!(post_event(&http_client(), &serving, "TRETRYB", event).await, 200);
+        until_status(&admin, &root, &tenant, event, "failed").await;
+    }
+    agent.answer_with(200);
+    let sent = |events: &[&str]| events.iter().map(|e| agent.count_for(e)).sum::<usize>();
+    let preview = format!("/console/tenants/{tenant}/replays/preview");
+    let driver = Chromedriver::start().await;
+
+    // Support ticks two rows and previews: exactly those two, each would be replayed, nothing sent.
+    let support = driver.browser("bulk-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+    preview_ticked(&support, &admin.base, &tenant, &["EvRetry1", "EvRetry3"]).await;
+    let rows = cells(&support, "tbody tr").await;
+    let mut listed = column(&rows, 0);
+    listed.sort_unstable();
+    assert_eq!(listed, ["EvRetry1", "EvRetry3"], "{rows:?}");
+    assert_eq!(column(&rows, 1), ["would replay", "would replay"], "{rows:?}");
+    assert_eq!(text(&support, "#preview-count").await, "2 of 2 events");
+    assert_eq!(sent(&all), 0, "a preview sends nothing");
+
+    // Confirmed: the replay job's page, and both events handled, read from the job's links.
+    assert_eq!(text(&support, "#confirm-retry button").await, "Retry 2 events");
+    click(&support, "#confirm-retry button").await;
+    until_job_finished(&support).await;
+    assert!(path(&support).await.starts_with(&format!("/console/tenants/{tenant}/replays/")));
+    assert_eq!(text(&support, "#job-progress").await, "2 of 2 done: 2 succeeded (2 handled)");
+    for event in ["EvRetry1", "EvRetry3"] {
+        let job = support.current_url().await.unwrap();
+        support.find(Locator::LinkText(event)).await.unwrap().click().await.unwrap();
+        arrive(&support, &format!("/console/tenants/{tenant}/events/{event}")).await;
+        assert_eq!(text(&support, "#event-status").await, "handled", "{event}");
+        support.goto(job.as_str()).await.unwrap();
+    }
+    assert_eq!((sent(&["EvRetry1", "EvRetry3"]), sent(&["EvRetry2", "EvRetry4"])), (2, 0));
+
+    // Every event the filter shows, at most 1: a preview of one of the two left, saying the
+    // limit is reached; confirmed, that one is handled and the other is still failed.
+    let failed = format!("/console/tenants/{tenant}/events?state=failed");
+    support.goto(&format!("{}{failed}", admin.base)).await.unwrap();
+    // (The first column is each row's checkbox.)
+    let left: Vec<String> =
+        column(&cells(&support, "tbody tr").await, 1).into_iter().map(str::to_owned).collect();
+    let mut sorted = left.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, ["EvRetry2", "EvRetry4"], "{left:?}");
+    let limit = find(&support, "#retry-limit").await;
+    limit.clear().await.unwrap();
+    limit.send_keys("1").await.unwrap();
+    click(&support, "#retry-matching button").await;
+    arrive(&support, &preview).await;
+    assert_eq!(text(&support, "#preview-count").await, "1 of 1 event");
+    assert_eq!(text(&support, "#preview-selection").await, "failed events (the first 1)");
+    assert!(text(&support, "#preview-limit").await.contains("The limit is reached"));
+    let chosen = column(&cells(&support, "tbody tr").await, 0)[0].to_owned();
+    assert!(left.contains(&chosen), "{chosen} of {left:?}");
+    assert_eq!(sent(&all), 2, "a preview sends nothing");
+    click(&support, "#confirm-retry button").await;
+    until_job_finished(&support).await;
+    assert_eq!(text(&support, "#job-progress").await, "1 of 1 done: 1 succeeded (1 handled)");
+    until_status(&admin, &root, &tenant, &chosen, "handled").await;
+    let last = left.iter().find(|e| **e != chosen).unwrap().clone();
+    assert_eq!((agent.count_for(&chosen), agent.count_for(&last)), (1, 0));
+    support.close().await.unwrap();
+
+    // A customer's read-only portal previews the last one and is offered no confirmation;
+    // posting one anyway, with its session and token, is refused and sends nothing.
+    let reader = driver.browser("bulk-reader").await;
+    sign_in_by_link(&reader, &admin, &root, &key(&db, Some(&tenant), true).await, &tenant).await;
+    preview_ticked(&reader, &admin.base, &tenant, &[&last]).await;
+    let rows = cells(&reader, "tbody tr").await;
+    assert_eq!((column(&rows, 0), column(&rows, 1)), (vec![last.as_str()], vec!["would replay"]));
+    assert!(reader.find_all(Locator::Css("#confirm-retry")).await.unwrap().is_empty(), "no confirmation");
+    assert!(text(&reader, "main").await.contains("This key is read-only"));
+    let csrf = find(&reader, "input[name=csrf]").await.attr("value").await.unwrap().unwrap();
+    let session = session_of(&reader, &admin.base).await;
+    let start = format!("/console/tenants/{tenant}/replays");
+    let posted = session.post(&start, Some(&admin.base), &[("csrf", &csrf), ("event_id", &last)]).await;
+    assert_eq!(posted.status(), 403);
+    until_status(&admin, &root, &tenant, &last, "failed").await;
+    assert_eq!(agent.count_for(&last), 0);
+    reader.close().await.unwrap();
+
+    // A customer's portal that may write: the same preview has the confirmation, and the job
+    // handles the last failure; the failed list is empty.
+    let writer = driver.browser("bulk-writer").await;
+    sign_in_by_link(&writer, &admin, &root, &key(&db, Some(&tenant), false).await, &tenant).await;
+    preview_ticked(&writer, &admin.base, &tenant, &[&last]).await;
+    assert_eq!(column(&cells(&writer, "tbody tr").await, 0), [last.as_str()]);
+    click(&writer, "#confirm-retry button").await;
+    until_job_finished(&writer).await;
+    assert_eq!(text(&writer, "#job-progress").await, "1 of 1 done: 1 succeeded (1 handled)");
+    until_status(&admin, &root, &tenant, &last, "handled").await;
+    writer.goto(&format!("{}{failed}", admin.base)).await.unwrap();
+    assert_eq!(text(&writer, "#total").await, "0 events");
+    assert_eq!(sent(&all), 4, "each sent once, by its retry");
+    writer.close().await.unwrap();
+    server.shutdown().await;
+}
+
+/// The overview in Chromium: support opens it from the navigation and reads the tenant whose
+/// agent failed most first (before one that failed less and comes first by name; a tenant
+/// without failures not at all) and the agent Doorman disabled for failing; each links to its
+/// tenant. A customer's portal has no Overview in its navigation and is refused the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_lists_the_tenant_failing_most_first_and_its_disabled_agent_to_support_only() {
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let (failing, answering) = (FakeAgent::start(AGENT_SECRET), FakeAgent::start(AGENT_SECRET));
+    let root = key(&db, None, false).await;
+    let seldom = onboarded(&admin, &root, "Acme Seldom", "TSELDOM", failing.url()).await;
+    let often = onboarded(&admin, &root, "Zenith Often", "TOFTEN", failing.url()).await;
+    let calm = onboarded(&admin, &root, "Calm Co", "TCALMOVER", answering.url()).await;
+    // Two failures in a row open a tenant's circuit; an agent failing for a second is disabled.
+    let flags = ["--circuit-failures", "2", "--circuit-cooldown", "1h", "--agent-disable-after", "1s"];
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &flags)).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    failing.answer_with(500);
+    for (team, tenant, event) in
+        [("TSELDOM", &seldom, "EvSeldom1"), ("TOFTEN", &often, "EvOften1"), ("TOFTEN", &often, "EvOften2")]
+    {
+        assert_eq!(post_event(&http_client(), &serving, team, event).await, 200);
+        until_status(&admin, &root, tenant, event, "failed").await;
+    }
+    assert_eq!(post_event(&http_client(), &serving, "TCALMOVER", "EvCalm1").await, 200);
+    until_status(&admin, &root, &calm, "EvCalm1", "handled").await;
+    // Looked for every second: given as long as the disabling test gives it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let agent = admin.get(&format!("/admin/v1/tenants/{often}/agent"), &root).await;
+        if agent.body["disabled_at"].is_string() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "Zenith's agent never disabled: {agent:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The serving process's counts reach the rollup with its shutdown's flush.
+    server.shutdown().await;
+
+    let driver = Chromedriver::start().await;
+    let support = driver.browser("overview-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+    support.find(Locator::LinkText("Overview")).await.unwrap().click().await.unwrap();
+    arrive(&support, "/console/overview").await;
+    assert_eq!(text(&support, "h1").await, "Overview");
+    let failing_most = cells(&support, "#failing-most tbody tr").await;
+    assert_eq!(
+        failing_most.iter().map(|row| (row[0].as_str(), row[1].as_str())).collect::<Vec<_>>(),
+        [("Zenith Often", "2"), ("Acme Seldom", "1")],
+        "the most failures first; Calm Co, without one, absent: {failing_most:?}"
+    );
+    let agents = cells(&support, "#troubled-agents tbody tr").await;
+    assert_eq!(column(&agents, 0), ["Zenith Often"], "{agents:?}");
+    assert!(agents[0][1] != "—" && agents[0][2] != "—", "failing since, and disabled: {agents:?}");
+    // Its name leads to its tenant, where the agent is said to be disabled.
+    let agent_link = find(&support, "#troubled-agents tbody a").await;
+    agent_link.click().await.unwrap();
+    arrive(&support, &format!("/console/tenants/{often}")).await;
+    assert!(text(&support, "#agent-state").await.contains("disabled"));
+    support.close().await.unwrap();
+
+    // A customer: no Overview in the navigation, and the page refused.
+    let customer = driver.browser("overview-customer").await;
+    sign_in_by_link(&customer, &admin, &root, &key(&db, Some(&seldom), true).await, &seldom).await;
+    let nav = text(&customer, "header nav").await;
+    assert!(!nav.contains("Overview") && nav.contains("My tenant"), "{nav}");
+    customer.goto(&format!("{}/console/overview", admin.base)).await.unwrap();
+    assert_eq!(text(&customer, "h1").await, "Forbidden");
+    assert!(!customer.source().await.unwrap().contains("Zenith"), "nothing of the overview shown");
+    let refused = session_of(&customer, &admin.base).await.get("/console/overview").await;
+    assert_eq!(refused.status(), 403);
+    customer.close().await.unwrap();
+}
+
+/// The text of the chart `id`'s caption, the accessible name of its SVG, and how many of its
+/// bars are failures.
+async fn chart(browser: &Client, id: &str) -> (String, String, usize) {
+    let caption = text(browser, &format!("figure#{id} figcaption")).await;
+    let svg = find(browser, &format!("figure#{id} svg[role=img]")).await;
+    let name = svg.attr("aria-label").await.unwrap().unwrap_or_default();
+    let failed = browser.find_all(Locator::Css(&format!("figure#{id} rect.bar-failed"))).await.unwrap().len();
+    (caption, name, failed)
+}
+
+/// A tenant's charts in Chromium, drawn from the activity rollup (the serving process's
+/// counts, flushed at its shutdown): support opens the tenant from the list and reads its day
+/// and week with the failures drawn as their own bars, and follows the failure count to the
+/// failed events; the tenant's customer, signed in by a link, sees the same charts of their
+/// own tenant and cannot open another tenant's page (404, as a tenant that does not exist).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_charts_show_its_failures_to_support_and_to_its_own_portal_and_no_one_elses() {
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Charted Co", "TCHARTED", agent.url()).await;
+    let other = onboarded(&admin, &root, "Other Co", "TCHARTOTHER", agent.url()).await;
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    let dispatched = async |team: &str, tenant: &str, event: &str, status: &str| {
+        assert_eq!(post_event(&http_client(), &serving, team, event).await, 200);
+        until_status(&admin, &root, tenant, event, status).await;
+    };
+    agent.answer_with(500);
+    dispatched("TCHARTED", &tenant, "EvCharted1", "failed").await;
+    dispatched("TCHARTED", &tenant, "EvCharted2", "failed").await;
+    agent.answer_with(200);
+    dispatched("TCHARTED", &tenant, "EvCharted3", "handled").await;
+    for event in ["EvOther1", "EvOther2", "EvOther3", "EvOther4"] {
+        dispatched("TCHARTOTHER", &other, event, "handled").await;
+    }
+    // The serving process's counts reach the rollup with its shutdown's flush.
+    server.shutdown().await;
+    let day = "3 dispatches over 24 hours: 1 taken, 2 failed";
+    let week = "3 dispatches over 168 hours: 1 taken, 2 failed";
+
+    let driver = Chromedriver::start().await;
+    let support = driver.browser("charts-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+    support.find(Locator::LinkText("Charted Co")).await.unwrap().click().await.unwrap();
+    arrive(&support, &format!("/console/tenants/{tenant}")).await;
+    assert_eq!(text(&support, "#failed-today").await, "2 failed dispatches in the last 24 hours.");
+    let (caption, name, failed) = chart(&support, "day").await;
+    assert_eq!(caption, format!("Dispatches, last 24 hours: {day}"));
+    assert_eq!(name, caption, "the SVG's accessible name says its totals");
+    assert!(failed >= 1, "the failures drawn as bars of their own");
+    let (caption, _, failed) = chart(&support, "week").await;
+    assert_eq!((caption, failed >= 1), (format!("Dispatches, last 7 days: {week}"), true));
+    let (caption, _, _) = chart(&support, "day-latency").await;
+    assert!(caption.starts_with("Dispatch time, last 24 hours: mean dispatch time "), "{caption}");
+    // The count leads to the failures.
+    support.find(Locator::LinkText("2 failed dispatches")).await.unwrap().click().await.unwrap();
+    arrive(&support, &format!("/console/tenants/{tenant}/events?state=failed")).await;
+    let mut failures = column(&cells(&support, "tbody tr").await, 1).join(" ");
+    failures.push(' ');
+    assert!(failures.contains("EvCharted1 ") && failures.contains("EvCharted2 "), "{failures}");
+    support.close().await.unwrap();
+
+    // The tenant's customer: the same charts, of their tenant only.
+    let customer = driver.browser("charts-customer").await;
+    sign_in_by_link(&customer, &admin, &root, &key(&db, Some(&tenant), true).await, &tenant).await;
+    assert_eq!(text(&customer, "h1").await, "Charted Co");
+    assert_eq!(chart(&customer, "day").await.0, format!("Dispatches, last 24 hours: {day}"));
+    assert_eq!(chart(&customer, "week").await.0, format!("Dispatches, last 7 days: {week}"));
+    customer.goto(&format!("{}/console/tenants/{other}", admin.base)).await.unwrap();
+    assert_eq!(text(&customer, "h1").await, "Not Found");
+    let source = customer.source().await.unwrap();
+    assert!(!source.contains("Other Co") && !source.contains("4 dispatches"), "nothing of it: {source}");
+    let refused = session_of(&customer, &admin.base).await.get(&format!("/console/tenants/{other}")).await;
+    assert_eq!(refused.status(), 404);
+    customer.close().await.unwrap();
+}
+
+/// An event's page in Chromium, as three people read it. Support, with a key that does not
+/// read payloads, reads the attempts (the live dispatch the agent failed with 500), the
+/// request Doorman sends (the agent's URL, each header in order, the signature shown as
+/// redacted and none the agent received anywhere on the page) and why no payload is shown;
+/// it makes a key that reads payloads on the keys page, and that key, signed in and finding
+/// the event by its id, reads the payload too. The tenant's customer, signed in by a link,
+/// reads their event's attempts and request and no payload, and cannot open another tenant's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_events_page_shows_attempts_and_the_redacted_request_to_all_and_the_payload_to_a_reading_key_only()
+{
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Event Co", "TEVENTPAGE", agent.url()).await;
+    let other = onboarded(&admin, &root, "Other Co", "TEVENTOTHER", agent.url()).await;
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    agent.answer_with(500);
+    assert_eq!(post_event(&http_client(), &serving, "TEVENTPAGE", "EvShown").await, 200);
+    until_status(&admin, &root, &tenant, "EvShown", "failed").await;
+    assert_eq!(post_event(&http_client(), &serving, "TEVENTOTHER", "EvTheirs").await, 200);
+    until_status(&admin, &root, &other, "EvTheirs", "failed").await;
+    server.shutdown().await;
+    let signatures: Vec<String> =
+        agent.arrivals().iter().map(|a| a.webhook_signature.trim_start_matches("v1,").to_owned()).collect();
+    assert_eq!(signatures.len(), 2, "the agent was sent both events");
+    let page = format!("/console/tenants/{tenant}/events/EvShown");
+    let headers = [
+        "host",
+        "user-agent",
+        "content-type",
+        "content-length",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+    ];
+    // What every session that sees the event reads: the failed dispatch, and the request.
+    let attempts_and_request = async |browser: &Client, who: &str| {
+        let attempts = cells(browser, "#attempts tbody tr").await;
+        assert_eq!(attempts.len(), 1, "{who}: {attempts:?}");
+        let live = &attempts[0];
+        assert_eq!(
+            (live[0].as_str(), live[3].as_str(), live[4].as_str()),
+            ("live", "failed (status)", "500"),
+            "{who}: {live:?}"
+        );
+        assert!(live[5].ends_with(" ms") && live[6].contains("the agent answered 500"), "{who}: {live:?}");
+        assert_eq!(text(browser, "#request-line").await, format!("POST {}", agent.url()), "{who}");
+        let sent = cells(browser, "#request-headers tbody tr").await;
+        assert_eq!(column(&sent, 0), headers, "{who}: in the order Doorman writes them");
+        assert_eq!(sent[4][1], "evt_EvShown", "{who}");
+        assert_eq!(sent[6][1], "v1,… (redacted)", "{who}");
+        let source = browser.source().await.unwrap();
+        for secret in signatures.iter().map(String::as_str).chain([AGENT_SECRET]) {
+            assert!(!source.contains(secret), "{who}: {secret} on the page");
+        }
+    };
+
+    // Support without read_payloads: attempts and request, and why there is no payload.
+    let driver = Chromedriver::start().await;
+    let support = driver.browser("event-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+    support.goto(&format!("{}/console/tenants/{tenant}/events?state=failed", admin.base)).await.unwrap();
+    support.find(Locator::LinkText("EvShown")).await.unwrap().click().await.unwrap();
+    arrive(&support, &page).await;
+    attempts_and_request(&support, "support").await;
+    assert!(support.find_all(Locator::Css("#payload")).await.unwrap().is_empty(), "no payload");
+    assert!(text(&support, "#payload-hidden").await.starts_with("Not shown: this key may not read payloads"));
+    assert!(!support.source().await.unwrap().contains("U0LAN0Z89"), "nothing of the message");
+
+    // It makes a key that reads payloads: ticked on the keys page, shown once.
+    support.goto(&format!("{}/console/keys", admin.base)).await.unwrap();
+    find(&support, "#key-name").await.send_keys("payload reader").await.unwrap();
+    click(&support, "#key-read-payloads").await;
+    click(&support, "form.stack button[type=submit]").await;
+    let reads = find(&support, "#new-key").await.attr("value").await.unwrap().expect("the new key");
+    assert!(text(&support, "tbody").await.contains("read-write, reads payloads"));
+    support.close().await.unwrap();
+
+    // That key finds the event by its id and reads its payload, the message in it.
+    let reader = driver.browser("event-reader").await;
+    sign_in(&reader, &admin.base, &reads).await;
+    arrive(&reader, "/console/tenants").await;
+    reader.find(Locator::LinkText("Find an event")).await.unwrap().click().await.unwrap();
+    find(&reader, "main input[name=event_id]").await.send_keys("EvShown").await.unwrap();
+    click(&reader, "main form button[type=submit]").await;
+    arrive(&reader, "/console/events?event_id=EvShown").await;
+    find(&reader, &format!("main a[href='{page}']")).await.click().await.unwrap();
+    arrive(&reader, &page).await;
+    attempts_and_request(&reader, "reader").await;
+    let payload = text(&reader, "#payload").await;
+    assert!(
+        payload.contains("\"event_id\": \"EvShown\"") && payload.contains("<@U0LAN0Z89> hello"),
+        "{payload}"
+    );
+    assert!(reader.find_all(Locator::Css("#payload-hidden")).await.unwrap().is_empty());
+    reader.close().await.unwrap();
+
+    // The tenant's customer: their event's attempts and request, no payload; not another's.
+    let customer = driver.browser("event-customer").await;
+    sign_in_by_link(&customer, &admin, &root, &key(&db, Some(&tenant), true).await, &tenant).await;
+    customer.find(Locator::LinkText("Failed events")).await.unwrap().click().await.unwrap();
+    customer.find(Locator::LinkText("EvShown")).await.unwrap().click().await.unwrap();
+    arrive(&customer, &page).await;
+    attempts_and_request(&customer, "customer").await;
+    assert!(customer.find_all(Locator::Css("#payload")).await.unwrap().is_empty(), "no payload");
+    assert!(find(&customer, "#payload-hidden").await.text().await.unwrap().starts_with("Not shown"));
+    assert!(!customer.source().await.unwrap().contains("U0LAN0Z89"), "nothing of the message");
+    customer.goto(&format!("{}/console/tenants/{other}/events/EvTheirs", admin.base)).await.unwrap();
+    assert_eq!(text(&customer, "h1").await, "Not Found");
+    assert!(!customer.source().await.unwrap().contains("Other Co"), "nothing of it");
+    customer.close().await.unwrap();
 }
