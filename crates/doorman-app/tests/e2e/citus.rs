@@ -1373,3 +1373,73 @@ async fn on_citus_an_agent_down_then_back_gets_every_acknowledged_event_of_tenan
         );
     }
 }
+
+/// The activity rollup on Citus (ADR 28): it stays an ordinary table on the coordinator, and two
+/// serving processes' counts of one tenant's dispatches (each flushed at its shutdown) add up
+/// there; the tenant's activity, the overview, and a customer's view of its own tenant read
+/// them through the admin API as on one PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_two_servers_counts_add_up_in_the_coordinators_rollup_and_each_tenant_reads_its_own() {
+    let mut run = Run::start().await;
+    let (a, b) = (run.placed[0].clone(), run.placed[1].clone());
+    let bases = run.bases();
+    run.agent.answer_with(500);
+    for (n, base) in bases.iter().enumerate() {
+        assert_eq!(post(&run.http, base, &a.team, &format!("EvRollFail{n}"), 0).await, Some(200));
+    }
+    run.quiesce().await;
+    run.agent.answer_with(200);
+    for n in 0..3 {
+        assert_eq!(post(&run.http, &bases[n % 2], &a.team, &format!("EvRollOk{n}"), 0).await, Some(200));
+    }
+    assert_eq!(post(&run.http, &bases[1], &b.team, "EvRollOther", 0).await, Some(200));
+    run.quiesce().await;
+    // The last counts reach the rollup with each process's shutdown flush.
+    for server in run.servers.drain(..) {
+        assert!(server.stop(Duration::from_secs(20)).await.is_some_and(|s| s.success()), "a clean shutdown");
+    }
+    assert_eq!(
+        run.cluster
+            .coordinator_sql(
+                "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'messaging_activity_hours'::regclass"
+            )
+            .as_deref(),
+        Some("0"),
+        "the rollup is not distributed"
+    );
+
+    let support =
+        run.admin_api("support", KeyScope { tenant: None, read_only: true, read_payloads: false }).await;
+    let (status, activity) =
+        support.call(reqwest::Method::GET, format!("/admin/v1/tenants/{}/activity", a.tenant), None).await;
+    assert_eq!(status, 200, "{activity}");
+    assert_eq!(
+        (activity["total"]["delivered"].as_u64(), activity["total"]["failed"].as_u64()),
+        (Some(3), Some(2)),
+        "both servers' counts: {activity}"
+    );
+    let (status, overview) = support.call(reqwest::Method::GET, "/admin/v1/overview".to_owned(), None).await;
+    assert_eq!(status, 200, "{overview}");
+    let failing = overview["failing_most"].as_array().unwrap_or_else(|| panic!("failing_most in {overview}"));
+    assert_eq!(
+        failing
+            .iter()
+            .map(|t| (t["tenant_id"].as_str().unwrap_or_default(), t["failed"].as_u64()))
+            .collect::<Vec<_>>(),
+        vec![(a.tenant.to_string().as_str(), Some(2))],
+        "only the tenant with failures: {overview}"
+    );
+    let portal = run
+        .admin_api("portal", KeyScope { tenant: Some(b.tenant), read_only: true, read_payloads: false })
+        .await;
+    let (status, own) =
+        portal.call(reqwest::Method::GET, format!("/admin/v1/tenants/{}/activity", b.tenant), None).await;
+    assert_eq!(
+        (status, own["total"]["delivered"].as_u64(), own["total"]["failed"].as_u64()),
+        (200, Some(1), Some(0)),
+        "{own}"
+    );
+    let (status, other) =
+        portal.call(reqwest::Method::GET, format!("/admin/v1/tenants/{}/activity", a.tenant), None).await;
+    assert_eq!(status, 404, "{other}");
+}
