@@ -597,6 +597,18 @@ bench-console ROUNDS="21": postgres
     cargo build --release --locked -p doorman-app
     bash deploy/console/page-times.sh {{ROUNDS}}
 
+# The same pages and searches on a local Citus cluster (a coordinator on 5470, two workers), the
+# receipts distributed by `doorman migrate`: what a search by event id costs there (ADR 27).
+# Time the console's pages on a bench database on Citus.
+bench-console-citus ROUNDS="21": postgres citus
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release --locked -p doorman-app
+    dir=$(mktemp -d /tmp/doorman-console-citus.XXXX)
+    bash deploy/citus/local-cluster.sh up "$dir" 5470 2 >/dev/null
+    trap 'bash deploy/citus/local-cluster.sh down "$dir"' EXIT
+    BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5470/doorman bash deploy/console/page-times.sh {{ROUNDS}}
+
 # The Citus tests start their own coordinator and workers from the machine's PostgreSQL 15; this
 # builds the extension into it from the vendored source (deploy/citus, a few minutes on two
 # cores, needs root for apt-get and make install) and does nothing when it is already there.
