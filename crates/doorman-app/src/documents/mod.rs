@@ -17,7 +17,9 @@ mod keys;
 mod tenants;
 pub mod words;
 
-pub use self::activity::{ActivityDoc, ActivityHourDoc, FailingTenantDoc, OverviewDoc, TroubledAgentDoc};
+pub use self::activity::{
+    ActivityDoc, ActivityHourDoc, FailingTenantDoc, OverviewDoc, StrandedTenantDoc, TroubledAgentDoc,
+};
 pub use self::audit::{AuditDoc, AuditPage};
 pub use self::events::{
     ActorDoc, AttemptDoc, EventDetailDoc, EventDoc, EventMatchDoc, EventMatchList, EventPage, FailureDoc,

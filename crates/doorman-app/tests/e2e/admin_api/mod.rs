@@ -22,6 +22,7 @@ mod audit;
 mod declared;
 mod keys;
 mod offboarding;
+mod overview;
 mod payloads;
 mod replays;
 mod search;
