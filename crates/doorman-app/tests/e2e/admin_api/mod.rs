@@ -24,6 +24,7 @@ mod keys;
 mod offboarding;
 mod overview;
 mod payloads;
+mod reads;
 mod replays;
 mod search;
 mod totals;
