@@ -23,7 +23,7 @@ pub use self::activity::{
 pub use self::audit::{AuditDoc, AuditPage};
 pub use self::events::{
     ActorDoc, AttemptDoc, EventDetailDoc, EventDoc, EventMatchDoc, EventMatchList, EventPage, FailureDoc,
-    HeaderDoc, JobEventDoc, ReplayJobDoc, ReplayReport, ReplayedDoc, RequestDoc,
+    HeaderDoc, JobEventDoc, ReplayJobDoc, ReplayReport, ReplayedDoc, RequestDoc, indented,
 };
 pub use self::keys::{KeyDoc, NewKeyDoc, SignInLinkDoc, sign_in_link_lifetime};
 pub use self::tenants::{

@@ -17,7 +17,8 @@ use super::form::Form;
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::documents::{EventDoc, EventMatchDoc, ReplayJobDoc, RequestDoc, TenantDoc};
+use crate::documents::{EventDoc, EventMatchDoc, ReplayJobDoc, RequestDoc, TenantDoc, indented};
+use crate::event_detail;
 use crate::operator::params::{event_path, event_search, event_type, tenant_path};
 use crate::operator::problem::ApiError;
 use crate::operator::query::Query;
@@ -219,7 +220,8 @@ pub async fn show(
     let (tenant, event) = path.into_inner();
     let tenant = tenant_path(&tenant)?;
     let record = state.operator.tenant(&session.caller, tenant).await?;
-    let detail = match state.event_detail(&session.caller, tenant, event_path(&event)?).await {
+    let id = event_path(&event)?;
+    let detail = match event_detail::read(&state.operator, &session.caller, tenant, id).await {
         Ok(detail) => detail,
         Err(OperatorError::NotFound { .. }) => {
             return Err(ConsoleError::not_found(format!(
@@ -236,14 +238,6 @@ pub async fn show(
         payload: detail.payload.map(|json| indented(&json)),
         payload_hidden: detail.payload_hidden,
     })
-}
-
-/// A payload's JSON indented for reading (its members then in name order); as it is if it is
-/// not JSON.
-fn indented(json: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(json)
-        .and_then(|value| serde_json::to_string_pretty(&value))
-        .unwrap_or_else(|_| json.to_owned())
 }
 
 /// Replays one event as a job, then shows the job.
