@@ -460,3 +460,40 @@ async fn receipts_show_prints_the_request_sent_and_the_kept_payload_only_when_as
         ok(&doorman(url, &["receipts", "show", "--tenant", &tenant, "--event-id", "EvDone", "--payload"]));
     assert!(done.contains("payload: none kept"), "{done}");
 }
+
+/// `doorman admin keys create --read-payloads` makes a key that reads the kept payload in an
+/// event's document over the admin API; one made without it reads the same document, its
+/// payload withheld (`not_allowed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_created_with_read_payloads_reads_payloads_over_the_api_and_one_without_does_not() {
+    let app = TestApp::spawn().await;
+    let url = app.db.url();
+    let tenant = app.tenant("T1").await.to_string();
+    ok(&doorman(url, &["tenant", "retain-payloads", "--tenant", &tenant, "on"]));
+    let admin = crate::admin_api::Admin::start_allowing_private(&app.db).await;
+    let made = |flags: &[&str]| {
+        let printed =
+            ok(&doorman(url, &[&["admin", "keys", "create", "--read-only", "--json"], flags].concat()));
+        let printed: serde_json::Value = serde_json::from_str(&printed).unwrap();
+        (printed["read_payloads"].as_bool(), printed["key"].as_str().unwrap().to_owned())
+    };
+    let (reads, reader) = made(&["--name", "support", "--read-payloads"]);
+    let (plain_reads, plain) = made(&["--name", "backend"]);
+    assert_eq!((reads, plain_reads), (Some(true), Some(false)));
+
+    app.agent.answer_with(500);
+    assert_eq!(app.event("T1", "EvKept", None).await.status(), 200);
+    app.wait_for_receipts("the failure", |rows| rows.iter().any(|r| r.failure.is_some())).await;
+    let path = format!("/admin/v1/tenants/{tenant}/events/EvKept");
+    let shown = admin.get(&path, &reader).await;
+    assert_eq!((shown.status.as_u16(), shown.body["payload_hidden"].clone()), (200, serde_json::Value::Null));
+    let payload: serde_json::Value = serde_json::from_str(shown.body["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(payload["event"]["text"], "<@U0LAN0Z89> hello");
+    let withheld = admin.get(&path, &plain).await;
+    assert_eq!(withheld.status, 200, "{withheld:?}");
+    assert_eq!(
+        (&withheld.body["payload"], withheld.body["payload_hidden"].as_str()),
+        (&serde_json::Value::Null, Some("not_allowed"))
+    );
+    assert!(!withheld.body.to_string().contains("hello"), "nothing of the message: {withheld:?}");
+}
