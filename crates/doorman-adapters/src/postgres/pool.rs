@@ -435,6 +435,28 @@ pub async fn across_tenants(conn: &mut AsyncPgConnection) -> Result<(), diesel::
     diesel::sql_query("SELECT doorman_set_local('app.all_tenants', 'on')").execute(conn).await.map(drop)
 }
 
+/// A statement that reads across tenants, as [`rows_across_tenants`] runs it.
+pub type AcrossTenants =
+    diesel::query_builder::BoxedSqlQuery<'static, diesel::pg::Pg, diesel::query_builder::SqlQuery>;
+
+/// The rows of one statement read across tenants (the overview's: the rollup's failures by
+/// tenant, the agents in trouble), in a transaction on a unit of `pool` that says so
+/// ([`across_tenants`]).
+pub async fn rows_across_tenants<R>(pool: &PgPool, query: AcrossTenants) -> Result<Vec<R>, StorageError>
+where
+    R: diesel::QueryableByName<diesel::pg::Pg> + Send + 'static,
+{
+    let mut unit = pool.unit().await?;
+    let rows = unit
+        .transaction::<Vec<R>, diesel::result::Error, _>(async |conn| {
+            across_tenants(conn).await?;
+            query.load(conn).await
+        })
+        .await
+        .map_err(from_diesel);
+    unit.finish(rows).await
+}
+
 /// `SET LOCAL app.tenant_ids = {…}`: the rest of this transaction may read the receipts (and
 /// the tables co-located with them) of these tenants under row-level security, as the hot
 /// path's batches do: what a read across tenants found in `tenants` first (support's search,

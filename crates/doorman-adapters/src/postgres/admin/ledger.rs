@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use crate::postgres::directory::PAYLOAD_COLUMN;
 use crate::postgres::errors::from_diesel;
-use crate::postgres::pool::{PgPool, across_tenants, act_for, act_for_tenants};
+use crate::postgres::pool::{PgPool, across_tenants, act_for, act_for_tenants, rows_across_tenants};
 use crate::postgres::receipt_row::{ReceiptRow, listing, sweep_watermark};
 use crate::postgres::schema::{
     messaging_activity_hours as activity, messaging_event_attempts as attempts,
@@ -97,6 +97,11 @@ pub const STRANDED_BY_TENANT: &str = "SELECT r.tenant_id, count(*) AS stranded \
       WHERE r.tenant_id = ANY($1) AND r.swept_at IS NOT NULL \
         AND doorman_is_stranded(r.handled_at, r.failure_reason, r.claimed_at, $2) \
       GROUP BY r.tenant_id ORDER BY stranded DESC, r.tenant_id LIMIT $3";
+
+/// A count as stored (`bigint`), never negative.
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
 
 impl Ledger for PgLedger {
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<ReceiptRecord>, StorageError> {
@@ -322,7 +327,6 @@ impl Ledger for PgLedger {
             })
             .await
             .map_err(from_diesel);
-        let count = |n: i64| u64::try_from(n).unwrap_or(0);
         Ok(unit
             .finish(rows)
             .await?
@@ -355,28 +359,18 @@ impl Ledger for PgLedger {
             #[diesel(sql_type = diesel::sql_types::BigInt)]
             delivered: i64,
         }
-        let mut unit = self.pool.unit().await?;
-        let rows = unit
-            .transaction::<Vec<Row>, diesel::result::Error, _>(async |conn| {
-                across_tenants(conn).await?;
-                diesel::sql_query(
-                    "SELECT a.tenant_id, t.name, sum(a.failed)::bigint AS failed, sum(a.delivered)::bigint AS delivered \
-                       FROM messaging_activity_hours AS a JOIN tenants AS t ON t.id = a.tenant_id \
-                      WHERE a.hour >= $1 \
-                      GROUP BY a.tenant_id, t.name HAVING sum(a.failed) > 0 \
-                      ORDER BY failed DESC, t.name, a.tenant_id LIMIT $2",
-                )
-                .bind::<diesel::sql_types::Timestamptz, _>(hour_of(since))
-                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
-                .load(conn)
-                .await
-            })
-            .await
-            .map_err(from_diesel);
-        let count = |n: i64| u64::try_from(n).unwrap_or(0);
-        Ok(unit
-            .finish(rows)
-            .await?
+        let query = diesel::sql_query(
+            "SELECT a.tenant_id, t.name, sum(a.failed)::bigint AS failed, sum(a.delivered)::bigint AS delivered \
+               FROM messaging_activity_hours AS a JOIN tenants AS t ON t.id = a.tenant_id \
+              WHERE a.hour >= $1 \
+              GROUP BY a.tenant_id, t.name HAVING sum(a.failed) > 0 \
+              ORDER BY failed DESC, t.name, a.tenant_id LIMIT $2",
+        )
+        .into_boxed()
+        .bind::<diesel::sql_types::Timestamptz, _>(hour_of(since))
+        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit));
+        let rows: Vec<Row> = rows_across_tenants(&self.pool, query).await?;
+        Ok(rows
             .into_iter()
             .map(|row| FailingTenant {
                 tenant: TenantId::from_uuid(row.tenant_id),
@@ -433,7 +427,7 @@ impl Ledger for PgLedger {
                 Some(StrandedTenant {
                     tenant: TenantId::from_uuid(row.tenant_id),
                     name: name.clone(),
-                    stranded: u64::try_from(row.stranded).unwrap_or(0),
+                    stranded: count(row.stranded),
                 })
             })
             .collect())
