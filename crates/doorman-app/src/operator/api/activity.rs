@@ -6,7 +6,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use super::Authenticated;
-use super::refusals::ReadRefusals;
+use super::refusals::{AcrossTenantsRefusals, ReadRefusals};
 use crate::documents::{ActivityDoc, OverviewDoc};
 use crate::operator::params::tenant_path;
 use crate::operator::problem::{ApiError, Problem};
@@ -69,8 +69,7 @@ pub fn window(raw: Option<&str>) -> Result<u32, ApiError> {
     tag = "events",
     responses(
         (status = 200, description = "The overview", body = OverviewDoc),
-        (status = 401, description = "No valid key (`WWW-Authenticate: Bearer`)", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A key scoped to one tenant", body = Problem, content_type = "application/problem+json"),
+        AcrossTenantsRefusals,
     ),
     security(("bearer" = []))
 )]
