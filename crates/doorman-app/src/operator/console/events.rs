@@ -263,10 +263,7 @@ pub async fn replay_preview(
     body: web::Bytes,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let session = Session::of(&request, &state).await?;
-    let tenant = tenant_path(&path)?;
-    let form = session.form(&request, &body)?;
-    let (selection, asked) = bulk_selection(&form, &state)?;
+    let (session, tenant, selection, asked) = bulk_form(&request, &path, &body, &state).await?;
     let record = state.operator.tenant(&session.caller, tenant).await?;
     let report = state.replays.dry_run(&state.operator, &session.caller, tenant, &selection).await?;
     let would = report.iter().filter(|replayed| replayed.outcome.is_success()).count();
@@ -299,11 +296,24 @@ pub async fn replay_selected(
     body: web::Bytes,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let session = Session::of(&request, &state).await?;
-    let tenant = tenant_path(&path)?;
-    let form = session.form(&request, &body)?;
-    let (selection, _) = bulk_selection(&form, &state)?;
+    let (session, tenant, selection, _) = bulk_form(&request, &path, &body, &state).await?;
     start(&session, &state, tenant, selection).await
+}
+
+/// A bulk retry form, read in the order every form is: the session, the tenant in the path,
+/// the form (its origin and token), then the selection it names ([`bulk_selection`]) with the
+/// fields as posted.
+async fn bulk_form(
+    request: &HttpRequest,
+    path: &str,
+    body: &[u8],
+    state: &AdminState,
+) -> Result<(Session, TenantId, ReplaySelection, BulkFields), ConsoleError> {
+    let session = Session::of(request, state).await?;
+    let tenant = tenant_path(path)?;
+    let form = session.form(request, body)?;
+    let (selection, asked) = bulk_selection(&form, state)?;
+    Ok((session, tenant, selection, asked))
 }
 
 /// The events a bulk retry form names: the ticked rows of a list (`event_id`, repeated), or,
