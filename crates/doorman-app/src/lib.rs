@@ -13,7 +13,8 @@
 //! Shared by the faces:
 //!
 //! - [`config`]: the settings both servers and the replays run with, validated once.
-//! - [`documents`]: the JSON the operator's faces (the command line, the API, the console) show.
+//! - [`documents`]: the JSON the operator's faces (the command line, the API, the console) show;
+//!   [`event_detail`]: one event as all three read it (its request, its payload as allowed).
 //! - [`replays`]: the live path after the claim, as the command line and the admin process
 //!   replay events; [`outbound`]: the clients every dispatch sends with.
 //! - [`process`]: what both servers do at start and stop; [`probes`]: their `/healthz` and
@@ -23,6 +24,7 @@
 pub mod cli;
 pub mod config;
 pub mod documents;
+pub mod event_detail;
 pub mod metrics_listener;
 pub mod operator;
 pub mod outbound;

@@ -28,6 +28,7 @@ use diesel_async::{
 };
 use doorman_domain::StorageError;
 use futures_util::FutureExt;
+use uuid::Uuid;
 
 use super::connect::{SessionLimits, Target};
 use super::errors::{from_diesel, from_pool};
@@ -432,6 +433,45 @@ impl std::ops::DerefMut for Unit<'_> {
 /// and nothing after the transaction.
 pub async fn across_tenants(conn: &mut AsyncPgConnection) -> Result<(), diesel::result::Error> {
     diesel::sql_query("SELECT doorman_set_local('app.all_tenants', 'on')").execute(conn).await.map(drop)
+}
+
+/// A statement that reads across tenants, as [`rows_across_tenants`] runs it.
+pub type AcrossTenants =
+    diesel::query_builder::BoxedSqlQuery<'static, diesel::pg::Pg, diesel::query_builder::SqlQuery>;
+
+/// The rows of one statement read across tenants (the overview's: the rollup's failures by
+/// tenant, the agents in trouble), in a transaction on a unit of `pool` that says so
+/// ([`across_tenants`]).
+pub async fn rows_across_tenants<R>(pool: &PgPool, query: AcrossTenants) -> Result<Vec<R>, StorageError>
+where
+    R: diesel::QueryableByName<diesel::pg::Pg> + Send + 'static,
+{
+    let mut unit = pool.unit().await?;
+    let rows = unit
+        .transaction::<Vec<R>, diesel::result::Error, _>(async |conn| {
+            across_tenants(conn).await?;
+            query.load(conn).await
+        })
+        .await
+        .map_err(from_diesel);
+    unit.finish(rows).await
+}
+
+/// `SET LOCAL app.tenant_ids = {…}`: the rest of this transaction may read the receipts (and
+/// the tables co-located with them) of these tenants under row-level security, as the hot
+/// path's batches do: what a read across tenants found in `tenants` first (support's search,
+/// the overview's stranded count). Through `doorman_set_local`, so on Citus the workers' shards
+/// see it too (ADR 22).
+pub async fn act_for_tenants(
+    conn: &mut AsyncPgConnection,
+    tenants: &[Uuid],
+) -> Result<(), diesel::result::Error> {
+    let list = format!("{{{}}}", tenants.iter().map(Uuid::to_string).collect::<Vec<_>>().join(","));
+    diesel::sql_query("SELECT doorman_set_local('app.tenant_ids', $1)")
+        .bind::<diesel::sql_types::Text, _>(list)
+        .execute(conn)
+        .await
+        .map(drop)
 }
 
 /// `SET LOCAL app.tenant_id = …`: the rest of this transaction acts for `tenant` under

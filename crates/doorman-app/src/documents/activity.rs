@@ -2,7 +2,7 @@
 //! and the console draws them.
 
 use chrono::{DateTime, Utc};
-use doorman_domain::{Activity, ActivityHour, FailingTenant, Overview, TroubledAgent};
+use doorman_domain::{Activity, ActivityHour, FailingTenant, Overview, StrandedTenant, TroubledAgent};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -62,6 +62,16 @@ pub struct FailingTenantDoc {
     pub delivered: u64,
 }
 
+/// A tenant among those with the most stranded events now; its list of them is
+/// `GET /admin/v1/tenants/{id}/events?state=stranded`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StrandedTenantDoc {
+    pub tenant_id: Uuid,
+    pub name: String,
+    /// Its stranded events, as the last sweep marked them.
+    pub stranded: u64,
+}
+
 /// A tenant whose agent is failing now (a serving process opened its circuit) or is disabled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TroubledAgentDoc {
@@ -78,6 +88,12 @@ pub struct OverviewDoc {
     pub since: DateTime<Utc>,
     /// The tenants with the most failed dispatches since then, most first (at most 10).
     pub failing_most: Vec<FailingTenantDoc>,
+    /// The tenants with the most stranded events now, most first (at most 10): acknowledged to
+    /// Slack, claimed over 10 minutes ago, never handled, no failure recorded. Counted as the
+    /// serving processes' sweep (once a minute) marked them, as the `doorman_receipts_stranded`
+    /// gauge counts them: an event stranded since is counted after the next sweep, and is
+    /// already in its tenant's list (`GET /admin/v1/tenants/{id}/events?state=stranded`).
+    pub stranded_most: Vec<StrandedTenantDoc>,
     /// Agents failing or disabled now, the longest failing first (at most 10).
     pub agents: Vec<TroubledAgentDoc>,
 }
@@ -90,6 +106,11 @@ impl From<Overview> for OverviewDoc {
             failed: t.failed,
             delivered: t.delivered,
         };
+        let stranded = |t: StrandedTenant| StrandedTenantDoc {
+            tenant_id: *t.tenant.as_uuid(),
+            name: t.name,
+            stranded: t.stranded,
+        };
         let agent = |a: TroubledAgent| TroubledAgentDoc {
             tenant_id: *a.tenant.as_uuid(),
             name: a.name,
@@ -99,6 +120,7 @@ impl From<Overview> for OverviewDoc {
         Self {
             since: overview.since,
             failing_most: overview.failing_most.into_iter().map(failing).collect(),
+            stranded_most: overview.stranded_most.into_iter().map(stranded).collect(),
             agents: overview.agents.into_iter().map(agent).collect(),
         }
     }

@@ -120,12 +120,13 @@ pub struct EventDetailDoc {
 
 impl EventDetailDoc {
     /// The event's document, its request to `agent` (the tenant's now, if it has one), and its
-    /// payload as the caller may see it.
-    pub fn new(report: EventReport, agent: Option<&AgentUrl>, payload: PayloadView) -> Self {
+    /// payload as the caller may see it (`None`: not read, neither shown nor said why).
+    pub fn new(report: EventReport, agent: Option<&AgentUrl>, payload: Option<PayloadView>) -> Self {
         let id = report.receipt.key.external_id.clone();
         let (payload, payload_hidden) = match payload {
-            PayloadView::Shown(kept) => (Some(kept.expose().to_owned()), None),
-            PayloadView::Hidden(why) => (None, Some(why.as_str().to_owned())),
+            Some(PayloadView::Shown(kept)) => (Some(kept.expose().to_owned()), None),
+            Some(PayloadView::Hidden(why)) => (None, Some(why.as_str().to_owned())),
+            None => (None, None),
         };
         Self {
             event: EventDoc::from(report),
@@ -141,6 +142,14 @@ impl EventDetailDoc {
             payload_hidden,
         }
     }
+}
+
+/// A payload's JSON indented for reading (its members then in name order); as it is if it is
+/// not JSON. The console's event page and `doorman receipts show --payload` show it so.
+pub fn indented(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .and_then(|value| serde_json::to_string_pretty(&value))
+        .unwrap_or_else(|_| json.to_owned())
 }
 
 /// The request Doorman sends an agent for an event (`docs/dispatch-contract.md`), with its

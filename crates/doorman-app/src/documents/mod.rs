@@ -17,11 +17,13 @@ mod keys;
 mod tenants;
 pub mod words;
 
-pub use self::activity::{ActivityDoc, ActivityHourDoc, FailingTenantDoc, OverviewDoc, TroubledAgentDoc};
+pub use self::activity::{
+    ActivityDoc, ActivityHourDoc, FailingTenantDoc, OverviewDoc, StrandedTenantDoc, TroubledAgentDoc,
+};
 pub use self::audit::{AuditDoc, AuditPage};
 pub use self::events::{
     ActorDoc, AttemptDoc, EventDetailDoc, EventDoc, EventMatchDoc, EventMatchList, EventPage, FailureDoc,
-    HeaderDoc, JobEventDoc, ReplayJobDoc, ReplayReport, ReplayedDoc, RequestDoc,
+    HeaderDoc, JobEventDoc, ReplayJobDoc, ReplayReport, ReplayedDoc, RequestDoc, indented,
 };
 pub use self::keys::{KeyDoc, NewKeyDoc, SignInLinkDoc, sign_in_link_lifetime};
 pub use self::tenants::{

@@ -9,12 +9,11 @@
 //!   [`metrics`]: the process's metrics.
 //! - [`problem`]: the one place operator errors become statuses (the API answers them as
 //!   problem details, the console as pages); [`params`] and [`query`]: what a request names in
-//!   its path, query or form, read one way for both; [`event_detail`]: one event as both show
-//!   it.
+//!   its path, query or form, read one way for both. One event as both show it is the
+//!   crate's [`event_detail`](crate::event_detail), which the command line shows too.
 
 pub mod api;
 pub mod console;
-pub mod event_detail;
 pub mod job_runner;
 pub mod metrics;
 pub mod observe;

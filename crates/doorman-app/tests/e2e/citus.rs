@@ -1013,6 +1013,70 @@ async fn on_citus_an_event_id_is_found_on_every_tenants_worker_and_a_scoped_sear
     assert_eq!((status, tenants_of(&own)), (200, vec![a.tenant.to_string()]), "{own}");
 }
 
+/// The overview's stranded events on Citus: the receipts the sweep marked, counted by tenant on
+/// each tenant's worker (grouped by the distribution column) and ranked on the coordinator, for
+/// a key for every tenant; a failed receipt and one stranded since the sweep are not counted
+/// (the tenant's list has the latter already), and reading changes no row on any node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_the_overview_counts_the_stranded_receipts_on_each_tenants_worker_and_changes_no_row() {
+    let run = Run::start_with_servers(0).await;
+    let (a, b) = (run.placed[0].clone(), run.placed[1].clone());
+    assert_ne!(a.worker, b.worker, "the two tenants are on different workers");
+    let receipt = |placed: &Placed, id: &str, minutes: u32, failure: &str| {
+        format!(
+            "('{}', 'slack', '{id}', 'message', 0, now() - interval '{minutes} minutes', {failure})",
+            placed.tenant
+        )
+    };
+    let (none, failed) = ("NULL, NULL", "'agent answered HTTP 500', now()");
+    let rows = [
+        receipt(&a, "EvA1", 40, none),
+        receipt(&a, "EvA2", 40, none),
+        receipt(&a, "EvAFailed", 40, failed),
+        receipt(&b, "EvB1", 40, none),
+        receipt(&b, "EvBFailed", 40, failed),
+    ];
+    let insert = |rows: &[String]| {
+        format!(
+            "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, \
+             delivery_attempt, claimed_at, failure_reason, failed_at) VALUES {}",
+            rows.join(", ")
+        )
+    };
+    // The sweep as the serving processes' gauges run it, half an hour back; then one stranded since.
+    run.cluster
+        .coordinator_sql(&format!(
+            "{}; SELECT doorman_sweep_receipts(now() - interval '30 minutes')",
+            insert(&rows)
+        ))
+        .expect("receipts on both workers, swept");
+    run.cluster.coordinator_sql(&insert(&[receipt(&b, "EvBSince", 20, none)])).expect("stranded since");
+
+    let support =
+        run.admin_api("support", KeyScope { tenant: None, read_only: true, read_payloads: false }).await;
+    let call = |path: &str| support.call(reqwest::Method::GET, path.to_owned(), None);
+    // The key's use is recorded once (the one write a request makes), then put a day ahead.
+    assert_eq!(call("/admin/v1/tenants").await.0, 200);
+    run.cluster
+        .coordinator_sql("UPDATE admin_keys SET last_used_at = now() + interval '1 day'")
+        .expect("the key's use recorded ahead");
+    let every_row = || run.cluster.coordinator_sql(doorman_testkit::database::EVERY_ROW).expect("every row");
+    let before = every_row();
+
+    let (status, overview) = call("/admin/v1/overview").await;
+    assert_eq!(status, 200, "{overview}");
+    let counted: Vec<(String, u64)> = overview["stranded_most"]
+        .as_array()
+        .unwrap_or_else(|| panic!("stranded_most in {overview}"))
+        .iter()
+        .map(|t| (t["tenant_id"].as_str().unwrap().to_owned(), t["stranded"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(counted, [(a.tenant.to_string(), 2), (b.tenant.to_string(), 1)], "{overview}");
+    let (status, listed) = call(&format!("/admin/v1/tenants/{}/events?state=stranded", b.tenant)).await;
+    assert_eq!((status, listed["items"].as_array().map(Vec::len)), (200, Some(2)), "{listed}");
+    assert!(before == every_row(), "a read changed rows");
+}
+
 /// Offboarding on Citus: what a tenant leaves in the distributed tables (its receipts, the
 /// kept payload of an event whose dispatch failed, a slash command's fingerprint) is on its
 /// worker's shards; deleted over the admin API, nothing of it is left on any worker, and the

@@ -372,3 +372,128 @@ async fn admin_audit_narrows_by_action_key_and_time_and_refuses_bad_values() {
         assert!(stderr.contains(said) && !stderr.contains("panicked"), "{flags:?}: {stderr}");
     }
 }
+
+/// `receipts show` prints the request Doorman sends the event's agent (the agent as it is set
+/// now, each header, the signature redacted) and the kept payload only with `--payload` (the
+/// command line runs as the owner, who may read any: it prints one when asked, never by
+/// default), Slack's verification token redacted; `--payload` without the encryption keys is
+/// refused, saying so, printing nothing of the event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipts_show_prints_the_request_sent_and_the_kept_payload_only_when_asked() {
+    let app = TestApp::spawn().await;
+    let url = app.db.url();
+    let tenant = app.tenant("T1").await.to_string();
+    ok(&doorman(url, &["tenant", "retain-payloads", "--tenant", &tenant, "on"]));
+    app.agent.answer_with(500);
+    assert_eq!(app.event("T1", "EvShown", None).await.status(), 200);
+    app.wait_for_receipts("the failure", |rows| rows.iter().any(|r| r.failure.is_some())).await;
+    let show = |flags: &[&str]| {
+        let args = [&["receipts", "show", "--tenant", &tenant, "--event-id", "EvShown"], flags].concat();
+        doorman(url, &args)
+    };
+    let signatures: Vec<String> = app
+        .agent
+        .arrivals()
+        .iter()
+        .map(|a| a.webhook_signature.trim_start_matches("v1,").to_owned())
+        .collect();
+    assert!(!signatures.is_empty());
+    let no_secret = |printed: &str| {
+        for secret in signatures.iter().map(String::as_str).chain([AGENT_SECRET, "XXYYZZ"]) {
+            assert!(!printed.contains(secret), "a secret was printed: {printed}");
+        }
+    };
+
+    let plain = ok(&show(&[]));
+    let host = app.agent.url().trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    for line in [
+        format!("  POST {}", app.agent.url()),
+        format!("  host: {host}"),
+        "  content-type: application/json".to_owned(),
+        "  webhook-id: evt_EvShown".to_owned(),
+        "  webhook-signature: v1,… (redacted)".to_owned(),
+        "payload: kept; --payload prints it".to_owned(),
+    ] {
+        assert!(plain.lines().any(|l| l == line), "{line:?} in {plain}");
+    }
+    assert!(!plain.contains("hello"), "no payload unless asked: {plain}");
+    no_secret(&plain);
+
+    let asked = ok(&show(&["--payload"]));
+    assert!(asked.contains("payload (as Slack sent it, its verification token redacted):"), "{asked}");
+    assert!(asked.contains(r#""text": "<@U0LAN0Z89> hello""#), "indented: {asked}");
+    assert!(asked.contains(r#""token": "… (redacted)""#), "{asked}");
+    assert!(asked.contains("  webhook-id: evt_EvShown"), "the request too: {asked}");
+    no_secret(&asked);
+
+    let json = |printed: &str| serde_json::from_str::<serde_json::Value>(printed).unwrap();
+    let plain = json(&ok(&show(&["--json"])));
+    assert_eq!(
+        (plain["status"].as_str(), plain["request"]["method"].as_str()),
+        (Some("failed"), Some("POST"))
+    );
+    assert_eq!(plain["request"]["headers"][4]["value"], "evt_EvShown", "{plain}");
+    assert!(plain.get("payload").is_none() && plain.get("payload_hidden").is_none(), "not read: {plain}");
+    let asked = json(&ok(&show(&["--json", "--payload"])));
+    let payload = json(asked["payload"].as_str().unwrap_or_else(|| panic!("a payload in {asked}")));
+    assert_eq!(
+        (payload["event_id"].as_str(), payload["token"].as_str()),
+        (Some("EvShown"), Some("… (redacted)"))
+    );
+    no_secret(&asked.to_string());
+
+    // Without the keys to open it: refused, nothing printed.
+    let keyless = crate::helpers::doorman_bare(
+        url,
+        &[],
+        &["receipts", "show", "--tenant", &tenant, "--event-id", "EvShown", "--payload"],
+    );
+    let said = String::from_utf8_lossy(&keyless.stderr);
+    assert!(!keyless.status.success() && keyless.stdout.is_empty(), "{said}");
+    assert!(said.contains("DOORMAN_ENCRYPTION_KEYS") && !said.contains("panicked"), "{said}");
+
+    // A handled event keeps none; asked for, it says so.
+    app.agent.answer_with(200);
+    assert_eq!(app.event("T1", "EvDone", None).await.status(), 200);
+    app.wait_for_receipts("the completion", |rows| rows.iter().any(|r| r.handled_at.is_some())).await;
+    let done =
+        ok(&doorman(url, &["receipts", "show", "--tenant", &tenant, "--event-id", "EvDone", "--payload"]));
+    assert!(done.contains("payload: none kept"), "{done}");
+}
+
+/// `doorman admin keys create --read-payloads` makes a key that reads the kept payload in an
+/// event's document over the admin API; one made without it reads the same document, its
+/// payload withheld (`not_allowed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_created_with_read_payloads_reads_payloads_over_the_api_and_one_without_does_not() {
+    let app = TestApp::spawn().await;
+    let url = app.db.url();
+    let tenant = app.tenant("T1").await.to_string();
+    ok(&doorman(url, &["tenant", "retain-payloads", "--tenant", &tenant, "on"]));
+    let admin = crate::admin_api::Admin::start_allowing_private(&app.db).await;
+    let made = |flags: &[&str]| {
+        let printed =
+            ok(&doorman(url, &[&["admin", "keys", "create", "--read-only", "--json"], flags].concat()));
+        let printed: serde_json::Value = serde_json::from_str(&printed).unwrap();
+        (printed["read_payloads"].as_bool(), printed["key"].as_str().unwrap().to_owned())
+    };
+    let (reads, reader) = made(&["--name", "support", "--read-payloads"]);
+    let (plain_reads, plain) = made(&["--name", "backend"]);
+    assert_eq!((reads, plain_reads), (Some(true), Some(false)));
+
+    app.agent.answer_with(500);
+    assert_eq!(app.event("T1", "EvKept", None).await.status(), 200);
+    app.wait_for_receipts("the failure", |rows| rows.iter().any(|r| r.failure.is_some())).await;
+    let path = format!("/admin/v1/tenants/{tenant}/events/EvKept");
+    let shown = admin.get(&path, &reader).await;
+    assert_eq!((shown.status.as_u16(), shown.body["payload_hidden"].clone()), (200, serde_json::Value::Null));
+    let payload: serde_json::Value = serde_json::from_str(shown.body["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(payload["event"]["text"], "<@U0LAN0Z89> hello");
+    let withheld = admin.get(&path, &plain).await;
+    assert_eq!(withheld.status, 200, "{withheld:?}");
+    assert_eq!(
+        (&withheld.body["payload"], withheld.body["payload_hidden"].as_str()),
+        (&serde_json::Value::Null, Some("not_allowed"))
+    );
+    assert!(!withheld.body.to_string().contains("hello"), "nothing of the message: {withheld:?}");
+}

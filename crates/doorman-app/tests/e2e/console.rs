@@ -342,7 +342,12 @@ impl Session {
             .unwrap()
     }
 
-    async fn post(&self, path: &str, origin: Option<&str>, form: &[(&str, &str)]) -> reqwest::Response {
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        origin: Option<&str>,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
         let mut request =
             self.http.post(format!("{}{path}", self.base)).header(header::COOKIE, &self.cookie).form(form);
         if let Some(origin) = origin {
@@ -352,7 +357,7 @@ impl Session {
     }
 
     /// The form token on a page.
-    async fn csrf(&self, path: &str) -> String {
+    pub(crate) async fn csrf(&self, path: &str) -> String {
         let page = self.get(path).await.text().await.unwrap();
         let at = page.find("name=\"csrf\" value=\"").expect("a form token") + 19;
         page[at..at + 64].to_owned()

@@ -87,6 +87,16 @@ pub struct FailingTenant {
     pub delivered: u64,
 }
 
+/// A tenant among those with the most stranded events now: acknowledged to Slack, claimed
+/// before the stranded threshold, never handled, no failure recorded, as the serving
+/// processes' sweep last marked them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrandedTenant {
+    pub tenant: TenantId,
+    pub name: String,
+    pub stranded: u64,
+}
+
 /// A tenant whose agent is failing now (a process opened its circuit) or was disabled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TroubledAgent {
@@ -102,6 +112,8 @@ pub struct Overview {
     /// Failures are counted from this hour on.
     pub since: DateTime<Utc>,
     pub failing_most: Vec<FailingTenant>,
+    /// The tenants with the most stranded events now, most first.
+    pub stranded_most: Vec<StrandedTenant>,
     pub agents: Vec<TroubledAgent>,
 }
 

@@ -27,7 +27,7 @@ mod workspace;
 pub use access::{
     Actor, ApiKey, Caller, KeyId, KeyName, KeyRefusal, KeyScope, KeySecret, KeySummary, RequestId,
 };
-pub use activity::{Activity, ActivityHour, FailingTenant, Overview, TroubledAgent, hour_of};
+pub use activity::{Activity, ActivityHour, FailingTenant, Overview, StrandedTenant, TroubledAgent, hour_of};
 pub use admission::{Busy, Permit};
 pub use answer::{AttemptRecord, Delivered, FailureKind, MAX_ANSWER_EXCERPT, answer_excerpt};
 pub use audit::{AuditAction, AuditEntry, AuditFilter, AuditRecord};

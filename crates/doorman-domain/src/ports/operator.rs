@@ -19,8 +19,8 @@ use crate::model::{
     Idempotency, InstallationSummary, JobCursor, KeptPayload, KeyId, KeyName, KeyScope, KeySecret,
     KeySummary, Linked, LinkedWorkspace, NewReplayJob, NewTenant, Page, PageRequest, Platform, ReceiptKey,
     ReceiptRecord, RedeliverySchedule, Removed, ReplayAttempt, ReplayJob, ReplayJobId, ReplayOutcome,
-    ReplayResult, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch, TroubledAgent,
-    WorkspaceRef,
+    ReplayResult, StrandedTenant, TenantCursor, TenantId, TenantName, TenantRecord, TenantSearch,
+    TroubledAgent, WorkspaceRef,
 };
 
 /// Tenants.
@@ -271,6 +271,21 @@ pub trait Ledger: Send + Sync {
         since: DateTime<Utc>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<FailingTenant>, StorageError>> + Send;
+
+    /// Across tenants: those with stranded receipts now, the most first (ties in tenant id
+    /// order), at most `limit`, each with its name and how many. A receipt counts when the
+    /// serving processes' sweep has marked it (`swept_at`) and it is stranded at `before`
+    /// (claimed before it, never handled, no failure recorded): what the
+    /// `doorman_receipts_stranded` gauge counts, per tenant. One stranded since the last sweep
+    /// counts from the next (the tenant's stranded listing already shows it). MUST NOT change
+    /// any row (a read never sweeps); MUST read only the receipts the sweep marked (their
+    /// partial index), never every receipt (the overview is read on every view of it, at any
+    /// volume); MUST leave out a tenant with none (a failed receipt is not stranded).
+    fn stranded_most(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<StrandedTenant>, StorageError>> + Send;
 
     /// The attempts on record of one event (every failed dispatch and every replay), oldest
     /// first. MUST read them in the event's tenant scope: never another tenant's.

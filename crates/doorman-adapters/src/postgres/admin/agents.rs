@@ -12,7 +12,7 @@ use doorman_domain::{
 use super::audit;
 use crate::postgres::directory::AGENT_SECRET_COLUMN;
 use crate::postgres::errors::from_diesel;
-use crate::postgres::pool::{PgPool, across_tenants, act_for};
+use crate::postgres::pool::{PgPool, act_for, rows_across_tenants};
 use crate::postgres::schema::agent_bridges;
 use crate::secrets::{Keyring, SealedIn};
 
@@ -48,25 +48,16 @@ impl Agents for PgAgents {
             #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
             disabled_at: Option<chrono::DateTime<chrono::Utc>>,
         }
-        let mut unit = self.pool.unit().await?;
-        let rows = unit
-            .transaction::<Vec<Row>, diesel::result::Error, _>(async |conn| {
-                across_tenants(conn).await?;
-                diesel::sql_query(
-                    "SELECT b.tenant_id, t.name, b.failing_since, b.disabled_at \
-                       FROM agent_bridges AS b JOIN tenants AS t ON t.id = b.tenant_id \
-                      WHERE b.failing_since IS NOT NULL OR b.disabled_at IS NOT NULL \
-                      ORDER BY coalesce(b.failing_since, b.disabled_at), t.name, b.tenant_id LIMIT $1",
-                )
-                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
-                .load(conn)
-                .await
-            })
-            .await
-            .map_err(from_diesel);
-        Ok(unit
-            .finish(rows)
-            .await?
+        let query = diesel::sql_query(
+            "SELECT b.tenant_id, t.name, b.failing_since, b.disabled_at \
+               FROM agent_bridges AS b JOIN tenants AS t ON t.id = b.tenant_id \
+              WHERE b.failing_since IS NOT NULL OR b.disabled_at IS NOT NULL \
+              ORDER BY coalesce(b.failing_since, b.disabled_at), t.name, b.tenant_id LIMIT $1",
+        )
+        .into_boxed()
+        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit));
+        let rows: Vec<Row> = rows_across_tenants(&self.pool, query).await?;
+        Ok(rows
             .into_iter()
             .map(|row| TroubledAgent {
                 tenant: TenantId::from_uuid(row.tenant_id),

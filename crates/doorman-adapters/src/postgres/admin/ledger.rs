@@ -1,7 +1,8 @@
 //! Receipts as operators read them: one, or a page of failed or stranded ones, each with
 //! whether its payload is kept; or every receipt of one event id across the tenants a caller
 //! may see (support's search); and one event's kept payload, opened for a caller the use case
-//! allowed to read it.
+//! allowed to read it. Across tenants, for the overview: the rollup's failures by tenant, and
+//! the receipts the sweep marked stranded, counted by tenant.
 
 use std::sync::Arc;
 
@@ -12,13 +13,13 @@ use doorman_domain::ports::Ledger;
 use doorman_domain::{
     ActivityHour, AttemptRecord, EventCursor, EventFilter, EventState, ExternalEventId, FailingTenant,
     FailureKind, FoundReceipt, KeptPayload, Page, PageRequest, Platform, ReceiptKey, ReceiptRecord,
-    StorageError, TenantId, hour_of,
+    StorageError, StrandedTenant, TenantId, hour_of,
 };
 use uuid::Uuid;
 
 use crate::postgres::directory::PAYLOAD_COLUMN;
 use crate::postgres::errors::from_diesel;
-use crate::postgres::pool::{PgPool, across_tenants, act_for};
+use crate::postgres::pool::{PgPool, across_tenants, act_for, act_for_tenants, rows_across_tenants};
 use crate::postgres::receipt_row::{ReceiptRow, listing, sweep_watermark};
 use crate::postgres::schema::{
     messaging_activity_hours as activity, messaging_event_attempts as attempts,
@@ -80,6 +81,26 @@ async fn listing_scope(
         act_for(conn, tenant).await?;
     }
     Ok(watermark)
+}
+
+/// The overview's stranded receipts by tenant: among the tenants `$1` (the caller's, listed
+/// first), those the sweep marked (`swept_at`) that are stranded at `$2`
+/// (`doorman_is_stranded`, the rule stated once in SQL, which the planner inlines: `claimed_at
+/// < $2`, never handled, no failure), counted by tenant, the most first (ties by tenant id), at most `$3`.
+/// `swept_at IS NOT NULL` is the predicate of `messaging_event_receipts_swept (tenant_id,
+/// claimed_at)`, which serves it: receipts never marked (handled or failed before a sweep
+/// looked, or claimed since) are not read, however many there are. A marked receipt handled
+/// or failed later (a replay) stays in that index and is read and left out. On Citus,
+/// grouped by the distribution column: each worker counts its own shards.
+pub const STRANDED_BY_TENANT: &str = "SELECT r.tenant_id, count(*) AS stranded \
+       FROM messaging_event_receipts AS r \
+      WHERE r.tenant_id = ANY($1) AND r.swept_at IS NOT NULL \
+        AND doorman_is_stranded(r.handled_at, r.failure_reason, r.claimed_at, $2) \
+      GROUP BY r.tenant_id ORDER BY stranded DESC, r.tenant_id LIMIT $3";
+
+/// A count as stored (`bigint`), never negative.
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }
 
 impl Ledger for PgLedger {
@@ -228,11 +249,7 @@ impl Ledger for PgLedger {
                     return Ok((names, Vec::new()));
                 }
                 let ids: Vec<Uuid> = names.iter().map(|(id, _)| *id).collect();
-                let list = format!("{{{}}}", ids.iter().map(Uuid::to_string).collect::<Vec<_>>().join(","));
-                diesel::sql_query("SELECT doorman_set_local('app.tenant_ids', $1)")
-                    .bind::<diesel::sql_types::Text, _>(list)
-                    .execute(conn)
-                    .await?;
+                act_for_tenants(conn, &ids).await?;
                 let rows = receipts::table
                     .filter(receipts::tenant_id.eq_any(ids))
                     .filter(receipts::platform.eq(platform.as_str()))
@@ -313,7 +330,6 @@ impl Ledger for PgLedger {
             })
             .await
             .map_err(from_diesel);
-        let count = |n: i64| u64::try_from(n).unwrap_or(0);
         Ok(unit
             .finish(rows)
             .await?
@@ -346,34 +362,76 @@ impl Ledger for PgLedger {
             #[diesel(sql_type = diesel::sql_types::BigInt)]
             delivered: i64,
         }
-        let mut unit = self.pool.unit().await?;
-        let rows = unit
-            .transaction::<Vec<Row>, diesel::result::Error, _>(async |conn| {
-                across_tenants(conn).await?;
-                diesel::sql_query(
-                    "SELECT a.tenant_id, t.name, sum(a.failed)::bigint AS failed, sum(a.delivered)::bigint AS delivered \
-                       FROM messaging_activity_hours AS a JOIN tenants AS t ON t.id = a.tenant_id \
-                      WHERE a.hour >= $1 \
-                      GROUP BY a.tenant_id, t.name HAVING sum(a.failed) > 0 \
-                      ORDER BY failed DESC, t.name, a.tenant_id LIMIT $2",
-                )
-                .bind::<diesel::sql_types::Timestamptz, _>(hour_of(since))
-                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
-                .load(conn)
-                .await
-            })
-            .await
-            .map_err(from_diesel);
-        let count = |n: i64| u64::try_from(n).unwrap_or(0);
-        Ok(unit
-            .finish(rows)
-            .await?
+        let query = diesel::sql_query(
+            "SELECT a.tenant_id, t.name, sum(a.failed)::bigint AS failed, sum(a.delivered)::bigint AS delivered \
+               FROM messaging_activity_hours AS a JOIN tenants AS t ON t.id = a.tenant_id \
+              WHERE a.hour >= $1 \
+              GROUP BY a.tenant_id, t.name HAVING sum(a.failed) > 0 \
+              ORDER BY failed DESC, t.name, a.tenant_id LIMIT $2",
+        )
+        .into_boxed()
+        .bind::<diesel::sql_types::Timestamptz, _>(hour_of(since))
+        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit));
+        let rows: Vec<Row> = rows_across_tenants(&self.pool, query).await?;
+        Ok(rows
             .into_iter()
             .map(|row| FailingTenant {
                 tenant: TenantId::from_uuid(row.tenant_id),
                 name: row.name,
                 failed: count(row.failed),
                 delivered: count(row.delivered),
+            })
+            .collect())
+    }
+
+    /// Two statements in one transaction, as [`find`](Self::find) reads across tenants: every
+    /// tenant with its name (`app.all_tenants`), then [`STRANDED_BY_TENANT`] among them, under
+    /// `app.tenant_ids` naming them all (the receipts' policy admits no more). Only the receipts
+    /// the sweep marked are read, through their partial index; nothing is swept or written.
+    async fn stranded_most(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<StrandedTenant>, StorageError> {
+        #[derive(QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Uuid)]
+            tenant_id: Uuid,
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            stranded: i64,
+        }
+        let mut unit = self.pool.unit().await?;
+        let counted = unit
+            .transaction::<(Vec<(Uuid, String)>, Vec<Row>), diesel::result::Error, _>(async |conn| {
+                across_tenants(conn).await?;
+                let names: Vec<(Uuid, String)> =
+                    tenants::table.select((tenants::id, tenants::name)).load(conn).await?;
+                if names.is_empty() {
+                    return Ok((names, Vec::new()));
+                }
+                let ids: Vec<Uuid> = names.iter().map(|(id, _)| *id).collect();
+                act_for_tenants(conn, &ids).await?;
+                let rows = diesel::sql_query(STRANDED_BY_TENANT)
+                    .bind::<diesel::sql_types::Array<diesel::sql_types::Uuid>, _>(ids)
+                    .bind::<diesel::sql_types::Timestamptz, _>(before)
+                    .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+                    .load(conn)
+                    .await?;
+                Ok((names, rows))
+            })
+            .await
+            .map_err(from_diesel);
+        let (names, rows) = unit.finish(counted).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                // Only a tenant listed: its receipts could not have been read otherwise.
+                let (_, name) = names.iter().find(|(id, _)| *id == row.tenant_id)?;
+                Some(StrandedTenant {
+                    tenant: TenantId::from_uuid(row.tenant_id),
+                    name: name.clone(),
+                    stranded: count(row.stranded),
+                })
             })
             .collect())
     }

@@ -25,7 +25,7 @@ pub use console::{PgConsoleSessions, SessionSecret};
 pub use installs::PgInstallRecords;
 pub use jobs::PgReplayJobs;
 pub use keys::PgAdminKeys;
-pub use ledger::PgLedger;
+pub use ledger::{PgLedger, STRANDED_BY_TENANT};
 pub use tenants::PgTenants;
 pub(crate) use tenants::purge_deleted_tenant;
 pub use workspaces::PgWorkspaces;

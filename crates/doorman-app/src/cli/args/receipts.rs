@@ -3,7 +3,7 @@
 use clap::{Args, Subcommand};
 use doorman_domain::{ReceiptStatus, Retention};
 
-use super::{DatabaseArgs, DispatchArgs};
+use super::{DatabaseArgs, DispatchArgs, KeysArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum ReceiptsCommand {
@@ -27,7 +27,9 @@ pub enum ReceiptsCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
-    /// What happened to one event: handled, failed, in flight, stranded, or unknown (exit 1).
+    /// What happened to one event: handled, failed, in flight, stranded, or unknown (exit 1);
+    /// each dispatch, and the request Doorman sends the tenant's agent for it (to the agent as
+    /// it is set now, the signature redacted). Its kept payload only with `--payload`.
     Show {
         #[arg(long)]
         tenant: String,
@@ -36,10 +38,18 @@ pub enum ReceiptsCommand {
         /// Unfinished for longer than this: stranded.
         #[arg(long, default_value_t = ReceiptStatus::STRANDED_AFTER.into())]
         older_than: humantime::Duration,
+        /// Also print the event's kept payload: the customer's message as Slack sent it, its
+        /// verification token redacted. The command line runs as the database's owner, who may
+        /// read every tenant's payloads (an admin API key needs `read_payloads`), so it is
+        /// printed only when asked; opening it needs DOORMAN_ENCRYPTION_KEYS.
+        #[arg(long)]
+        payload: bool,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         db: DatabaseArgs,
+        #[command(flatten)]
+        keys: KeysArgs,
     },
     /// Find an event by its whole id in every tenant (its tenant unknown): each tenant's, with
     /// its status. Exit 1 when no tenant has it.

@@ -7,21 +7,29 @@ use chrono::Utc;
 use doorman_adapters::postgres::pool::{self, ADMIN_ROLE};
 use doorman_domain::{
     AuditAction, EventReport, EventState, ExternalEventId, OperatorError, PageLimit, PageRequest,
-    ReceiptStatus, ReplaySelection, TenantId,
+    PayloadHidden, PayloadView, ReceiptStatus, ReplaySelection, TenantId,
 };
 use serde_json::json;
 
 use super::context::{Cli, Needs, explain, maintenance, small_pool, tenant_id};
 use super::{Unsuccessful, output};
+use crate::cli::settings::keyring;
 use crate::cli::{DatabaseArgs, ReceiptsCommand, ReplayArgs};
 use crate::config::DispatchConfig;
-use crate::documents::{EventDoc, EventMatchList, ReplayReport};
+use crate::documents::{EventDoc, EventMatchList, ReplayReport, indented};
+use crate::event_detail::{EventDetail, Payload};
 use crate::replays::Replays;
 
 pub async fn run(command: ReceiptsCommand) -> anyhow::Result<()> {
     match command {
-        ReceiptsCommand::Show { tenant, event_id, older_than, json, db } => {
-            show(&tenant, &event_id, *older_than, json, &db).await?;
+        ReceiptsCommand::Show { tenant, event_id, older_than, payload, json, db, keys } => {
+            // Opening a payload needs the keys; without `--payload` none is read.
+            let (payload, keys) = match payload {
+                true => (Payload::AsAllowed, Some(keyring(&keys)?)),
+                false => (Payload::NotAsked, None),
+            };
+            let cli = Cli::owner(&db, Needs { stranded_after: Some(*older_than), keys, ..Needs::default() });
+            show(&cli, &tenant, &event_id, *older_than, payload, json).await?;
         }
         ReceiptsCommand::Find { event_id, older_than, json, db } => {
             find(&event_id, *older_than, json, &db).await?;
@@ -177,19 +185,21 @@ async fn find(
     Ok(())
 }
 
-/// `receipts show`: one event's fate in one answer.
+/// `receipts show`: one event's fate in one answer, the request Doorman sends its agent, and
+/// (with `--payload`: the command line, as the owner, may read any) its kept payload.
 async fn show(
+    cli: &Cli,
     tenant: &str,
     event_id: &str,
     stranded_after: std::time::Duration,
+    payload: Payload,
     as_json: bool,
-    db: &DatabaseArgs,
 ) -> anyhow::Result<()> {
     let tenant = tenant_id(tenant)?;
     let event_id = ExternalEventId::new(event_id).context("--event-id")?;
-    let cli = Cli::owner(db, Needs { stranded_after: Some(stranded_after), ..Needs::default() });
-    let report = match cli.operator.event(&cli.caller, tenant, event_id.clone()).await {
-        Ok(report) => report,
+    let detail = match EventDetail::read(&cli.operator, &cli.caller, tenant, event_id.clone(), payload).await
+    {
+        Ok(detail) => detail,
         Err(OperatorError::NotFound { .. }) => {
             let why = "no receipt: never received, pruned after the retention, or from a workspace no tenant had linked";
             if as_json {
@@ -206,10 +216,20 @@ async fn show(
         }
         Err(other) => return Err(explain(other)),
     };
+    let document = detail.document();
     if as_json {
-        output::json(&serde_json::to_value(EventDoc::from(report))?);
+        let mut doc = serde_json::to_value(&document)?;
+        if detail.payload.is_none() {
+            // Not read: neither shown nor hidden for a reason.
+            if let Some(doc) = doc.as_object_mut() {
+                doc.remove("payload");
+                doc.remove("payload_hidden");
+            }
+        }
+        output::json(&doc);
         return Ok(());
     }
+    let report = &detail.report;
     let receipt = &report.receipt;
     let when = |t: chrono::DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
     let plural = |n: u32, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
@@ -244,6 +264,30 @@ async fn show(
     ));
     for attempt in &report.attempts {
         output::line(&format!("  {}", attempt_line(attempt)));
+    }
+    match &document.request {
+        Some(request) => {
+            output::line(
+                "the request Doorman sends the agent (as the agent is set now; the signature redacted):",
+            );
+            output::line(&format!("  {} {}", request.method, request.url));
+            for header in &request.headers {
+                output::line(&format!("  {}: {}", header.name, header.value));
+            }
+        }
+        None => output::line("no request: the tenant has no agent"),
+    }
+    match &detail.payload {
+        Some(PayloadView::Shown(kept)) => {
+            output::line("payload (as Slack sent it, its verification token redacted):");
+            output::line(&indented(kept.expose()));
+        }
+        Some(PayloadView::Hidden(PayloadHidden::NotKept)) => output::line(
+            "payload: none kept (the tenant keeps payloads neither for replay nor for redelivery, or the event was handled)",
+        ),
+        Some(PayloadView::Hidden(PayloadHidden::NotAllowed)) => output::line("payload: not yours to read"),
+        None if report.payload_kept => output::line("payload: kept; --payload prints it"),
+        None => {}
     }
     Ok(())
 }

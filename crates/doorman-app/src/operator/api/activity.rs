@@ -1,11 +1,12 @@
 //! `/admin/v1/tenants/{id}/activity`: a tenant's dispatches by hour over the last day or week;
-//! `/admin/v1/overview`: the tenants failing most and the agents failing now (issue 42). Both
-//! read the activity rollup the serving processes keep, never the receipts.
+//! `/admin/v1/overview`: the tenants failing most, those with the most stranded events and the
+//! agents failing now (issue 42). Activity and failures are read from the rollup the serving
+//! processes keep; stranded events from the receipts their sweep marked (a partial index).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use super::Authenticated;
-use super::refusals::ReadRefusals;
+use super::refusals::{AcrossTenantsRefusals, ReadRefusals};
 use crate::documents::{ActivityDoc, OverviewDoc};
 use crate::operator::params::tenant_path;
 use crate::operator::problem::{ApiError, Problem};
@@ -58,8 +59,9 @@ pub fn window(raw: Option<&str>) -> Result<u32, ApiError> {
 }
 
 /// What is going wrong now across tenants: the tenants with the most failed dispatches in the
-/// last 24 hours and the agents failing (a circuit open) or disabled now. For a key for every
-/// tenant: a key scoped to one is refused (403).
+/// last 24 hours, the tenants with the most stranded events now (as the serving processes'
+/// sweep marked them, once a minute), and the agents failing (a circuit open) or disabled now.
+/// For a key for every tenant: a key scoped to one is refused (403).
 #[utoipa::path(
     get,
     path = "/admin/v1/overview",
@@ -67,8 +69,7 @@ pub fn window(raw: Option<&str>) -> Result<u32, ApiError> {
     tag = "events",
     responses(
         (status = 200, description = "The overview", body = OverviewDoc),
-        (status = 401, description = "No valid key (`WWW-Authenticate: Bearer`)", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A key scoped to one tenant", body = Problem, content_type = "application/problem+json"),
+        AcrossTenantsRefusals,
     ),
     security(("bearer" = []))
 )]

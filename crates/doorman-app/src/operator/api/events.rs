@@ -9,6 +9,7 @@ use doorman_domain::{EventCursor, EventState, OperatorError};
 use super::Authenticated;
 use super::refusals::ReadRefusals;
 use crate::documents::{EventDetailDoc, EventMatchList, EventPage};
+use crate::event_detail;
 use crate::operator::params::{event_path, event_search, event_type, tenant_path, unknown_event};
 use crate::operator::problem::{ApiError, Problem};
 use crate::operator::query::Query;
@@ -41,7 +42,7 @@ pub async fn get(
     let (tenant, event) = path.into_inner();
     let tenant = tenant_path(&tenant)?;
     let id = event_path(&event)?;
-    match state.event_detail(&caller.0, tenant, id).await {
+    match event_detail::read(&state.operator, &caller.0, tenant, id).await {
         Ok(detail) => Ok(HttpResponse::Ok().json(detail)),
         Err(OperatorError::NotFound { .. }) => Err(unknown_event(&event)),
         Err(other) => Err(other.into()),

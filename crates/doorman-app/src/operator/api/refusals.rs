@@ -15,6 +15,18 @@ pub enum ReadRefusals {
     NotFound(Problem),
 }
 
+/// What a read across tenants (the overview) may answer besides its success: it is for a key
+/// for every tenant.
+#[derive(Debug, IntoResponses)]
+pub enum AcrossTenantsRefusals {
+    /// No valid key (`WWW-Authenticate: Bearer`).
+    #[response(status = 401, content_type = "application/problem+json")]
+    Unauthorized(Problem),
+    /// A key scoped to one tenant.
+    #[response(status = 403, content_type = "application/problem+json")]
+    Forbidden(Problem),
+}
+
 /// What every change without a body may answer besides its success.
 #[derive(Debug, IntoResponses)]
 pub enum ChangeRefusals {

@@ -17,7 +17,8 @@ use super::form::Form;
 use super::page::{self, Chrome};
 use super::session::Session;
 use super::{ConsoleError, see_other};
-use crate::documents::{EventDoc, EventMatchDoc, ReplayJobDoc, RequestDoc, TenantDoc};
+use crate::documents::{EventDoc, EventMatchDoc, ReplayJobDoc, RequestDoc, TenantDoc, indented};
+use crate::event_detail;
 use crate::operator::params::{event_path, event_search, event_type, tenant_path};
 use crate::operator::problem::ApiError;
 use crate::operator::query::Query;
@@ -219,7 +220,8 @@ pub async fn show(
     let (tenant, event) = path.into_inner();
     let tenant = tenant_path(&tenant)?;
     let record = state.operator.tenant(&session.caller, tenant).await?;
-    let detail = match state.event_detail(&session.caller, tenant, event_path(&event)?).await {
+    let id = event_path(&event)?;
+    let detail = match event_detail::read(&state.operator, &session.caller, tenant, id).await {
         Ok(detail) => detail,
         Err(OperatorError::NotFound { .. }) => {
             return Err(ConsoleError::not_found(format!(
@@ -236,14 +238,6 @@ pub async fn show(
         payload: detail.payload.map(|json| indented(&json)),
         payload_hidden: detail.payload_hidden,
     })
-}
-
-/// A payload's JSON indented for reading (its members then in name order); as it is if it is
-/// not JSON.
-fn indented(json: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(json)
-        .and_then(|value| serde_json::to_string_pretty(&value))
-        .unwrap_or_else(|_| json.to_owned())
 }
 
 /// Replays one event as a job, then shows the job.
@@ -269,10 +263,7 @@ pub async fn replay_preview(
     body: web::Bytes,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let session = Session::of(&request, &state).await?;
-    let tenant = tenant_path(&path)?;
-    let form = session.form(&request, &body)?;
-    let (selection, asked) = bulk_selection(&form, &state)?;
+    let (session, tenant, selection, asked) = bulk_form(&request, &path, &body, &state).await?;
     let record = state.operator.tenant(&session.caller, tenant).await?;
     let report = state.replays.dry_run(&state.operator, &session.caller, tenant, &selection).await?;
     let would = report.iter().filter(|replayed| replayed.outcome.is_success()).count();
@@ -305,11 +296,24 @@ pub async fn replay_selected(
     body: web::Bytes,
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let session = Session::of(&request, &state).await?;
-    let tenant = tenant_path(&path)?;
-    let form = session.form(&request, &body)?;
-    let (selection, _) = bulk_selection(&form, &state)?;
+    let (session, tenant, selection, _) = bulk_form(&request, &path, &body, &state).await?;
     start(&session, &state, tenant, selection).await
+}
+
+/// A bulk retry form, read in the order every form is: the session, the tenant in the path,
+/// the form (its origin and token), then the selection it names ([`bulk_selection`]) with the
+/// fields as posted.
+async fn bulk_form(
+    request: &HttpRequest,
+    path: &str,
+    body: &[u8],
+    state: &AdminState,
+) -> Result<(Session, TenantId, ReplaySelection, BulkFields), ConsoleError> {
+    let session = Session::of(request, state).await?;
+    let tenant = tenant_path(path)?;
+    let form = session.form(request, body)?;
+    let (selection, asked) = bulk_selection(&form, state)?;
+    Ok((session, tenant, selection, asked))
 }
 
 /// The events a bulk retry form names: the ticked rows of a list (`event_id`, repeated), or,

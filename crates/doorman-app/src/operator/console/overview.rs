@@ -1,6 +1,7 @@
 //! `/console/overview`: what support sees going wrong now (issue 42): the tenants with the
-//! most failed dispatches in the last day and the agents failing or disabled, each linking to
-//! its tenant. For sessions that see every tenant (a customer's portal has its tenant's charts).
+//! most failed dispatches in the last day, those with the most stranded events now (each
+//! linking to its Stranded list) and the agents failing or disabled, each linking to its
+//! tenant. For sessions that see every tenant (a customer's portal has its tenant's charts).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;

@@ -24,14 +24,21 @@ const HEADERS: [&str; 7] = [
 ];
 
 /// A key made over the API by `root`; its secret.
-async fn made(admin: &Admin, root: &str, body: Value) -> String {
+pub(super) async fn made(admin: &Admin, root: &str, body: Value) -> String {
     let made = admin.post("/admin/v1/keys", root, body).await;
     assert_eq!(made.status, 201, "{made:?}");
     made.body["key"].as_str().unwrap().to_owned()
 }
 
 /// A tenant with a workspace and the agent at `agent`, keeping payloads if `keep`.
-async fn tenant(admin: &Admin, root: &str, name: &str, team: &str, agent: &str, keep: bool) -> String {
+pub(super) async fn tenant(
+    admin: &Admin,
+    root: &str,
+    name: &str,
+    team: &str,
+    agent: &str,
+    keep: bool,
+) -> String {
     let tenant = admin.tenant(root, name).await;
     let path = |rest: &str| format!("/admin/v1/tenants/{tenant}{rest}");
     assert_eq!(admin.post(&path("/workspaces"), root, json!({"team_id": team})).await.status, 201);
@@ -42,7 +49,7 @@ async fn tenant(admin: &Admin, root: &str, name: &str, team: &str, agent: &str, 
 }
 
 /// Reads the event until it is `status`; its document.
-async fn until(admin: &Admin, key: &str, tenant: &str, event: &str, status: &str) -> Value {
+pub(super) async fn until(admin: &Admin, key: &str, tenant: &str, event: &str, status: &str) -> Value {
     let path = format!("/admin/v1/tenants/{tenant}/events/{event}");
     let deadline = tokio::time::Instant::now() + crate::helpers::WAIT;
     loop {

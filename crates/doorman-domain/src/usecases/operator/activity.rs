@@ -1,6 +1,7 @@
 //! Activity and the overview (issue 42): a tenant's dispatches by hour over a window, for its
 //! charts, and what support sees going wrong across tenants now. Both read what the serving
-//! processes counted as dispatches ended (`messaging_activity_hours`), never the receipts.
+//! processes counted as dispatches ended (`messaging_activity_hours`); the overview's stranded
+//! events are a state, not an outcome, read from the receipts the sweep marked.
 
 use chrono::Duration;
 
@@ -31,8 +32,10 @@ impl<P: OperatorPorts> Operator<P> {
         Ok(Activity::over(now, hours.max(1), &found))
     }
 
-    /// The tenants failing most over the last day and the agents failing or disabled now: for
-    /// a caller that sees every tenant only (a customer's portal sees its own tenant's charts).
+    /// The tenants failing most over the last day, those with the most stranded events now
+    /// (as the last sweep marked them, by the same threshold as the stranded listing), and the
+    /// agents failing or disabled now: for a caller that sees every tenant only (a customer's
+    /// portal sees its own tenant's charts).
     pub async fn overview(&self, caller: &Caller) -> Result<Overview, OperatorError> {
         if caller.actor.only_tenant().is_some() {
             return Err(OperatorError::Forbidden(
@@ -41,7 +44,8 @@ impl<P: OperatorPorts> Operator<P> {
         }
         let since = hour_of(self.ports.clock().now()) - Duration::hours(i64::from(OVERVIEW_HOURS) - 1);
         let failing_most = self.ports.ledger().failing_most(since, OVERVIEW_ROWS).await?;
+        let stranded_most = self.ports.ledger().stranded_most(self.stranded_before(), OVERVIEW_ROWS).await?;
         let agents = self.ports.agents().troubled(OVERVIEW_ROWS).await?;
-        Ok(Overview { since, failing_most, agents })
+        Ok(Overview { since, failing_most, stranded_most, agents })
     }
 }

@@ -1719,7 +1719,7 @@ async fn a_redelivered_events_history_is_its_live_failure_then_each_redelivery_t
 mod activity {
     use super::*;
     use crate::errors::OperatorError;
-    use crate::model::{ActivityHour, FailingTenant, hour_of};
+    use crate::model::{ActivityHour, FailingTenant, StrandedTenant, hour_of};
 
     #[tokio::test]
     async fn a_tenants_window_is_read_from_its_first_hour_on_and_filled_hour_by_hour() {
@@ -1751,6 +1751,7 @@ mod activity {
     async fn the_overview_is_supports_a_portal_key_is_refused_it() {
         let mut ports = Ports::new().never_writes();
         ports.ledger.expect_failing_most().never();
+        ports.ledger.expect_stranded_most().never();
         ports.agents.expect_troubled().never();
         let refused = ports.build().overview(&key(Some(own()), false)).await;
         assert!(matches!(refused, Err(OperatorError::Forbidden(_))), "{refused:?}");
@@ -1765,8 +1766,34 @@ mod activity {
             .withf(move |from, limit| *from == since && *limit == 10)
             .times(1)
             .returning(move |_, _| ready(Ok(vec![listed.clone()])));
+        // Stranded by the listing's threshold (the settings' 600 s before now), as marked.
+        let stranded = StrandedTenant { tenant: other(), name: "Globex".into(), stranded: 4 };
+        let counted = stranded.clone();
+        ports
+            .ledger
+            .expect_stranded_most()
+            .withf(|before, limit| *before == now() - chrono::Duration::seconds(600) && *limit == 10)
+            .times(1)
+            .returning(move |_, _| ready(Ok(vec![counted.clone()])));
         ports.agents.expect_troubled().times(1).returning(|_| ready(Ok(vec![])));
         let overview = ports.build().overview(&key(None, true)).await.unwrap();
-        assert_eq!((overview.since, overview.failing_most, overview.agents), (since, vec![failing], vec![]));
+        assert_eq!(
+            (overview.since, overview.failing_most, overview.stranded_most, overview.agents),
+            (since, vec![failing], vec![stranded], vec![])
+        );
+    }
+
+    #[tokio::test]
+    async fn the_overview_fails_when_the_stranded_count_cannot_be_read() {
+        let mut ports = Ports::new().never_writes();
+        ports.ledger.expect_failing_most().returning(|_, _| ready(Ok(vec![])));
+        ports
+            .ledger
+            .expect_stranded_most()
+            .times(1)
+            .returning(|_, _| ready(Err(StorageError::Unavailable("down".into()))));
+        ports.agents.expect_troubled().returning(|_| ready(Ok(vec![])));
+        let failed = ports.build().overview(&key(None, true)).await;
+        assert!(matches!(failed, Err(OperatorError::Storage(_))), "{failed:?}");
     }
 }
