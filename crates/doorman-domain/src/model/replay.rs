@@ -176,7 +176,8 @@ impl ReplaySelection {
                 let shown: Vec<&str> = ids.iter().take(SHOWN).map(ExternalEventId::as_str).collect();
                 let more = ids.len().saturating_sub(SHOWN);
                 let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-                format!("{} chosen events: {}{more}", ids.len(), shown.join(", "))
+                let events = if ids.len() == 1 { "event" } else { "events" };
+                format!("{} chosen {events}: {}{more}", ids.len(), shown.join(", "))
             }
             Self::Matching { filter, limit } => {
                 let state = filter.state.map_or("any", EventState::as_str);
@@ -330,6 +331,14 @@ mod tests {
         let most = ReplaySelection::chosen(many[..MAX_REPLAY_EVENTS as usize].to_vec()).unwrap();
         assert!(most.describe().starts_with("1000 chosen events: Ev0, Ev1,"), "{}", most.describe());
         assert!(most.describe().ends_with("Ev9 and 990 more"), "{}", most.describe());
+    }
+
+    #[test]
+    fn one_chosen_event_is_said_in_the_singular_and_more_in_the_plural() {
+        let one = ReplaySelection::chosen(vec![id("Ev1")]).unwrap();
+        assert_eq!(one.describe(), "1 chosen event: Ev1");
+        let two = ReplaySelection::chosen(vec![id("Ev1"), id("Ev2")]).unwrap();
+        assert_eq!(two.describe(), "2 chosen events: Ev1, Ev2");
     }
 
     #[test]
