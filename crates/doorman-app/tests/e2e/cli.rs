@@ -239,7 +239,7 @@ async fn every_audited_action_is_read_back_from_the_trail() {
         assert_eq!(found["actor_kind"], "cli", "{found}");
     }
     for (action, target) in [
-        ("events.replay", "event EvAudited (1 events)"),
+        ("events.replay", "event EvAudited (1 event)"),
         ("event.replay", "EvAudited: unknown"),
         ("tenant.retain_payloads", "on"),
         ("tenant.redelivery", "5s,5m"),

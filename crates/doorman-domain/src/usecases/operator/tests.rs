@@ -1021,7 +1021,7 @@ mod replays {
                     && job.events.iter().map(ExternalEventId::as_str).collect::<Vec<_>>() == ["Ev1"]
                     && job.selection == "event Ev1"
                     && audit.action == AuditAction::EventsReplay
-                    && audit.target.as_deref().is_some_and(|t| t.ends_with(": event Ev1 (1 events)"))
+                    && audit.target.as_deref().is_some_and(|t| t.ends_with(": event Ev1 (1 event)"))
             })
             .times(1)
             .returning(|_, _| ready(Ok(())));
