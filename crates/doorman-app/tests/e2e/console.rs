@@ -734,7 +734,9 @@ async fn violations(browser: &Client, axe: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_console_page_has_no_serious_or_critical_accessibility_violation() {
     let db = TestDatabase::create().await;
-    let admin = Admin::start_allowing_private(&db).await;
+    // At an address of its own that is its console URL: sign-in links are made whole, and a
+    // customer's portal signs in by one.
+    let admin = console_at_its_address(&db, &[]).await;
     let agent = FakeAgent::start(AGENT_SECRET);
     let root = key(&db, None, false).await;
     let globex = onboarded(&admin, &root, "Globex", "TGLOBEXA11Y", agent.url()).await;
@@ -762,6 +764,19 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     // The serving process's counts reach the rollup (the tenant's charts, the overview) with
     // its shutdown's flush.
     server.shutdown().await;
+    // The Slack app installed in Acme's workspace (as the install flow records it, its token
+    // left out: nothing is sent any more), so the tenant's page lists it: its scopes are one
+    // word as Slack grants them, wider than a phone.
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(format!(
+            "INSERT INTO messaging_installations (tenant_id, platform, team_id, is_enterprise_install, app_id, \
+             bot_user_id, scopes) VALUES ('{tenant}', 'slack', 'TA11Y', false, 'A0A11Y', 'UA11YBOT', \
+             'app_mentions:read,channels:history,chat:write,commands,groups:history,im:history,users:read')"
+        )),
+        &mut db.owner().await,
+    )
+    .await
+    .unwrap();
     let replay =
         admin.post(&format!("/admin/v1/tenants/{tenant}/events/EvA11yFailed/replay"), &root, json!({})).await;
     let job = replay.body["id"].as_str().unwrap().to_owned();
@@ -856,6 +871,26 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     reader.execute("document.getElementById('attempts-heading').scrollIntoView();", vec![]).await.unwrap();
     check(&reader, "event-phone").await;
     reader.close().await.unwrap();
+    // A customer's read-only portal at phone width, signed in by a link as support hands it
+    // out: its tenant, its failed events (rows it may tick for a preview) and a failed event,
+    // whose attempts scroll sideways there too.
+    let customer = driver.browser("a11y-portal").await;
+    customer.set_window_size(390, 844).await.unwrap();
+    sign_in_by_link(&customer, &admin, &root, &portal, &tenant).await;
+    assert!(find(&customer, "header nav").await.text().await.unwrap().contains("My tenant"), "a portal");
+    let installs_scroll = "const region = document.querySelector('[aria-labelledby=installations-heading].scroll'); \
+                           return region.scrollWidth > region.clientWidth;";
+    let scrolled = customer.execute(installs_scroll, vec![]).await.unwrap();
+    assert_eq!(scrolled, json!(true), "the installations scroll sideways");
+    check(&customer, "portal-tenant-phone").await;
+    customer.goto(&format!("{}/console/tenants/{tenant}/events?state=failed", admin.base)).await.unwrap();
+    find(&customer, "input[type=checkbox][value=EvA11yStillFailed]").await;
+    check(&customer, "portal-events-phone").await;
+    customer.goto(&still_failed).await.unwrap();
+    assert_eq!(customer.execute(scrolls, vec![]).await.unwrap(), json!(true), "the attempts scroll sideways");
+    find(&customer, "#payload-hidden").await;
+    check(&customer, "portal-event-phone").await;
+    customer.close().await.unwrap();
     assert!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     // The check can fail: a field without a label, added to a page, is found (critical).
     browser
