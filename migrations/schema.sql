@@ -708,7 +708,7 @@ COMMENT ON COLUMN public.admin_keys.expires_at IS 'From then on the key authenti
 
 COMMENT ON COLUMN public.admin_keys.last_used_at IS 'When the key last authenticated a request, to the minute.';
 
-COMMENT ON COLUMN public.admin_keys.read_payloads IS 'The key may read kept payloads (a key scoped to one tenant only if it is not read-only).';
+COMMENT ON COLUMN public.admin_keys.read_payloads IS 'The key may read kept payloads (a key scoped to one tenant its own tenant''s; a read-only one only while the tenant''s read_only_portals_read_payloads is on).';
 
 CREATE TABLE public.admin_replay_job_events (
     job_id uuid NOT NULL,

@@ -10,3 +10,5 @@
 -- as any update of the row does, and their directory keeps nothing of it.
 ALTER TABLE tenants ADD COLUMN read_only_portals_read_payloads boolean NOT NULL DEFAULT false;
 COMMENT ON COLUMN tenants.read_only_portals_read_payloads IS 'Its read-only portal keys made with read_payloads may read its kept payloads.';
+-- The keys' column said a read-only portal never reads them: now its tenant decides.
+COMMENT ON COLUMN admin_keys.read_payloads IS 'The key may read kept payloads (a key scoped to one tenant its own tenant''s; a read-only one only while the tenant''s read_only_portals_read_payloads is on).';
