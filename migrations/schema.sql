@@ -708,7 +708,7 @@ COMMENT ON COLUMN public.admin_keys.expires_at IS 'From then on the key authenti
 
 COMMENT ON COLUMN public.admin_keys.last_used_at IS 'When the key last authenticated a request, to the minute.';
 
-COMMENT ON COLUMN public.admin_keys.read_payloads IS 'The key may read kept payloads (a key scoped to one tenant only if it is not read-only).';
+COMMENT ON COLUMN public.admin_keys.read_payloads IS 'The key may read kept payloads (a key scoped to one tenant its own tenant''s; a read-only one only while the tenant''s read_only_portals_read_payloads is on).';
 
 CREATE TABLE public.admin_replay_job_events (
     job_id uuid NOT NULL,
@@ -939,9 +939,12 @@ CREATE TABLE public.tenants (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     retain_payloads boolean DEFAULT false NOT NULL,
     redelivery_schedule integer[],
+    read_only_portals_read_payloads boolean DEFAULT false NOT NULL,
     CONSTRAINT tenants_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
     CONSTRAINT tenants_redelivery_schedule_check CHECK (((redelivery_schedule IS NULL) OR (((cardinality(redelivery_schedule) >= 1) AND (cardinality(redelivery_schedule) <= 20)) AND (0 <= ALL (redelivery_schedule)) AND (86400 >= ALL (redelivery_schedule)) AND (array_position(redelivery_schedule, NULL::integer) IS NULL))))
 );
+
+COMMENT ON COLUMN public.tenants.read_only_portals_read_payloads IS 'Its read-only portal keys made with read_payloads may read its kept payloads.';
 
 ALTER TABLE ONLY public.admin_audit
     ADD CONSTRAINT admin_audit_pkey PRIMARY KEY (id);

@@ -1,7 +1,7 @@
 //! One event as every operator face shows it (the API's document, the console's page, `doorman
 //! receipts show`): what became of it, the request Doorman sends its agent, and its payload as
 //! the caller may see it. Three use cases, each checking the caller's access on its own; the
-//! payload's permission is the domain's ([`doorman_domain::KeyScope::reads_payloads_of`]).
+//! payload's permission is the domain's ([`doorman_domain::KeyScope::payload_access`]).
 
 use doorman_domain::ports::OperatorPorts;
 use doorman_domain::usecases::operator::Operator;

@@ -261,6 +261,7 @@ diesel::table! {
         created_at -> Timestamptz,
         retain_payloads -> Bool,
         redelivery_schedule -> Nullable<Array<Nullable<Int4>>>,
+        read_only_portals_read_payloads -> Bool,
     }
 }
 

@@ -323,6 +323,67 @@ async fn redelivery_is_stored_as_its_delays_read_back_by_every_reading_and_off_i
     );
 }
 
+/// The tenant's allowance as the owner reads the column.
+async fn stored_allowance(db: &TestDatabase, tenant: TenantId) -> bool {
+    #[derive(diesel::QueryableByName)]
+    struct Allowance {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        allows: bool,
+    }
+    diesel::sql_query(format!(
+        "SELECT read_only_portals_read_payloads AS allows FROM tenants WHERE id = '{tenant}'"
+    ))
+    .get_result::<Allowance>(&mut db.owner().await)
+    .await
+    .unwrap()
+    .allows
+}
+
+/// Written as the admin API writes it (`doorman_admin`, under row-level security), by support
+/// and by the tenant's own writing key; read back by every reading at once; the tenant's other
+/// settings and another tenant untouched; each change audited.
+#[tokio::test]
+async fn a_tenants_allowance_for_its_read_only_portals_is_stored_read_back_at_once_and_audited() {
+    let db = TestDatabase::create().await;
+    let admin = admin(&db);
+    let writer = key_caller(None, false);
+    let tenant = admin.create_tenant(&writer, name("Allowing"), None).await.unwrap().tenant;
+    let other = admin.create_tenant(&writer, name("Other"), None).await.unwrap().tenant.id;
+    assert!(!tenant.read_only_portals_read_payloads, "off by default");
+    let schedule = RedeliverySchedule::parse("5s").unwrap();
+    admin.set_redelivery(&writer, tenant.id, Some(schedule.clone())).await.unwrap();
+
+    let own = key_caller(Some(tenant.id), false);
+    admin.set_read_only_portals_read_payloads(&own, tenant.id, true).await.unwrap();
+    assert!(stored_allowance(&db, tenant.id).await);
+    let read = admin.tenant(&writer, tenant.id).await.unwrap();
+    assert!(read.read_only_portals_read_payloads);
+    assert_eq!((read.retain_payloads, read.redelivery.as_ref()), (false, Some(&schedule)), "nothing else");
+    let listed = admin.tenants(&writer, vec![], &PageRequest::default()).await.unwrap();
+    let allows: Vec<_> = listed.items.iter().map(|t| (t.id, t.read_only_portals_read_payloads)).collect();
+    assert_eq!(allows, [(tenant.id, true), (other, false)], "another tenant's is its own");
+    assert!(admin.tenant(&own, tenant.id).await.unwrap().read_only_portals_read_payloads, "read in scope");
+
+    admin.set_read_only_portals_read_payloads(&writer, tenant.id, false).await.unwrap();
+    assert!(!stored_allowance(&db, tenant.id).await);
+    assert!(!admin.tenant(&own, tenant.id).await.unwrap().read_only_portals_read_payloads);
+    // A scoped key meets another tenant as unknown, and changes nothing of it.
+    let refused = admin.set_read_only_portals_read_payloads(&own, other, true).await.unwrap_err();
+    assert_eq!(refused, OperatorError::UnknownTenant(other));
+    assert!(!stored_allowance(&db, other).await);
+
+    let trail = admin
+        .audit(&writer, Some(tenant.id), &AuditFilter::default(), &PageRequest::<AuditCursor>::default())
+        .await
+        .unwrap();
+    let entries: Vec<_> =
+        trail.items.iter().map(|r| (r.action.as_str(), r.target.as_deref().unwrap_or_default())).collect();
+    assert_eq!(
+        entries[..2],
+        [("tenant.read_only_portals_read_payloads", "off"), ("tenant.read_only_portals_read_payloads", "on")]
+    );
+}
+
 #[tokio::test]
 async fn a_stored_schedule_the_model_refuses_is_an_unexpected_storage_error_not_a_guess() {
     let db = TestDatabase::create().await;

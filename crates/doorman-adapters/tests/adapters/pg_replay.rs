@@ -260,3 +260,42 @@ async fn the_admins_ledger_opens_a_kept_payload_of_the_events_tenant_with_its_to
     let error = keyless.payload(&key(b, "EvTheirs")).await.unwrap_err();
     assert!(error.to_string().contains("no encryption keys"), "{error}");
 }
+
+/// A read-only portal key made with `read_payloads`, as the admin API reads an event for it
+/// (`doorman_admin`, the use case on the PostgreSQL ports): the payload only while its tenant
+/// allows it, from the change on (nothing of the tenant is kept between requests), and never
+/// another tenant's.
+#[tokio::test]
+async fn a_read_only_portal_reads_a_kept_payload_only_while_its_tenant_allows_it() {
+    use doorman_domain::{Actor, ApiKey, Caller, KeyId, KeyScope, PayloadHidden, PayloadView, RequestId};
+    let db = TestDatabase::create().await;
+    let (a, b) = (tenant_with_team(&db.operator(), "T1").await, tenant_with_team(&db.operator(), "T2").await);
+    let store = receipt_store(db.pool());
+    store.claim(&kept(a, "EvKept")).await.unwrap();
+    store.claim(&kept(b, "EvTheirs")).await.unwrap();
+    let caller = |tenant, read_only, read_payloads| Caller {
+        actor: Actor::Key(ApiKey {
+            id: KeyId::generate(),
+            name: "portal".into(),
+            scope: KeyScope { tenant: Some(tenant), read_only, read_payloads },
+        }),
+        request: RequestId::new("req-test").unwrap(),
+    };
+    let (portal, support) = (caller(a, true, true), caller(a, false, false));
+    let admin = crate::pg_admin::admin(&db);
+    let shown = async |who: &Caller| admin.event_payload(who, a, id("EvKept")).await.unwrap();
+
+    assert_eq!(shown(&portal).await, PayloadView::Hidden(PayloadHidden::NotAllowedByTenant));
+    admin.set_read_only_portals_read_payloads(&support, a, true).await.unwrap();
+    let PayloadView::Shown(payload) = shown(&portal).await else { panic!("shown once allowed") };
+    assert!(payload.expose().contains("keep me"), "{payload:?}");
+    assert_eq!(
+        shown(&caller(a, true, false)).await,
+        PayloadView::Hidden(PayloadHidden::NotAllowed),
+        "a read-only portal not made with read_payloads: the key may not"
+    );
+    let theirs = admin.event_payload(&portal, b, id("EvTheirs")).await.unwrap_err();
+    assert_eq!(theirs, doorman_domain::OperatorError::UnknownTenant(b), "another tenant's: never");
+    admin.set_read_only_portals_read_payloads(&support, a, false).await.unwrap();
+    assert_eq!(shown(&portal).await, PayloadView::Hidden(PayloadHidden::NotAllowedByTenant));
+}

@@ -109,11 +109,14 @@ pub struct EventDetailDoc {
     pub request: Option<RequestDoc>,
     /// The payload Slack sent, as the JSON text the tenant keeps (sealed) for replay or
     /// redelivery, its verification `token` redacted: only for a key allowed to read payloads
-    /// (`read_payloads`). `null` otherwise, and `payload_hidden` says why.
+    /// (`read_payloads`; a read-only portal key only while its tenant lets its read-only
+    /// portals read them). `null` otherwise, and `payload_hidden` says why.
     pub payload: Option<String>,
     /// Why `payload` is `null`: `not_kept` (the tenant keeps none for it: it keeps payloads
-    /// neither for replay nor for redelivery, or the event was handled) or `not_allowed` (the
-    /// key may not read payloads). `null` when `payload` is shown.
+    /// neither for replay nor for redelivery, or the event was handled), `not_allowed` (the
+    /// key may not read payloads) or `not_allowed_by_tenant` (a read-only portal key made with
+    /// `read_payloads`, whose tenant has not let its read-only portals read them). `null` when
+    /// `payload` is shown.
     #[schema(value_type = Option<words::PayloadHidden>)]
     pub payload_hidden: Option<String>,
 }

@@ -18,8 +18,8 @@ pub struct KeyDoc {
     pub tenant_id: Option<Uuid>,
     /// It reads, never changes anything.
     pub read_only: bool,
-    /// It may read the payloads tenants keep, in event documents (a key scoped to a tenant
-    /// only if it is not read-only).
+    /// It may read the payloads tenants keep, in event documents (a key scoped to a tenant, its
+    /// tenant's; a read-only one only while its tenant lets its read-only portals read them).
     pub read_payloads: bool,
     pub created_at: DateTime<Utc>,
     /// From then on it authenticates nothing; `null`: it does not expire.

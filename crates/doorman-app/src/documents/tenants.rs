@@ -21,6 +21,10 @@ pub struct TenantDoc {
     /// Sends its events that were not handled again on this schedule, keeping their payloads
     /// (sealed) until they are handled or given up; `null`: off.
     pub redelivery: Option<RedeliveryDoc>,
+    /// Lets its read-only portal keys made with `read_payloads` read its kept payloads (off by
+    /// default: such a key's events then show none, `payload_hidden` `not_allowed_by_tenant`).
+    /// Other keys' permission is their own.
+    pub read_only_portals_read_payloads: bool,
 }
 
 /// A tenant's redelivery schedule: the delays before each redelivery of an event, each counted
@@ -49,6 +53,7 @@ impl From<TenantRecord> for TenantDoc {
             created_at: t.created_at,
             retain_payloads: t.retain_payloads,
             redelivery: t.redelivery.as_ref().map(RedeliveryDoc::from),
+            read_only_portals_read_payloads: t.read_only_portals_read_payloads,
         }
     }
 }

@@ -99,6 +99,7 @@ pub enum AttemptOutcome {
 pub enum PayloadHidden {
     NotKept,
     NotAllowed,
+    NotAllowedByTenant,
 }
 
 /// A change the audit trail records.
@@ -112,6 +113,8 @@ pub enum AuditAction {
     TenantRetainPayloads,
     #[serde(rename = "tenant.redelivery")]
     TenantRedelivery,
+    #[serde(rename = "tenant.read_only_portals_read_payloads")]
+    TenantReadOnlyPortalsReadPayloads,
     #[serde(rename = "tenant.delete")]
     TenantDelete,
     #[serde(rename = "tenant.purge")]

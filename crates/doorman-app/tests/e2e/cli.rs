@@ -168,6 +168,12 @@ async fn every_audited_action_is_read_back_from_the_trail() {
         listed["items"][0]["redelivery"],
         serde_json::json!({"schedule": "5s,5m", "seconds": [5, 300]})
     );
+    ok(&doorman(url, &["tenant", "read-only-portals-read-payloads", "--tenant", t, "on"]));
+    let listed = ok(&doorman(url, &["tenant", "list"]));
+    assert!(listed.contains("READ-ONLY PORTALS") && listed.contains(" read payloads "), "{listed}");
+    let listed: serde_json::Value =
+        serde_json::from_str(&ok(&doorman(url, &["tenant", "list", "--json"]))).unwrap();
+    assert_eq!(listed["items"][0]["read_only_portals_read_payloads"], true);
     ok(&doorman(url, &["tenant", "rename", "--tenant", t, "--name", "Audited Co"]));
     ok(&doorman(url, &["workspace", "link", "--tenant", t, "--team-id", "TLINK"]));
     ok(&doorman(url, &["agent", "set", "--tenant", t, "--url", app.agent.url(), "--secret", AGENT_SECRET]));
@@ -239,10 +245,11 @@ async fn every_audited_action_is_read_back_from_the_trail() {
         assert_eq!(found["actor_kind"], "cli", "{found}");
     }
     for (action, target) in [
-        ("events.replay", "event EvAudited (1 events)"),
+        ("events.replay", "event EvAudited (1 event)"),
         ("event.replay", "EvAudited: unknown"),
         ("tenant.retain_payloads", "on"),
         ("tenant.redelivery", "5s,5m"),
+        ("tenant.read_only_portals_read_payloads", "on"),
         ("tenant.rename", "Audited -> Audited Co"),
         ("tenant.delete", "Audited Co"),
         ("workspace.link", "TLINK"),

@@ -259,8 +259,15 @@ async fn a_customer_signs_in_once_with_a_link_sees_only_its_tenant_and_cannot_wr
     let nav = text(&customer, "header nav").await;
     assert!(nav.contains("My tenant") && !nav.contains("Keys") && !nav.contains("Tenants"), "{nav}");
     // Read-only: no button that writes.
-    for form in ["/agent/pause", "/agent", "/retain-payloads", "/redelivery", "/install-links", "/workspaces"]
-    {
+    for form in [
+        "/agent/pause",
+        "/agent",
+        "/retain-payloads",
+        "/redelivery",
+        "/read-only-portals-read-payloads",
+        "/install-links",
+        "/workspaces",
+    ] {
         let found = customer.find_all(Locator::Css(&format!("form[action$='{form}']"))).await.unwrap();
         assert!(found.is_empty(), "a read-only session sees no {form} form");
     }
@@ -732,7 +739,9 @@ async fn violations(browser: &Client, axe: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_console_page_has_no_serious_or_critical_accessibility_violation() {
     let db = TestDatabase::create().await;
-    let admin = Admin::start_allowing_private(&db).await;
+    // At an address of its own that is its console URL: sign-in links are made whole, and a
+    // customer's portal signs in by one.
+    let admin = console_at_its_address(&db, &[]).await;
     let agent = FakeAgent::start(AGENT_SECRET);
     let root = key(&db, None, false).await;
     let globex = onboarded(&admin, &root, "Globex", "TGLOBEXA11Y", agent.url()).await;
@@ -760,6 +769,19 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     // The serving process's counts reach the rollup (the tenant's charts, the overview) with
     // its shutdown's flush.
     server.shutdown().await;
+    // The Slack app installed in Acme's workspace (as the install flow records it, its token
+    // left out: nothing is sent any more), so the tenant's page lists it: its scopes are one
+    // word as Slack grants them, wider than a phone.
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(format!(
+            "INSERT INTO messaging_installations (tenant_id, platform, team_id, is_enterprise_install, app_id, \
+             bot_user_id, scopes) VALUES ('{tenant}', 'slack', 'TA11Y', false, 'A0A11Y', 'UA11YBOT', \
+             'app_mentions:read,channels:history,chat:write,commands,groups:history,im:history,users:read')"
+        )),
+        &mut db.owner().await,
+    )
+    .await
+    .unwrap();
     let replay =
         admin.post(&format!("/admin/v1/tenants/{tenant}/events/EvA11yFailed/replay"), &root, json!({})).await;
     let job = replay.body["id"].as_str().unwrap().to_owned();
@@ -854,6 +876,26 @@ async fn every_console_page_has_no_serious_or_critical_accessibility_violation()
     reader.execute("document.getElementById('attempts-heading').scrollIntoView();", vec![]).await.unwrap();
     check(&reader, "event-phone").await;
     reader.close().await.unwrap();
+    // A customer's read-only portal at phone width, signed in by a link as support hands it
+    // out: its tenant, its failed events (rows it may tick for a preview) and a failed event,
+    // whose attempts scroll sideways there too.
+    let customer = driver.browser("a11y-portal").await;
+    customer.set_window_size(390, 844).await.unwrap();
+    sign_in_by_link(&customer, &admin, &root, &portal, &tenant).await;
+    assert!(find(&customer, "header nav").await.text().await.unwrap().contains("My tenant"), "a portal");
+    let installs_scroll = "const region = document.querySelector('[aria-labelledby=installations-heading].scroll'); \
+                           return region.scrollWidth > region.clientWidth;";
+    let scrolled = customer.execute(installs_scroll, vec![]).await.unwrap();
+    assert_eq!(scrolled, json!(true), "the installations scroll sideways");
+    check(&customer, "portal-tenant-phone").await;
+    customer.goto(&format!("{}/console/tenants/{tenant}/events?state=failed", admin.base)).await.unwrap();
+    find(&customer, "input[type=checkbox][value=EvA11yStillFailed]").await;
+    check(&customer, "portal-events-phone").await;
+    customer.goto(&still_failed).await.unwrap();
+    assert_eq!(customer.execute(scrolls, vec![]).await.unwrap(), json!(true), "the attempts scroll sideways");
+    find(&customer, "#payload-hidden").await;
+    check(&customer, "portal-event-phone").await;
+    customer.close().await.unwrap();
     assert!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     // The check can fail: a field without a label, added to a page, is found (critical).
     browser
@@ -1443,7 +1485,7 @@ async fn an_events_page_shows_its_request_to_every_session_and_its_payload_only_
     let listed = admin.get("/admin/v1/keys", &root).await.body;
     let ticked = listed["items"].as_array().unwrap().iter().find(|k| k["name"] == "ticked").cloned();
     assert_eq!(ticked.map(|k| k["read_payloads"].clone()), Some(json!(true)), "{listed}");
-    // A read-only portal asked to read them is refused, saying why, and nothing is made.
+    // A read-only portal made with it ticked is made (its tenant decides when it reads them).
     let portal = [
         ("csrf", csrf.as_str()),
         ("name", "portal"),
@@ -1452,9 +1494,11 @@ async fn an_events_page_shows_its_request_to_every_session_and_its_payload_only_
         ("read_payloads", "on"),
     ];
     let answer = support.post("/console/keys", Some(&admin.base), &portal).await;
-    assert_eq!(answer.status(), 422);
-    let said = answer.text().await.unwrap();
-    assert!(said.contains("read_payloads") && said.contains("never reads payloads"), "{said}");
+    assert_eq!(answer.status(), 200);
+    let listed = admin.get("/admin/v1/keys", &root).await.body;
+    let made = listed["items"].as_array().unwrap().iter().find(|k| k["name"] == "portal").cloned();
+    let scope = made.map(|k| (k["tenant_id"].clone(), k["read_only"].clone(), k["read_payloads"].clone()));
+    assert_eq!(scope, Some((json!(tenant), json!(true), json!(true))), "{listed}");
 
     // In Chromium: the page with its request and payload has no serious or critical violation.
     let driver = Chromedriver::start().await;
@@ -1996,5 +2040,90 @@ async fn an_events_page_shows_attempts_and_the_redacted_request_to_all_and_the_p
     customer.goto(&format!("{}/console/tenants/{other}/events/EvTheirs", admin.base)).await.unwrap();
     assert_eq!(text(&customer, "h1").await, "Not Found");
     assert!(!customer.source().await.unwrap().contains("Other Co"), "nothing of it");
+    customer.close().await.unwrap();
+}
+
+/// Issue 42's "never to a read-only portal key unless the tenant allows", in Chromium. A
+/// customer's read-only portal key made to read payloads, signed in by a link, opens its failed
+/// event and reads no payload, told that its organisation has not allowed it (not that the key
+/// may not). Support opens the tenant's page, reads that read-only portals may not, and turns it
+/// on with the page's button (the notice and the page say so, the tenant's document and the
+/// audit trail too). The customer reloads the event and reads the payload, the message in it.
+/// Support turns it off again and the customer's page hides it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn support_lets_a_tenants_read_only_portals_read_payloads_and_its_portal_then_reads_one() {
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let agent = FakeAgent::start(AGENT_SECRET);
+    let root = key(&db, None, false).await;
+    let tenant = onboarded(&admin, &root, "Portal Co", "TPORTALPAGE", agent.url()).await;
+    let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
+    let serving = format!("http://{}", server.addr());
+    agent.answer_with(500);
+    assert_eq!(post_event(&http_client(), &serving, "TPORTALPAGE", "EvPortalPage").await, 200);
+    until_status(&admin, &root, &tenant, "EvPortalPage", "failed").await;
+    server.shutdown().await;
+    let asked = json!({"name": "portal co", "tenant_id": tenant, "read_only": true, "read_payloads": true});
+    let made = admin.post("/admin/v1/keys", &root, asked).await;
+    assert_eq!(made.status, 201, "{made:?}");
+    let portal = made.body["key"].as_str().unwrap().to_owned();
+    let event_page = format!("/console/tenants/{tenant}/events/EvPortalPage");
+    let tenant_page = format!("/console/tenants/{tenant}");
+
+    // The customer, signed in by a link: their event, and why its payload is not shown.
+    let driver = Chromedriver::start().await;
+    let customer = driver.browser("portal-payloads-customer").await;
+    sign_in_by_link(&customer, &admin, &root, &portal, &tenant).await;
+    assert!(text(&customer, "#portals-state").await.starts_with("Not allowed"), "its page says so too");
+    assert!(customer.find_all(Locator::Css("#portals-payloads-on")).await.unwrap().is_empty(), "no form");
+    customer.find(Locator::LinkText("Failed events")).await.unwrap().click().await.unwrap();
+    customer.find(Locator::LinkText("EvPortalPage")).await.unwrap().click().await.unwrap();
+    arrive(&customer, &event_page).await;
+    let hidden_by_organisation = async |browser: &Client| {
+        assert!(browser.find_all(Locator::Css("#payload")).await.unwrap().is_empty(), "no payload");
+        let why = text(browser, "#payload-hidden").await;
+        assert!(why.starts_with("Not shown: your organisation has not allowed"), "{why}");
+        assert!(!browser.source().await.unwrap().contains("U0LAN0Z89"), "nothing of the message");
+    };
+    hidden_by_organisation(&customer).await;
+
+    // Support turns it on from the tenant's page.
+    let support = driver.browser("portal-payloads-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+    support.find(Locator::LinkText("Portal Co")).await.unwrap().click().await.unwrap();
+    arrive(&support, &tenant_page).await;
+    assert!(text(&support, "#portals-state").await.starts_with("Not allowed"));
+    click(&support, "#portals-payloads-on").await;
+    arrive(&support, &format!("{tenant_page}?done=portals-payloads-on")).await;
+    assert!(text(&support, ".notice").await.starts_with("Read-only portal keys made to read payloads"));
+    assert!(text(&support, "#portals-state").await.starts_with("Allowed"));
+    let doc = admin.get(&format!("/admin/v1/tenants/{tenant}"), &root).await.body;
+    assert_eq!(doc["read_only_portals_read_payloads"], true, "{doc}");
+    let trail = admin.get(&format!("/admin/v1/audit?tenant={tenant}"), &root).await.body;
+    let latest = &trail["items"][0];
+    assert_eq!(
+        (&latest["action"], &latest["target"], &latest["actor_name"]),
+        (&json!("tenant.read_only_portals_read_payloads"), &json!("on"), &json!("test key")),
+        "{trail}"
+    );
+
+    // The customer's event page now shows the payload, the message in it.
+    customer.refresh().await.unwrap();
+    let payload = text(&customer, "#payload").await;
+    assert!(
+        payload.contains("\"event_id\": \"EvPortalPage\"") && payload.contains("<@U0LAN0Z89> hello"),
+        "{payload}"
+    );
+    assert!(customer.find_all(Locator::Css("#payload-hidden")).await.unwrap().is_empty());
+
+    // Off again: hidden again, from the customer's next page.
+    click(&support, "#portals-payloads-off").await;
+    arrive(&support, &format!("{tenant_page}?done=portals-payloads-off")).await;
+    assert!(text(&support, "#portals-state").await.starts_with("Not allowed"));
+    customer.refresh().await.unwrap();
+    find(&customer, "#payload-hidden").await;
+    hidden_by_organisation(&customer).await;
+    support.close().await.unwrap();
     customer.close().await.unwrap();
 }

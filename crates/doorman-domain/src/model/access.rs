@@ -3,16 +3,17 @@
 //! The rules of access live here, once, for both faces: a key scoped to one tenant sees only
 //! that tenant (another tenant is *not found*, so existence is not revealed), a read-only key
 //! changes nothing, only a key for every tenant creates tenants, and only a key given
-//! `read_payloads` reads the events' kept payloads (customers' messages). The command line,
-//! run by whoever holds the database owner's password, may do everything.
+//! `read_payloads` reads the events' kept payloads (customers' messages; a read-only portal's
+//! only while its tenant allows it). The command line, run by whoever holds the database
+//! owner's password, may do everything.
 
 use std::fmt;
 
 use uuid::Uuid;
 
-use super::TenantId;
 use super::ValidationError;
 use super::text::check_printable_ascii;
+use super::{PayloadHidden, TenantId, TenantRecord};
 
 super::ids::uuid_id!(
     /// An admin API key's id: public, printed by `keys list`, recorded in the audit trail.
@@ -64,25 +65,24 @@ pub struct KeyScope {
 }
 
 impl KeyScope {
-    /// Whether a key of this scope reads `tenant`'s kept payloads: the one rule, for both
-    /// faces. A key for every tenant needs `read_payloads`. A key scoped to one tenant (a
-    /// customer's portal) needs it too, and must not be read-only: a portal handed out to
-    /// look, not to act, never shows the content of the messages (kept simple on purpose: no
-    /// tenant setting lifts it).
-    pub fn reads_payloads_of(&self, tenant: TenantId) -> bool {
-        self.read_payloads
-            && match self.tenant {
-                None => true,
-                Some(own) => own == tenant && !self.read_only,
+    /// Whether a key of this scope reads `tenant`'s kept payloads, or why not: the one rule,
+    /// for both faces. A key for every tenant needs `read_payloads`. A key scoped to one tenant
+    /// (a customer's portal) needs it too, for its own tenant only; a read-only one (a portal
+    /// handed out to look, not to act) reads them only while its tenant allows its read-only
+    /// portals to ([`TenantRecord::read_only_portals_read_payloads`], off by default), and is
+    /// told so otherwise ([`PayloadHidden::NotAllowedByTenant`]).
+    pub fn payload_access(&self, tenant: &TenantRecord) -> Result<(), PayloadHidden> {
+        if !self.read_payloads {
+            return Err(PayloadHidden::NotAllowed);
+        }
+        match self.tenant {
+            None => Ok(()),
+            Some(own) if own != tenant.id => Err(PayloadHidden::NotAllowed),
+            Some(_) if self.read_only && !tenant.read_only_portals_read_payloads => {
+                Err(PayloadHidden::NotAllowedByTenant)
             }
-    }
-
-    /// Why a key of this scope may not be made, if it may not: one given `read_payloads` that
-    /// could never use it (read-only and scoped to one tenant) is refused rather than made
-    /// looking more powerful than it is.
-    pub fn refusal(&self) -> Option<&'static str> {
-        (self.read_payloads && self.read_only && self.tenant.is_some())
-            .then_some("a read-only key scoped to one tenant (a customer's portal) never reads payloads")
+            Some(_) => Ok(()),
+        }
     }
 }
 
@@ -216,12 +216,13 @@ impl Actor {
         }
     }
 
-    /// Whether this actor reads `tenant`'s kept payloads ([`KeyScope::reads_payloads_of`]).
-    /// The command line, as the tables' owner, could read them anyway.
-    pub fn may_read_payloads(&self, tenant: TenantId) -> bool {
+    /// Whether this actor reads `tenant`'s kept payloads, or why not
+    /// ([`KeyScope::payload_access`]). The command line, as the tables' owner, could read
+    /// them anyway.
+    pub fn payload_access(&self, tenant: &TenantRecord) -> Result<(), PayloadHidden> {
         match self {
-            Actor::Key(key) => key.scope.reads_payloads_of(tenant),
-            Actor::Cli { .. } => true,
+            Actor::Key(key) => key.scope.payload_access(tenant),
+            Actor::Cli { .. } => Ok(()),
         }
     }
 
@@ -326,37 +327,71 @@ mod tests {
         Actor::Key(ApiKey { id: KeyId::generate(), name: "k".into(), scope })
     }
 
+    /// A tenant that lets its read-only portals read its payloads, or not.
+    fn tenant(id: TenantId, allows_read_only_portals: bool) -> TenantRecord {
+        TenantRecord {
+            id,
+            name: "Acme".into(),
+            created_at: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
+            retain_payloads: true,
+            redelivery: None,
+            read_only_portals_read_payloads: allows_read_only_portals,
+        }
+    }
+
     #[test]
     fn a_key_for_every_tenant_reads_payloads_only_when_given_read_payloads_read_only_or_not() {
-        let tenant = TenantId::generate();
-        assert!(!key(None, false).may_read_payloads(tenant), "off by default");
-        assert!(!key(None, true).may_read_payloads(tenant));
-        assert!(reader_of_payloads(None, false).may_read_payloads(tenant));
-        assert!(reader_of_payloads(None, true).may_read_payloads(tenant), "support reads, changes nothing");
-        assert!(Actor::Cli { user: "ops".into() }.may_read_payloads(tenant));
+        for allows in [false, true] {
+            let tenant = tenant(TenantId::generate(), allows);
+            let not_allowed = Err(PayloadHidden::NotAllowed);
+            assert_eq!(key(None, false).payload_access(&tenant), not_allowed, "off by default");
+            assert_eq!(key(None, true).payload_access(&tenant), not_allowed);
+            assert_eq!(reader_of_payloads(None, false).payload_access(&tenant), Ok(()));
+            assert_eq!(
+                reader_of_payloads(None, true).payload_access(&tenant),
+                Ok(()),
+                "support reads, changes nothing"
+            );
+            assert_eq!(Actor::Cli { user: "ops".into() }.payload_access(&tenant), Ok(()));
+        }
     }
 
     #[test]
-    fn a_portal_key_reads_its_own_tenants_payloads_only_with_read_payloads_and_never_read_only() {
+    fn a_writing_portal_key_reads_its_own_tenants_payloads_with_read_payloads_whatever_the_tenant_allows() {
         let (own, other) = (TenantId::generate(), TenantId::generate());
-        assert!(reader_of_payloads(Some(own), false).may_read_payloads(own));
-        assert!(!reader_of_payloads(Some(own), false).may_read_payloads(other), "another tenant's: never");
-        assert!(!key(Some(own), false).may_read_payloads(own), "not given read_payloads");
-        assert!(!reader_of_payloads(Some(own), true).may_read_payloads(own), "a read-only portal: never");
+        for allows in [false, true] {
+            let (mine, theirs) = (tenant(own, allows), tenant(other, true));
+            assert_eq!(reader_of_payloads(Some(own), false).payload_access(&mine), Ok(()));
+            assert_eq!(
+                reader_of_payloads(Some(own), false).payload_access(&theirs),
+                Err(PayloadHidden::NotAllowed),
+                "another tenant's: never"
+            );
+            assert_eq!(
+                key(Some(own), false).payload_access(&mine),
+                Err(PayloadHidden::NotAllowed),
+                "not given it"
+            );
+        }
     }
 
     #[test]
-    fn only_a_read_only_portal_key_given_read_payloads_is_refused_when_made() {
-        let tenant = Some(TenantId::generate());
-        for (tenant, read_only, read_payloads, refused) in [
-            (tenant, true, true, true),
-            (tenant, false, true, false),
-            (tenant, true, false, false),
-            (None, true, true, false),
-            (None, false, true, false),
-        ] {
-            let scope = KeyScope { tenant, read_only, read_payloads };
-            assert_eq!(scope.refusal().is_some(), refused, "{scope:?}");
+    fn a_read_only_portal_key_with_read_payloads_reads_them_only_while_its_tenant_allows() {
+        let (own, other) = (TenantId::generate(), TenantId::generate());
+        let portal = reader_of_payloads(Some(own), true);
+        assert_eq!(portal.payload_access(&tenant(own, false)), Err(PayloadHidden::NotAllowedByTenant));
+        assert_eq!(portal.payload_access(&tenant(own, true)), Ok(()));
+        assert_eq!(
+            portal.payload_access(&tenant(other, true)),
+            Err(PayloadHidden::NotAllowed),
+            "another tenant's, whatever that one allows: never"
+        );
+        // Without read_payloads it is the key that may not, whatever the tenant allows.
+        for allows in [false, true] {
+            assert_eq!(
+                key(Some(own), true).payload_access(&tenant(own, allows)),
+                Err(PayloadHidden::NotAllowed)
+            );
         }
     }
 

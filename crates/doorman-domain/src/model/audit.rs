@@ -17,6 +17,9 @@ pub enum AuditAction {
     TenantRetainPayloads,
     /// Redelivery turned on (its schedule, in the operator's words) or `off`.
     TenantRedelivery,
+    /// Whether the tenant lets its read-only portal keys made with `read_payloads` read its
+    /// payloads: `on` or `off`.
+    TenantReadOnlyPortalsReadPayloads,
     TenantDelete,
     /// A deleted tenant's receipts deleted after it, in batches: a run recorded before
     /// (`started`) and after (how many, or why it stopped).
@@ -49,11 +52,12 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, for what must cover them all (a test reads each one back).
-    pub const ALL: [Self; 24] = [
+    pub const ALL: [Self; 25] = [
         Self::TenantCreate,
         Self::TenantRename,
         Self::TenantRetainPayloads,
         Self::TenantRedelivery,
+        Self::TenantReadOnlyPortalsReadPayloads,
         Self::TenantDelete,
         Self::TenantPurge,
         Self::WorkspaceLink,
@@ -90,6 +94,7 @@ impl AuditAction {
             Self::TenantRename => "tenant.rename",
             Self::TenantRetainPayloads => "tenant.retain_payloads",
             Self::TenantRedelivery => "tenant.redelivery",
+            Self::TenantReadOnlyPortalsReadPayloads => "tenant.read_only_portals_read_payloads",
             Self::TenantDelete => "tenant.delete",
             Self::TenantPurge => "tenant.purge",
             Self::WorkspaceLink => "workspace.link",
@@ -216,6 +221,7 @@ mod tests {
             (TenantRename, "tenant.rename"),
             (TenantRetainPayloads, "tenant.retain_payloads"),
             (TenantRedelivery, "tenant.redelivery"),
+            (TenantReadOnlyPortalsReadPayloads, "tenant.read_only_portals_read_payloads"),
             (TenantDelete, "tenant.delete"),
             (TenantPurge, "tenant.purge"),
             (WorkspaceLink, "workspace.link"),
@@ -258,26 +264,27 @@ mod tests {
                 TenantRename => 1,
                 TenantRetainPayloads => 2,
                 TenantRedelivery => 3,
-                TenantDelete => 4,
-                TenantPurge => 5,
-                WorkspaceLink => 6,
-                WorkspaceUnlink => 7,
-                AgentSet => 8,
-                AgentPause => 9,
-                AgentResume => 10,
-                AgentDisable => 11,
-                AgentRemove => 12,
-                InstallLinkCreate => 13,
-                InstallationRemove => 14,
-                EventsReplay => 15,
-                EventReplay => 16,
-                KeyCreate => 17,
-                KeyRevoke => 18,
-                SignInLinkCreate => 19,
-                SecretsRotate => 20,
-                ReceiptsPrune => 21,
-                InstallStatesPrune => 22,
-                ConsoleSessionsPrune => 23,
+                TenantReadOnlyPortalsReadPayloads => 4,
+                TenantDelete => 5,
+                TenantPurge => 6,
+                WorkspaceLink => 7,
+                WorkspaceUnlink => 8,
+                AgentSet => 9,
+                AgentPause => 10,
+                AgentResume => 11,
+                AgentDisable => 12,
+                AgentRemove => 13,
+                InstallLinkCreate => 14,
+                InstallationRemove => 15,
+                EventsReplay => 16,
+                EventReplay => 17,
+                KeyCreate => 18,
+                KeyRevoke => 19,
+                SignInLinkCreate => 20,
+                SecretsRotate => 21,
+                ReceiptsPrune => 22,
+                InstallStatesPrune => 23,
+                ConsoleSessionsPrune => 24,
             }
         }
         for (i, action) in AuditAction::ALL.into_iter().enumerate() {

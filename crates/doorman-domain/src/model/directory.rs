@@ -18,6 +18,10 @@ pub struct TenantRecord {
     /// Sends its events that were not handled again on this schedule (`tenant redelivery`);
     /// `None`: off, the default.
     pub redelivery: Option<RedeliverySchedule>,
+    /// Lets its read-only portal keys made with `read_payloads` read its kept payloads
+    /// (`tenant read-only-portals-read-payloads`; off by default): the tenant's say in
+    /// [`crate::KeyScope::payload_access`]. Every other key's permission is its own.
+    pub read_only_portals_read_payloads: bool,
 }
 
 /// Which tenants a listing looks for. The text follows a name's rules ([`TenantName`]) and is

@@ -32,18 +32,22 @@ pub enum PayloadHidden {
     /// The tenant keeps none for it: it keeps payloads neither for replay nor for
     /// redelivery, or the event was handled (its payload went with it).
     NotKept,
-    /// The caller may not read payloads ([`crate::KeyScope::reads_payloads_of`]).
+    /// The caller may not read payloads ([`crate::KeyScope::payload_access`]).
     NotAllowed,
+    /// The caller is a read-only portal key made with `read_payloads`, and its tenant has not
+    /// allowed its read-only portals to read payloads ([`crate::KeyScope::payload_access`]).
+    NotAllowedByTenant,
 }
 
 impl PayloadHidden {
-    pub const ALL: [Self; 2] = [Self::NotKept, Self::NotAllowed];
+    pub const ALL: [Self; 3] = [Self::NotKept, Self::NotAllowed, Self::NotAllowedByTenant];
 
     /// The word documents carry.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::NotKept => "not_kept",
             Self::NotAllowed => "not_allowed",
+            Self::NotAllowedByTenant => "not_allowed_by_tenant",
         }
     }
 }

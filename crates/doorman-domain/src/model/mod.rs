@@ -55,6 +55,7 @@ pub use receipt::{
     Retention,
 };
 pub use redelivery::{Redelivery, RedeliverySchedule, ScheduledTenant};
+pub(crate) use replay::counted;
 pub use replay::{
     JobEvent, JobState, MAX_REPLAY_EVENTS, NewReplayJob, ReplayAttempt, ReplayJob, ReplayJobId,
     ReplayOutcome, ReplayResult, ReplaySelection, ReplayTake, Replayed, SelectionRefused,

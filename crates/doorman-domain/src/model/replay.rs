@@ -176,7 +176,7 @@ impl ReplaySelection {
                 let shown: Vec<&str> = ids.iter().take(SHOWN).map(ExternalEventId::as_str).collect();
                 let more = ids.len().saturating_sub(SHOWN);
                 let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-                format!("{} chosen events: {}{more}", ids.len(), shown.join(", "))
+                format!("{}: {}{more}", counted(ids.len(), "chosen event"), shown.join(", "))
             }
             Self::Matching { filter, limit } => {
                 let state = filter.state.map_or("any", EventState::as_str);
@@ -194,6 +194,11 @@ impl ReplaySelection {
             }
         }
     }
+}
+
+/// `n` of `what` in words, singular for one: `1 chosen event`, `2 chosen events`, `0 events`.
+pub(crate) fn counted(n: usize, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
 }
 
 /// A replay job about to be written: its events chosen, in claim order.
@@ -330,6 +335,15 @@ mod tests {
         let most = ReplaySelection::chosen(many[..MAX_REPLAY_EVENTS as usize].to_vec()).unwrap();
         assert!(most.describe().starts_with("1000 chosen events: Ev0, Ev1,"), "{}", most.describe());
         assert!(most.describe().ends_with("Ev9 and 990 more"), "{}", most.describe());
+    }
+
+    #[test]
+    fn one_chosen_event_is_said_in_the_singular_and_more_in_the_plural() {
+        let one = ReplaySelection::chosen(vec![id("Ev1")]).unwrap();
+        assert_eq!(one.describe(), "1 chosen event: Ev1");
+        let two = ReplaySelection::chosen(vec![id("Ev1"), id("Ev2")]).unwrap();
+        assert_eq!(two.describe(), "2 chosen events: Ev1, Ev2");
+        assert_eq!([0, 1, 2].map(|n| counted(n, "event")), ["0 events", "1 event", "2 events"]);
     }
 
     #[test]

@@ -74,6 +74,18 @@ pub trait Tenants: Send + Sync {
         audit: &AuditEntry,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
 
+    /// Whether the tenant lets its read-only portal keys made with `read_payloads` read its
+    /// kept payloads, with `audit`. MUST change nothing else of the tenant, and every reading
+    /// of the tenant (`get`, `list`) MUST answer the setting as it is from the commit on: it is
+    /// what decides, at each request, whether such a key is shown a payload, so it MUST NOT
+    /// be answered from a copy kept longer.
+    fn set_read_only_portals_read_payloads(
+        &self,
+        tenant: TenantId,
+        on: bool,
+        audit: &AuditEntry,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
     /// Turns redelivery on with `schedule`, or off with `None`, with `audit`.
     ///
     /// MUST store the schedule's delays exactly, in order, so that the runner and every listing

@@ -1,5 +1,6 @@
 //! Tenants: created (idempotently when asked), read, listed a page at a time; their settings
-//! (payloads kept for replay, redelivery's schedule).
+//! (payloads kept for replay, redelivery's schedule, whether read-only portals read payloads).
+//! Nothing of a tenant is kept between calls: each reading is the row as it is.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -34,7 +35,7 @@ impl PgTenants {
     }
 }
 
-type Row = (Uuid, String, DateTime<Utc>, bool, Option<Vec<Option<i32>>>);
+type Row = (Uuid, String, DateTime<Utc>, bool, Option<Vec<Option<i32>>>, bool);
 
 const COLUMNS: (
     tenants::id,
@@ -42,7 +43,15 @@ const COLUMNS: (
     tenants::created_at,
     tenants::retain_payloads,
     tenants::redelivery_schedule,
-) = (tenants::id, tenants::name, tenants::created_at, tenants::retain_payloads, tenants::redelivery_schedule);
+    tenants::read_only_portals_read_payloads,
+) = (
+    tenants::id,
+    tenants::name,
+    tenants::created_at,
+    tenants::retain_payloads,
+    tenants::redelivery_schedule,
+    tenants::read_only_portals_read_payloads,
+);
 
 /// `text` in a `LIKE` pattern, as text: its `\`, `%` and `_` escaped.
 fn as_text(text: &str) -> String {
@@ -94,7 +103,9 @@ fn found<'a>(only: Option<TenantId>, search: &[TenantSearch]) -> tenants::BoxedQ
 
 /// A stored tenant read back: its schedule went through the same constructor when it was
 /// written (and the table's check holds it to the same bounds).
-fn record((id, name, created_at, retain_payloads, schedule): Row) -> Result<TenantRecord, StorageError> {
+fn record(
+    (id, name, created_at, retain_payloads, schedule, read_only_portals_read_payloads): Row,
+) -> Result<TenantRecord, StorageError> {
     let redelivery = schedule
         .map(|delays| {
             let seconds: Option<Vec<i64>> = delays.into_iter().map(|d| d.map(i64::from)).collect();
@@ -106,7 +117,14 @@ fn record((id, name, created_at, retain_payloads, schedule): Row) -> Result<Tena
             })
         })
         .transpose()?;
-    Ok(TenantRecord { id: TenantId::from_uuid(id), name, created_at, retain_payloads, redelivery })
+    Ok(TenantRecord {
+        id: TenantId::from_uuid(id),
+        name,
+        created_at,
+        retain_payloads,
+        redelivery,
+        read_only_portals_read_payloads,
+    })
 }
 
 /// A schedule as stored: its delays in seconds, or null for off.
@@ -280,6 +298,27 @@ impl Tenants for PgTenants {
                 act_for(conn, tenant).await?;
                 diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
                     .set(tenants::retain_payloads.eq(on))
+                    .execute(conn)
+                    .await?;
+                audit::write(conn, audit).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
+    }
+
+    async fn set_read_only_portals_read_payloads(
+        &self,
+        tenant: TenantId,
+        on: bool,
+        audit: &AuditEntry,
+    ) -> Result<(), StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
+                    .set(tenants::read_only_portals_read_payloads.eq(on))
                     .execute(conn)
                     .await?;
                 audit::write(conn, audit).await

@@ -69,8 +69,8 @@ pub enum ApiKeysCommand {
         #[arg(long)]
         read_only: bool,
         /// The key may read the payloads tenants keep (what their customers wrote), in event
-        /// documents and pages. Refused with `--tenant` and `--read-only` together: a
-        /// read-only portal never reads payloads.
+        /// documents and pages. With `--tenant` and `--read-only` (a customer's read-only
+        /// portal) only while the tenant allows it (`tenant read-only-portals-read-payloads`).
         #[arg(long)]
         read_payloads: bool,
         /// The key stops working this long from now (`90d`, `12h`); without it, it never

@@ -46,6 +46,15 @@ pub enum TenantCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Let the tenant's read-only portal keys made with `--read-payloads` read its kept payloads
+    /// (on), or stop them (off). Off by default. Other keys' permission is their own.
+    ReadOnlyPortalsReadPayloads {
+        #[arg(long)]
+        tenant: String,
+        setting: OnOff,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
     /// Rename a tenant.
     Rename {
         #[arg(long)]

@@ -53,17 +53,19 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
                 output::line("no tenants");
             } else {
                 output::line(
-                    "ID                                    CREATED AT            PAYLOADS  REDELIVERY               NAME",
+                    "ID                                    CREATED AT            PAYLOADS  REDELIVERY               READ-ONLY PORTALS  NAME",
                 );
                 for t in &tenants {
                     let kept = if t.retain_payloads { "kept" } else { "-" };
                     let redelivery = t.redelivery.as_ref().map_or("-", |r| r.schedule.as_str());
+                    let portals = if t.read_only_portals_read_payloads { "read payloads" } else { "-" };
                     output::line(&format!(
-                        "{:<37} {:<21} {:<9} {:<24} {}",
+                        "{:<37} {:<21} {:<9} {:<24} {:<18} {}",
                         t.id,
                         t.created_at.format("%Y-%m-%d %H:%M:%S"),
                         kept,
                         redelivery,
+                        portals,
                         t.name
                     ));
                 }
@@ -81,6 +83,23 @@ pub async fn tenant(command: TenantCommand) -> anyhow::Result<()> {
                 )
             } else {
                 format!("tenant {tenant} keeps no new payloads; those already kept go when handled or pruned")
+            });
+        }
+        TenantCommand::ReadOnlyPortalsReadPayloads { tenant, setting, db } => {
+            let tenant = tenant_id(&tenant)?;
+            let on = setting == OnOff::On;
+            let cli = Cli::owner(&db, Needs::default());
+            cli.operator
+                .set_read_only_portals_read_payloads(&cli.caller, tenant, on)
+                .await
+                .map_err(explain)?;
+            tracing::info!(tenant.id = %tenant, read_only_portals_read_payloads = on, "read-only portals' payloads changed");
+            output::line(&if on {
+                format!(
+                    "tenant {tenant}'s read-only portal keys made with --read-payloads read its kept payloads"
+                )
+            } else {
+                format!("tenant {tenant}'s read-only portal keys read no payloads")
             });
         }
         TenantCommand::Redelivery { tenant, setting, schedule, db } => {

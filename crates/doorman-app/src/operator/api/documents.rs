@@ -29,6 +29,14 @@ pub struct RetainPayloadsDoc {
     pub enabled: bool,
 }
 
+/// Whether a tenant lets its read-only portal keys made with `read_payloads` read its kept
+/// payloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadOnlyPortalsReadPayloadsDoc {
+    pub enabled: bool,
+}
+
 /// Whether a tenant's events that were not handled are sent again, and on which schedule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -34,8 +34,10 @@ pub struct NewKey {
     #[serde(default)]
     pub read_only: bool,
     /// It may read the payloads tenants keep (what their customers wrote in Slack), in event
-    /// documents. A key scoped to a tenant needs it and must not be read-only (a read-only
-    /// portal never reads payloads: asking for both is a 422). Absent: `false`.
+    /// documents: a key for every tenant, every tenant's; a key scoped to a tenant, that
+    /// tenant's, and if it is read-only too (a customer's portal handed out to look) only while
+    /// the tenant lets its read-only portals read them (`PUT
+    /// /tenants/{id}/read-only-portals-read-payloads`). Absent: `false`.
     #[serde(default)]
     pub read_payloads: bool,
     /// It stops working this many seconds from now (a minute to two years); absent or `null`:
@@ -64,7 +66,6 @@ fn key_path(raw: &str) -> Result<KeyId, ApiError> {
         (status = 201, description = "Made; `key` is shown this once", body = NewKeyDoc,
          headers(("Location" = String, description = "The key's URL"))),
         BodyRefusals,
-        (status = 409, description = "`read_payloads` for a read-only key scoped to a tenant (a customer's portal never reads payloads): nothing made", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A refused name or expiry", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -86,14 +87,7 @@ pub async fn create(
         }
     };
     let scope = KeyScope { tenant: tenant_id.map(TenantId::from_uuid), read_only, read_payloads };
-    let (made, secret) =
-        state.operator.create_key(&caller.0, name, scope, expires_at).await.map_err(|e| match e {
-            // Well-formed, and at odds with the rest of the key: a conflict, not a bad value.
-            OperatorError::Refused { what: "read_payloads", reason } => {
-                ApiError::new(StatusCode::CONFLICT, "portal-reads-no-payloads", reason)
-            }
-            other => ApiError::from_operator(other, None),
-        })?;
+    let (made, secret) = state.operator.create_key(&caller.0, name, scope, expires_at).await?;
     let doc = NewKeyDoc::new(made, &secret);
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, format!("/admin/v1/keys/{}", doc.key_doc.id)))

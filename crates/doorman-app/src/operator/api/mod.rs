@@ -90,6 +90,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
                 .service(resource!("/tenants/{id}", GET => tenants::get, PATCH => tenants::rename, DELETE => tenants::delete))
                 .service(resource!("/tenants/{id}/retain-payloads", PUT => tenants::retain_payloads))
                 .service(resource!("/tenants/{id}/redelivery", PUT => tenants::redelivery))
+                .service(resource!("/tenants/{id}/read-only-portals-read-payloads", PUT => tenants::read_only_portals_read_payloads))
                 .service(resource!("/tenants/{id}/workspaces", GET => workspaces::list, POST => workspaces::link))
                 .service(resource!("/tenants/{id}/workspaces/{workspace_id}", DELETE => workspaces::unlink))
                 .service(resource!("/tenants/{id}/agent", GET => agents::get, PUT => agents::set))

@@ -25,6 +25,7 @@ use crate::operator::problem::{PROBLEM_JSON, Problem};
         tenants::delete,
         tenants::retain_payloads,
         tenants::redelivery,
+        tenants::read_only_portals_read_payloads,
         workspaces::list,
         workspaces::link,
         workspaces::unlink,
@@ -395,7 +396,7 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
-        assert_eq!(count, 33, "every operation of the document is checked");
+        assert_eq!(count, 34, "every operation of the document is checked");
     }
 
     /// Every `cursor` parameter states its listing's pattern: a listing added without one

@@ -1,5 +1,5 @@
 //! `/admin/v1/tenants`: create (idempotently), list, read; keeping payloads for replay;
-//! redelivery.
+//! redelivery; whether read-only portals read payloads.
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::Authenticated;
 use super::body::Object;
-use super::documents::{RedeliverySettingDoc, RetainPayloadsDoc};
+use super::documents::{ReadOnlyPortalsReadPayloadsDoc, RedeliverySettingDoc, RetainPayloadsDoc};
 use super::refusals::{BodyRefusals, ChangeRefusals, ReadRefusals};
 use crate::documents::{OffboardedDoc, TenantDoc, TenantPage};
 use crate::operator::params::tenant_path;
@@ -169,6 +169,35 @@ pub async fn retain_payloads(
     let tenant = tenant_path(&path)?;
     state.operator.set_retain_payloads(&caller.0, tenant, body.enabled).await?;
     Ok(HttpResponse::Ok().json(RetainPayloadsDoc { enabled: body.enabled }))
+}
+
+/// Lets the tenant's read-only portal keys made with `read_payloads` read its kept payloads
+/// (on), or stops them (off; the default). It decides each request from the change on: such a
+/// key's event documents show the payload only while it is on, and say `not_allowed_by_tenant`
+/// otherwise. A key for every tenant, or a portal key that may write, reads payloads if it was
+/// made with `read_payloads`, whatever this says.
+#[utoipa::path(
+    put,
+    path = "/admin/v1/tenants/{id}/read-only-portals-read-payloads",
+    operation_id = "setReadOnlyPortalsReadPayloads",
+    tag = "tenants",
+    request_body = ReadOnlyPortalsReadPayloadsDoc,
+    params(("id" = uuid::Uuid, Path, description = "The tenant's id")),
+    responses(
+        (status = 200, description = "The setting now", body = ReadOnlyPortalsReadPayloadsDoc),
+        BodyRefusals,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn read_only_portals_read_payloads(
+    caller: Authenticated,
+    path: web::Path<String>,
+    body: Object<ReadOnlyPortalsReadPayloadsDoc>,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = tenant_path(&path)?;
+    state.operator.set_read_only_portals_read_payloads(&caller.0, tenant, body.enabled).await?;
+    Ok(HttpResponse::Ok().json(ReadOnlyPortalsReadPayloadsDoc { enabled: body.enabled }))
 }
 
 /// Turns redelivery on, with a schedule (`standard` when left out), or off. On, the tenant's

@@ -222,8 +222,8 @@ pub async fn create_key(
         .operator
         .create_key(&session.caller, name, scope, expires_at)
         .await
-        // A refusal names what it is about (`expires_at`, `read_payloads`); an unknown tenant is
-        // a 404 whatever it is named.
+        // A refusal names what it is about (`expires_at`); an unknown tenant is a 404 whatever
+        // it is named.
         .map_err(|e| ApiError::from_operator(e, None))?;
     tracing::info!(key.id = %made.id, by = %session.key.id, "admin API key created in the console");
     render(&request, &session, &state, Some(NewKeyDoc::new(made, &secret)), None, String::new()).await

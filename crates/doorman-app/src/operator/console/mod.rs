@@ -70,6 +70,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
             .service(page!("/tenants/{id}/agent/resume", POST => tenants::resume_agent))
             .service(page!("/tenants/{id}/retain-payloads", POST => tenants::retain_payloads))
             .service(page!("/tenants/{id}/redelivery", POST => tenants::redelivery))
+            .service(page!("/tenants/{id}/read-only-portals-read-payloads", POST => tenants::read_only_portals_read_payloads))
             .service(page!("/tenants/{id}/install-links", POST => tenants::install_link))
             .service(page!("/events", GET => events::find))
             .service(page!("/tenants/{id}/events", GET => events::list))

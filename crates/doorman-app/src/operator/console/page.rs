@@ -65,6 +65,10 @@ pub fn notice(done: Option<&str>) -> Option<&'static str> {
         "payloads-off" => "Payloads are no longer kept.",
         "redelivery-on" => "Redelivery is on: events that were not handled are sent again on its schedule.",
         "redelivery-off" => "Redelivery is off: events are no longer sent again.",
+        "portals-payloads-on" => {
+            "Read-only portal keys made to read payloads now see this tenant's payloads on its events' pages."
+        }
+        "portals-payloads-off" => "Read-only portals no longer see this tenant's payloads.",
         "revoked" => "Key revoked: its sessions are ended.",
         _ => return None,
     })

@@ -1,5 +1,6 @@
 //! Tenants: search and create; one tenant's page (its workspaces and installations, its agent,
-//! whether payloads are kept, redelivery, an install link), and the forms that change them. Each form is
+//! whether payloads are kept, redelivery, whether its read-only portals read payloads, an
+//! install link), and the forms that change them. Each form is
 //! one operator use case, then back to the tenant's page with a notice. Support (a session for
 //! every tenant that may write) also renames a tenant and offboards it, after a page that says
 //! what goes with it and asks for its name typed back.
@@ -411,6 +412,23 @@ pub async fn retain_payloads(
     };
     state.operator.set_retain_payloads(&session.caller, tenant, on).await?;
     Ok(back(tenant, if on { "payloads-on" } else { "payloads-off" }))
+}
+
+/// `enabled=on|off`: whether the tenant's read-only portal keys made to read payloads read them.
+pub async fn read_only_portals_read_payloads(
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
+    let on = match form.required("enabled")? {
+        "on" => true,
+        "off" => false,
+        _ => return Err(ConsoleError::bad_request("enabled: must be on or off")),
+    };
+    state.operator.set_read_only_portals_read_payloads(&session.caller, tenant, on).await?;
+    Ok(back(tenant, if on { "portals-payloads-on" } else { "portals-payloads-off" }))
 }
 
 /// `enabled=on` with `schedule` (`standard` when left empty), or `enabled=off` alone.

@@ -19,6 +19,9 @@ fn bodies_of(operation: &str) -> Option<Vec<Option<Value>>> {
         "createTenant" => vec![Some(json!({"name": "Declared"})), Some(json!({"name": " "}))],
         "renameTenant" => vec![Some(json!({"name": "Declared Ltd"})), Some(json!({"name": " "}))],
         "setRetainPayloads" => vec![Some(json!({"enabled": true}))],
+        "setReadOnlyPortalsReadPayloads" => {
+            vec![Some(json!({"enabled": true})), Some(json!({"enabled": "yes"}))]
+        }
         "setRedelivery" => vec![
             Some(json!({"enabled": true, "schedule": "5s,5m"})),
             Some(json!({"enabled": true, "schedule": "5x"})),
@@ -127,7 +130,7 @@ async fn every_status_answered_to_every_kind_of_key_is_declared_in_the_served_do
             }
         }
     }
-    assert_eq!(asked, 4 * 33, "every operation, for every kind of key");
+    assert_eq!(asked, 4 * 34, "every operation, for every kind of key");
     assert_eq!(
         created.into_iter().collect::<Vec<_>>(),
         ["createInstallLink", "createKey", "createSignInLink", "createTenant", "linkWorkspace"],

@@ -472,6 +472,8 @@ async fn scoped_and_read_only_keys_see_and_change_only_what_they_may() {
     problem(&admin.post(&mine_path("/workspaces"), &reader, json!({"team_id": "T2"})).await, 403, None);
     problem(&admin.put(&mine_path("/retain-payloads"), &reader, json!({"enabled": true})).await, 403, None);
     problem(&admin.put(&mine_path("/redelivery"), &reader, json!({"enabled": true})).await, 403, None);
+    let allowance = mine_path("/read-only-portals-read-payloads");
+    problem(&admin.put(&allowance, &reader, json!({"enabled": true})).await, 403, None);
     problem(&admin.post(&mine_path("/agent/pause"), &reader, json!({})).await, 403, None);
     problem(
         &admin.call(Method::DELETE, &mine_path("/workspaces/TMINE"), Some(&reader), None).await,

@@ -1,9 +1,10 @@
 //! Keys that read payloads, and what an event's document shows them, over HTTP and the
 //! command line. Keys: made with `read_payloads` (off unless asked for), listed with it,
-//! audited as such, and refused for a read-only portal. Documents: the request Doorman sent the
-//! event's agent (the agent as it is now, the signature redacted) for every key, and the kept
-//! payload only for a key allowed to read it. Events are real ones: signed Slack deliveries to
-//! a real `doorman serve`, failed by a real agent so their payloads stay kept.
+//! audited as such, a read-only portal's too. Documents: the request Doorman sent the event's
+//! agent (the agent as it is now, the signature redacted) for every key, and the kept payload
+//! only for a key allowed to read it (a read-only portal's only while its tenant allows it).
+//! Events are real ones: signed Slack deliveries to a real `doorman serve`, failed by a real
+//! agent so their payloads stay kept.
 
 use doorman_testkit::FakeAgent;
 use doorman_testkit::database::TestDatabase;
@@ -102,21 +103,21 @@ async fn a_key_made_to_read_payloads_says_so_in_its_document_and_the_audit_trail
     assert!(targets.contains(&format!("{id} support (reads payloads)").as_str()), "{targets:?}");
     assert!(targets.iter().any(|t| t.ends_with(" backend")), "{targets:?}");
 
-    // The command line makes the same key with `--read-payloads`, and refuses the same one.
+    // The command line makes the same key with `--read-payloads`, and a read-only portal's too
+    // (its tenant decides when it reads them).
     let printed =
         ok(&doorman(db.url(), &["admin", "keys", "create", "--name", "cli", "--read-payloads", "--json"]));
     let printed: Value = serde_json::from_str(&printed).unwrap();
     assert_eq!((printed["read_payloads"].clone(), printed["read_only"].clone()), (json!(true), json!(false)));
     let tenant = admin.tenant(&root, "Acme").await;
-    let refused = doorman(
+    let portal = ok(&doorman(
         db.url(),
-        &["admin", "keys", "create", "--name", "x", "--tenant", &tenant, "--read-only", "--read-payloads"],
-    );
-    assert!(!refused.status.success(), "{refused:?}");
-    let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(said.contains("read_payloads") && said.contains("never reads payloads"), "{said}");
+        &["admin", "keys", "create", "--name", "look", "--tenant", &tenant, "--read-only", "--read-payloads"],
+    ));
+    assert!(portal.starts_with("dmk_"), "the key, printed once");
     let listed = ok(&doorman(db.url(), &["admin", "keys", "list"]));
     assert!(listed.lines().any(|l| l.contains("read-write+payloads") && l.ends_with(" cli")), "{listed}");
+    assert!(listed.lines().any(|l| l.contains("read-only+payloads") && l.ends_with(" look")), "{listed}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,49 +217,113 @@ async fn only_a_key_allowed_to_read_payloads_sees_the_kept_one_and_every_key_see
     server.shutdown().await;
 }
 
+/// The setting as `PUT …/read-only-portals-read-payloads` changes it, answered with it.
+async fn allow(admin: &Admin, key: &str, tenant: &str, on: bool) -> super::Answer {
+    let path = format!("/admin/v1/tenants/{tenant}/read-only-portals-read-payloads");
+    admin.put(&path, key, json!({"enabled": on})).await
+}
+
+/// What `key` reads of `event`'s payload: the payload, or why not.
+async fn payload_of(admin: &Admin, key: &str, tenant: &str, event: &str) -> (Value, Value) {
+    let read = admin.get(&format!("/admin/v1/tenants/{tenant}/events/{event}"), key).await;
+    assert_eq!(read.status, 200, "{read:?}");
+    (read.body["payload"].clone(), read.body["payload_hidden"].clone())
+}
+
+/// Issue 42: a payload is shown "never to a read-only portal key unless the tenant allows". A
+/// read-only portal key made with `read_payloads` (made, no longer refused) reads its tenant's
+/// payload only while the tenant allows its read-only portals to: not before (saying that it is
+/// the tenant's doing), then once support allows it, then not again once the tenant's own
+/// writing key turns it off; never another tenant's, whatever either allows. A read-only
+/// portal not made with `read_payloads` reads none even while allowed; the portal cannot allow
+/// itself; each change is audited under the key that made it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_read_only_portal_key_never_sees_a_payload_and_is_not_made_to_read_them() {
+async fn a_read_only_portal_key_reads_its_tenants_payloads_only_while_the_tenant_allows_it() {
     let db = TestDatabase::create().await;
     let admin = Admin::start_allowing_private(&db).await;
     let agent = FakeAgent::start(AGENT_SECRET);
     let root = key(&db, None, false).await;
-    let tenant = tenant(&admin, &root, "Acme", "TPORTAL", agent.url(), true).await;
+    let acme = tenant(&admin, &root, "Acme", "TPORTAL", agent.url(), true).await;
+    let globex = tenant(&admin, &root, "Globex", "TGLOBEX", agent.url(), true).await;
 
-    // Asked for, it is refused, naming the field; nothing is made.
-    let keys_before = admin.get("/admin/v1/keys", &root).await.body["items"].as_array().unwrap().len();
-    let asked = admin
-        .post(
-            "/admin/v1/keys",
-            &root,
-            json!({"name": "look", "tenant_id": tenant, "read_only": true, "read_payloads": true}),
-        )
-        .await;
-    problem(&asked, 409, None);
-    assert_eq!(asked.body["type"], "urn:doorman:problem:portal-reads-no-payloads", "{asked:?}");
-    assert_eq!(admin.get("/admin/v1/keys", &root).await.body["items"].as_array().unwrap().len(), keys_before);
-
-    // One given it anyway (written to the table by hand): the rule holds when reading.
-    let reader = made(&admin, &root, json!({"name": "look", "tenant_id": tenant, "read_only": true})).await;
-    let id = reader.split('_').nth(1).unwrap();
-    diesel_async::RunQueryDsl::execute(
-        diesel::sql_query(format!("UPDATE admin_keys SET read_payloads = true WHERE id = '{id}'")),
-        &mut db.owner().await,
+    // Made over the API, read-only and reading payloads: 201, and the key says both.
+    let asked = json!({"name": "look", "tenant_id": acme, "read_only": true, "read_payloads": true});
+    let made = admin.post("/admin/v1/keys", &root, asked).await;
+    assert_eq!(made.status, 201, "{made:?}");
+    assert_eq!((&made.body["read_only"], &made.body["read_payloads"]), (&json!(true), &json!(true)));
+    let portal = made.body["key"].as_str().unwrap().to_owned();
+    let plain = made(&admin, &root, json!({"name": "plain", "tenant_id": acme, "read_only": true})).await;
+    let theirs = made(
+        &admin,
+        &root,
+        json!({"name": "theirs", "tenant_id": globex, "read_only": true, "read_payloads": true}),
     )
-    .await
-    .unwrap();
-    let listed = admin.get(&format!("/admin/v1/keys/{}", uuid::Uuid::parse_str(id).unwrap()), &root).await;
-    assert_eq!(
-        (listed.body["read_only"].clone(), listed.body["read_payloads"].clone()),
-        (json!(true), json!(true))
-    );
+    .await;
+    let writer = made(&admin, &root, json!({"name": "acme backend", "tenant_id": acme})).await;
 
     let server = doorman_app::slack::start(serve_config(&db.server_url(), &[])).await.unwrap();
     let base = format!("http://{}", server.addr());
     agent.answer_with(500);
     assert_eq!(post_event(&http_client(), &base, "TPORTAL", "EvPortal").await, 200);
-    let doc = until(&admin, &reader, &tenant, "EvPortal", "failed").await;
-    assert_eq!(doc["payload_kept"], true, "{doc}");
-    assert_eq!((&doc["payload"], &doc["payload_hidden"]), (&Value::Null, &json!("not_allowed")), "{doc}");
-    assert!(!doc.to_string().contains("hello"), "nothing of the message: {doc}");
+    assert_eq!(post_event(&http_client(), &base, "TGLOBEX", "EvGlobex").await, 200);
+    let support = made(&admin, &root, json!({"name": "support", "read_payloads": true})).await;
+    let kept = until(&admin, &support, &acme, "EvPortal", "failed").await["payload"].clone();
+    assert!(kept.as_str().is_some_and(|p| p.contains("hello")), "support reads it: {kept}");
+    until(&admin, &support, &globex, "EvGlobex", "failed").await;
     server.shutdown().await;
+    let hidden_by_tenant = (Value::Null, json!("not_allowed_by_tenant"));
+    let hidden_by_key = (Value::Null, json!("not_allowed"));
+
+    // Off by default: the document says so, and the portal reads no payload, told why.
+    let doc = format!("/admin/v1/tenants/{acme}");
+    assert_eq!(admin.get(&doc, &portal).await.body["read_only_portals_read_payloads"], false);
+    assert_eq!(payload_of(&admin, &portal, &acme, "EvPortal").await, hidden_by_tenant);
+    // The portal may not allow itself (a read-only key changes nothing): 403, nothing changed.
+    problem(&allow(&admin, &portal, &acme, true).await, 403, None);
+    assert_eq!(payload_of(&admin, &portal, &acme, "EvPortal").await, hidden_by_tenant);
+
+    // Support allows it: the setting answered, in the tenant's document, and the payload shown.
+    let on = allow(&admin, &root, &acme, true).await;
+    assert_eq!((on.status.as_u16(), on.body), (200, json!({"enabled": true})));
+    assert_eq!(admin.get(&doc, &root).await.body["read_only_portals_read_payloads"], true);
+    let listed = admin.get("/admin/v1/tenants", &root).await.body;
+    let allows: Vec<(&str, bool)> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["read_only_portals_read_payloads"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(allows, [("Acme", true), ("Globex", false)], "each tenant's own");
+    assert_eq!(payload_of(&admin, &portal, &acme, "EvPortal").await, (kept.clone(), Value::Null));
+    assert_eq!(
+        payload_of(&admin, &plain, &acme, "EvPortal").await,
+        hidden_by_key,
+        "a portal not made with read_payloads: the key may not"
+    );
+    // Another tenant's payload: never. Acme's portal does not see Globex at all, and Globex's
+    // own read-only portal is held to Globex's setting, not Acme's.
+    let elsewhere = admin.get(&format!("/admin/v1/tenants/{globex}/events/EvGlobex"), &portal).await;
+    assert_eq!(elsewhere.status, 404, "{elsewhere:?}");
+    assert!(!elsewhere.body.to_string().contains("hello"));
+    assert_eq!(payload_of(&admin, &theirs, &globex, "EvGlobex").await, hidden_by_tenant);
+    let acmes = admin.get(&format!("/admin/v1/tenants/{acme}/events/EvPortal"), &theirs).await;
+    assert_eq!(acmes.status, 404, "{acmes:?}");
+
+    // The tenant's own writing key turns it off, as it may its other settings: hidden again.
+    let off = allow(&admin, &writer, &acme, false).await;
+    assert_eq!((off.status.as_u16(), off.body), (200, json!({"enabled": false})));
+    assert_eq!(payload_of(&admin, &portal, &acme, "EvPortal").await, hidden_by_tenant);
+    assert_eq!(admin.get(&doc, &root).await.body["read_only_portals_read_payloads"], false);
+
+    let trail = admin
+        .get(&format!("/admin/v1/audit?tenant={acme}&action=tenant.read_only_portals_read_payloads"), &root)
+        .await
+        .body;
+    let entries: Vec<(&str, &str)> = trail["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["actor_name"].as_str().unwrap(), e["target"].as_str().unwrap()))
+        .collect();
+    assert_eq!(entries, [("acme backend", "off"), ("test key", "on")], "only the changes made: {trail}");
 }

@@ -44,9 +44,10 @@ impl<P: OperatorPorts> Operator<P> {
         Ok(report)
     }
 
-    /// One event's kept payload, for a caller allowed to read payloads
-    /// ([`crate::KeyScope::reads_payloads_of`]); otherwise hidden, saying why. The permission
-    /// is checked after access (a tenant the caller may not see is unknown, as everywhere) and
+    /// One event's kept payload, for a caller allowed to read the tenant's payloads
+    /// ([`crate::KeyScope::payload_access`]: the key's permission and, for a read-only portal,
+    /// its tenant's allowance as it is now); otherwise hidden, saying why. The permission is
+    /// checked after access (a tenant the caller may not see is unknown, as everywhere) and
     /// before anything is read: a caller not allowed never has the payload opened for it.
     pub async fn event_payload(
         &self,
@@ -54,9 +55,9 @@ impl<P: OperatorPorts> Operator<P> {
         tenant: TenantId,
         event_id: ExternalEventId,
     ) -> Result<PayloadView, OperatorError> {
-        self.visible(caller, tenant).await?;
-        if !caller.actor.may_read_payloads(tenant) {
-            return Ok(PayloadView::Hidden(PayloadHidden::NotAllowed));
+        let record = self.visible(caller, tenant).await?;
+        if let Err(why) = caller.actor.payload_access(&record) {
+            return Ok(PayloadView::Hidden(why));
         }
         let key = ReceiptKey { tenant, platform: Platform::Slack, external_id: event_id };
         Ok(match self.ports.ledger().payload(&key).await? {

@@ -39,9 +39,10 @@ fn sign_in_path(token: &KeySecret) -> String {
 
 impl<P: OperatorPorts> Operator<P> {
     /// A new key: what it is, and its secret to be shown once. A key scoped to a tenant needs
-    /// the tenant to exist; an expiry must be in the future; a key given `read_payloads` must
-    /// be able to use it ([`KeyScope::refusal`]). Its audit entry's target is its id and name,
-    /// and says when it reads payloads: who may read customers' messages is on the trail.
+    /// the tenant to exist; an expiry must be in the future. Any key may be given
+    /// `read_payloads` (a read-only portal's reads them only while its tenant allows it:
+    /// [`KeyScope::payload_access`]). Its audit entry's target is its id and name, and says
+    /// when it reads payloads: who may read customers' messages is on the trail.
     pub async fn create_key(
         &self,
         caller: &Caller,
@@ -53,9 +54,6 @@ impl<P: OperatorPorts> Operator<P> {
         let now = self.ports.clock().now();
         if expires_at.is_some_and(|at| at <= now) {
             return Err(OperatorError::Refused { what: "expires_at", reason: "is not in the future".into() });
-        }
-        if let Some(reason) = scope.refusal() {
-            return Err(OperatorError::Refused { what: "read_payloads", reason: reason.into() });
         }
         if let Some(tenant) = scope.tenant {
             self.visible(caller, tenant).await?;

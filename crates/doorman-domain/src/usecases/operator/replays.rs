@@ -12,7 +12,7 @@ use super::{Operator, entry};
 use crate::errors::OperatorError;
 use crate::model::{
     Actor, AuditAction, Caller, JobCursor, KeyRefusal, NewReplayJob, Page, PageRequest, ReplayJob,
-    ReplayJobId, ReplayOutcome, ReplayResult, ReplaySelection, Replayed, TenantId,
+    ReplayJobId, ReplayOutcome, ReplayResult, ReplaySelection, Replayed, TenantId, counted,
 };
 use crate::ports::{
     AdminKeys, AgentBridge, Clock, Installations, OperatorPorts, ReceiptStore, ReplayJobs, StoredEvents,
@@ -73,7 +73,7 @@ impl<P: OperatorPorts> Operator<P> {
             events,
             held_until: run_here.map(|hold_for| self.until(hold_for)),
         };
-        let target = format!("job {}: {} ({} events)", job.id, job.selection, job.events.len());
+        let target = format!("job {}: {} ({})", job.id, job.selection, counted(job.events.len(), "event"));
         self.ports.jobs().create(&job, &entry(caller, AuditAction::EventsReplay, tenant, target)).await?;
         let total = u32::try_from(job.events.len()).unwrap_or(u32::MAX);
         Ok(ReplayJob {
@@ -125,7 +125,8 @@ impl<P: OperatorPorts> Operator<P> {
         for (tried, (position, event)) in pending.into_iter().enumerate() {
             if let Some(refused) = self.requester_refused(&job.requested_by).await? {
                 let outcome = ReplayOutcome::NotSent(refused);
-                let target = format!("{} events left: {} (job {id})", count - tried, outcome.detail());
+                let left = counted(count - tried, "event");
+                let target = format!("{left} left: {} (job {id})", outcome.detail());
                 let audit = entry(&job.requested_by, AuditAction::EventReplay, tenant, target);
                 return Ok(jobs.refuse_pending(tenant, id, &outcome, &audit).await?);
             }

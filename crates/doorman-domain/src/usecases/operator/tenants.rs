@@ -1,5 +1,5 @@
-//! Creating, reading and listing tenants; whether a tenant keeps payloads for replay, and
-//! whether its events are redelivered.
+//! Creating, reading and listing tenants; whether a tenant keeps payloads for replay, whether
+//! its events are redelivered, and whether its read-only portals read its payloads.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -186,6 +186,27 @@ impl<P: OperatorPorts> Operator<P> {
             Some(if on { "on" } else { "off" }.to_owned()),
         );
         Ok(self.ports.tenants().set_retain_payloads(tenant, on, &audit).await?)
+    }
+
+    /// Lets the tenant's read-only portal keys made with `read_payloads` read its kept
+    /// payloads (on), or stops them (off): the tenant's allowance in
+    /// [`crate::KeyScope::payload_access`], read at each request, so it holds from the next
+    /// one. Who may change it is who may change the tenant's other settings. Audited as `on` or
+    /// `off`.
+    pub async fn set_read_only_portals_read_payloads(
+        &self,
+        caller: &Caller,
+        tenant: TenantId,
+        on: bool,
+    ) -> Result<(), OperatorError> {
+        self.writable(caller, tenant).await?;
+        let audit = entry(
+            caller,
+            AuditAction::TenantReadOnlyPortalsReadPayloads,
+            tenant,
+            Some(if on { "on" } else { "off" }.to_owned()),
+        );
+        Ok(self.ports.tenants().set_read_only_portals_read_payloads(tenant, on, &audit).await?)
     }
 
     /// Turns redelivery on with `schedule` or off (`None`): the tenant's events that were not

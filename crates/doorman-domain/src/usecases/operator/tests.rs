@@ -33,7 +33,14 @@ fn other() -> TenantId {
 }
 
 fn record(id: TenantId) -> TenantRecord {
-    TenantRecord { id, name: "Acme".into(), created_at: now(), retain_payloads: false, redelivery: None }
+    TenantRecord {
+        id,
+        name: "Acme".into(),
+        created_at: now(),
+        retain_payloads: false,
+        redelivery: None,
+        read_only_portals_read_payloads: false,
+    }
 }
 
 fn caller(actor: Actor) -> Caller {
@@ -147,6 +154,7 @@ impl Ports {
         self.tenants.expect_create().never();
         self.tenants.expect_set_retain_payloads().never();
         self.tenants.expect_set_redelivery().never();
+        self.tenants.expect_set_read_only_portals_read_payloads().never();
         self.tenants.expect_rename().never();
         self.tenants.expect_delete().never();
         self.tenants.expect_purge_receipts().never();
@@ -191,6 +199,8 @@ async fn every_change(operator: &Operator<Ports>, caller: &Caller, tenant: Tenan
         operator.set_retain_payloads(caller, tenant, true).await.unwrap_err(),
         operator.set_redelivery(caller, tenant, Some(RedeliverySchedule::standard())).await.unwrap_err(),
         operator.set_redelivery(caller, tenant, None).await.unwrap_err(),
+        operator.set_read_only_portals_read_payloads(caller, tenant, true).await.unwrap_err(),
+        operator.set_read_only_portals_read_payloads(caller, tenant, false).await.unwrap_err(),
         operator.link_workspace(caller, tenant, Some(ws("T1")), None).await.unwrap_err(),
         operator.unlink_workspace(caller, tenant, &ws("T1")).await.unwrap_err(),
         operator.set_agent(caller, tenant, url, secret).await.unwrap_err(),
@@ -442,6 +452,40 @@ async fn a_read_only_key_may_not_turn_redelivery_on_or_off_and_nothing_is_writte
     for schedule in [Some(RedeliverySchedule::standard()), None] {
         for caller in [key(Some(own()), true), key(None, true)] {
             let error = operator.set_redelivery(&caller, own(), schedule.clone()).await.unwrap_err();
+            assert!(matches!(error, OperatorError::Forbidden(_)), "{error:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_tenants_allowance_for_its_read_only_portals_is_set_by_a_writer_and_audited_as_on_or_off() {
+    let mut ports = Ports::new().with_own_tenant();
+    for (on, word) in [(true, "on"), (false, "off")] {
+        ports
+            .tenants
+            .expect_set_read_only_portals_read_payloads()
+            .withf(move |tenant, set, audit| {
+                *tenant == own()
+                    && *set == on
+                    && audit.action == AuditAction::TenantReadOnlyPortalsReadPayloads
+                    && audit.tenant == Some(own())
+                    && audit.target.as_deref() == Some(word)
+            })
+            .times(1)
+            .returning(|_, _, _| ready(Ok(())));
+    }
+    let operator = ports.build();
+    // The tenant's own writing key, as for its other settings; and the command line.
+    operator.set_read_only_portals_read_payloads(&key(Some(own()), false), own(), true).await.unwrap();
+    operator.set_read_only_portals_read_payloads(&cli(), own(), false).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_read_only_key_may_not_change_the_allowance_even_one_that_would_gain_by_it() {
+    let operator = Ports::new().untouched().build();
+    for caller in [key(Some(own()), true), payload_reader(Some(own()), true), payload_reader(None, true)] {
+        for on in [true, false] {
+            let error = operator.set_read_only_portals_read_payloads(&caller, own(), on).await.unwrap_err();
             assert!(matches!(error, OperatorError::Forbidden(_)), "{error:?}");
         }
     }
@@ -1021,7 +1065,7 @@ mod replays {
                     && job.events.iter().map(ExternalEventId::as_str).collect::<Vec<_>>() == ["Ev1"]
                     && job.selection == "event Ev1"
                     && audit.action == AuditAction::EventsReplay
-                    && audit.target.as_deref().is_some_and(|t| t.ends_with(": event Ev1 (1 events)"))
+                    && audit.target.as_deref().is_some_and(|t| t.ends_with(": event Ev1 (1 event)"))
             })
             .times(1)
             .returning(|_, _| ready(Ok(())));
@@ -1437,15 +1481,74 @@ async fn a_key_given_read_payloads_reads_the_kept_payload_and_one_not_given_it_n
         let shown = ports.build().event_payload(&allowed, own(), ev1()).await;
         assert_eq!(shown, Ok(PayloadView::Shown(KeptPayload::new(PAYLOAD.into()))), "{allowed:?}");
     }
-    // Not given it, or a read-only portal (which never reads payloads): the payload is not
-    // even opened.
-    for refused in
-        [key(None, false), key(None, true), key(Some(own()), false), payload_reader(Some(own()), true)]
-    {
+    // Not given it: the payload is not even opened.
+    for refused in [key(None, false), key(None, true), key(Some(own()), false), key(Some(own()), true)] {
         let mut ports = Ports::new().with_own_tenant();
         kept(&mut ports, 0, Some(PAYLOAD));
         let hidden = ports.build().event_payload(&refused, own(), ev1()).await;
         assert_eq!(hidden, Ok(PayloadView::Hidden(PayloadHidden::NotAllowed)), "{refused:?}");
+    }
+}
+
+/// `own()` exists, letting its read-only portals read its payloads or not; any other tenant
+/// does not.
+fn own_tenant_allowing(ports: &mut Ports, allows: bool) {
+    ports.tenants.expect_get().returning(move |id| {
+        ready(Ok(
+            (id == own()).then(|| TenantRecord { read_only_portals_read_payloads: allows, ..record(id) })
+        ))
+    });
+}
+
+#[tokio::test]
+async fn a_read_only_portal_given_read_payloads_has_the_payload_opened_only_while_its_tenant_allows() {
+    let ev1 = || ExternalEventId::new("Ev1").unwrap();
+    let portal = payload_reader(Some(own()), true);
+    // Not allowed by its tenant: hidden, saying so, and the payload port is never asked.
+    let mut ports = Ports::new();
+    own_tenant_allowing(&mut ports, false);
+    kept(&mut ports, 0, Some(PAYLOAD));
+    let hidden = ports.build().event_payload(&portal, own(), ev1()).await;
+    assert_eq!(hidden, Ok(PayloadView::Hidden(PayloadHidden::NotAllowedByTenant)));
+    // Allowed: the payload, read once.
+    let mut ports = Ports::new();
+    own_tenant_allowing(&mut ports, true);
+    kept(&mut ports, 1, Some(PAYLOAD));
+    let shown = ports.build().event_payload(&portal, own(), ev1()).await;
+    assert_eq!(shown, Ok(PayloadView::Shown(KeptPayload::new(PAYLOAD.into()))));
+    // Allowed, and none kept: told so, as any allowed caller.
+    let mut ports = Ports::new();
+    own_tenant_allowing(&mut ports, true);
+    kept(&mut ports, 1, None);
+    let none = ports.build().event_payload(&portal, own(), ev1()).await;
+    assert_eq!(none, Ok(PayloadView::Hidden(PayloadHidden::NotKept)));
+}
+
+#[tokio::test]
+async fn the_tenants_allowance_lifts_nothing_for_a_read_only_portal_not_given_read_payloads_or_another_tenant()
+ {
+    let ev1 = || ExternalEventId::new("Ev1").unwrap();
+    let mut ports = Ports::new();
+    own_tenant_allowing(&mut ports, true);
+    ports.ledger.expect_payload().never();
+    let operator = ports.build();
+    let hidden = operator.event_payload(&key(Some(own()), true), own(), ev1()).await;
+    assert_eq!(hidden, Ok(PayloadView::Hidden(PayloadHidden::NotAllowed)), "the key may not");
+    let elsewhere = operator.event_payload(&payload_reader(Some(other()), true), own(), ev1()).await;
+    assert_eq!(elsewhere, Err(OperatorError::UnknownTenant(own())), "another tenant's portal");
+}
+
+#[tokio::test]
+async fn keys_that_may_read_payloads_read_them_whatever_the_tenant_allows_its_read_only_portals() {
+    let ev1 = || ExternalEventId::new("Ev1").unwrap();
+    for allowed in
+        [payload_reader(None, false), payload_reader(None, true), payload_reader(Some(own()), false)]
+    {
+        let mut ports = Ports::new();
+        own_tenant_allowing(&mut ports, false);
+        kept(&mut ports, 1, Some(PAYLOAD));
+        let shown = ports.build().event_payload(&allowed, own(), ev1()).await;
+        assert_eq!(shown, Ok(PayloadView::Shown(KeptPayload::new(PAYLOAD.into()))), "{allowed:?}");
     }
 }
 
@@ -1475,11 +1578,21 @@ async fn another_tenants_payload_is_unknown_to_a_portal_allowed_its_own_and_noth
 }
 
 #[tokio::test]
-async fn a_read_only_portal_key_given_read_payloads_is_refused_before_anything_is_read_or_written() {
-    let operator = Ports::new().untouched().build();
+async fn a_read_only_portal_key_is_made_with_read_payloads_its_tenant_deciding_when_it_reads_them() {
+    let mut ports = Ports::new().with_own_tenant();
+    ports
+        .keys
+        .expect_create()
+        .withf(|_, _, scope, _, audit| {
+            *scope == KeyScope { tenant: Some(own()), read_only: true, read_payloads: true }
+                && audit.target.as_deref().is_some_and(|t| t.ends_with(" portal (reads payloads)"))
+        })
+        .times(1)
+        .returning(|_, _, _, _, _| ready(Ok(KeySecret::new("dmk_x_y".into()))));
     let scope = KeyScope { tenant: Some(own()), read_only: true, read_payloads: true };
-    let error = operator.create_key(&cli(), KeyName::new("portal").unwrap(), scope, None).await.unwrap_err();
-    assert!(matches!(error, OperatorError::Refused { what: "read_payloads", .. }), "{error:?}");
+    let (made, _) =
+        ports.build().create_key(&cli(), KeyName::new("portal").unwrap(), scope, None).await.unwrap();
+    assert_eq!(made.scope, scope);
 }
 
 #[tokio::test]
