@@ -83,16 +83,39 @@ impl ActivityCounts {
     }
 }
 
-/// Flushes `counts` every [`FLUSH_EVERY`] until aborted (the shutdown flushes once more).
-pub fn spawn(counts: Arc<ActivityCounts>, rollup: PgActivity) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+/// The task that flushes a process's counts every [`FLUSH_EVERY`].
+#[derive(Debug)]
+pub struct Flusher {
+    stop: Arc<tokio::sync::Notify>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Flusher {
+    /// Stops the task once a flush it is in has ended (never in the middle of one: a flush
+    /// cut short after taking the counts would lose them), for the shutdown's last flush.
+    pub async fn stop(self) {
+        self.stop.notify_one();
+        let _ = self.task.await;
+    }
+}
+
+/// Flushes `counts` every [`FLUSH_EVERY`] until stopped ([`Flusher::stop`]; the shutdown
+/// flushes once more).
+pub fn spawn(counts: Arc<ActivityCounts>, rollup: PgActivity) -> Flusher {
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let stopped = stop.clone();
+    let task = tokio::spawn(async move {
         let mut ticks = tokio::time::interval(FLUSH_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticks.tick().await;
-            counts.flush(&rollup).await;
+            tokio::select! {
+                // A stop asked for during a flush is kept (`notify_one`) and seen after it.
+                () = stopped.notified() => return,
+                _ = ticks.tick() => counts.flush(&rollup).await,
+            }
         }
-    })
+    });
+    Flusher { stop, task }
 }
 
 #[cfg(test)]

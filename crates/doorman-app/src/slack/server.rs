@@ -45,7 +45,7 @@ pub struct RunningServer {
     agent_health: tokio::task::JoinHandle<()>,
     /// This process's activity counts, flushed to the rollup ([`super::activity`]), once more
     /// after the drain.
-    activity: (Arc<ActivityCounts>, PgActivity, tokio::task::JoinHandle<()>),
+    activity: (Arc<ActivityCounts>, PgActivity, super::activity::Flusher),
     /// The operational webhook's sender, when the deployment has one.
     operational: Option<OperationalTask>,
     drain_timeout: Duration,
@@ -83,8 +83,8 @@ impl RunningServer {
             redelivery.stop().await;
         }
         let unfinished = self.runner.drain(self.drain_timeout).await;
-        let (counts, rollup, flush) = self.activity;
-        flush.abort();
+        let (counts, rollup, flusher) = self.activity;
+        flusher.stop().await;
         counts.flush(&rollup).await;
         if let Some(operational) = self.operational {
             operational.stop().await;

@@ -411,6 +411,32 @@ async fn sessions_end_with_their_key_forms_need_this_origin_and_the_token_and_ev
     assert_eq!(session.post(&pause, evil, &[("csrf", &csrf)]).await.status(), 403, "another origin");
     assert_eq!(session.post(&pause, Some(&admin.base), &[]).await.status(), 403, "no token");
     assert_eq!(session.post(&pause, Some(&admin.base), &[("csrf", &"0".repeat(64))]).await.status(), 403);
+    // Every form the console takes from a signed-in session needs the token, not only this one
+    // (the sign-in forms, before a session, are held by the origin check alone).
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    for form in [
+        "/console/sign-out".to_owned(),
+        "/console/tenants".to_owned(),
+        format!("/console/tenants/{tenant}/rename"),
+        format!("/console/tenants/{tenant}/delete"),
+        format!("/console/tenants/{tenant}/workspaces"),
+        format!("/console/tenants/{tenant}/workspaces/{unknown}/unlink"),
+        format!("/console/tenants/{tenant}/agent"),
+        format!("/console/tenants/{tenant}/agent/resume"),
+        format!("/console/tenants/{tenant}/retain-payloads"),
+        format!("/console/tenants/{tenant}/redelivery"),
+        format!("/console/tenants/{tenant}/read-only-portals-read-payloads"),
+        format!("/console/tenants/{tenant}/install-links"),
+        format!("/console/tenants/{tenant}/events/EvAny/replay"),
+        format!("/console/tenants/{tenant}/replays"),
+        format!("/console/tenants/{tenant}/replays/preview"),
+        "/console/keys".to_owned(),
+        format!("/console/keys/{unknown}/revoke"),
+        format!("/console/keys/{unknown}/sign-in-link"),
+    ] {
+        let refused = session.post(&form, Some(&admin.base), &[("name", "x"), ("state", "failed")]).await;
+        assert_eq!(refused.status(), 403, "{form} without the session's token");
+    }
     let agent_doc = admin.get(&format!("/admin/v1/tenants/{tenant}/agent"), &root).await;
     assert_eq!(agent_doc.body["paused"], false, "no refused form changed anything");
     let done = session.post(&pause, Some(&admin.base), &[("csrf", &csrf)]).await;

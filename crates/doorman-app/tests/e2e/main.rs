@@ -1,6 +1,7 @@
 //! End to end: a real server on a random port, a fresh real database, a fake agent that
 //! verifies Standard Webhooks signatures, and requests signed as Slack signs them.
 
+mod activity;
 mod admin_api;
 mod agent_disable;
 mod bad_input;

@@ -25,7 +25,8 @@ pub enum ReplaySelection {
     /// without a receipt is reported, not left out.
     Chosen(Vec<ExternalEventId>),
     /// The events a listing's filter selects, failed or stranded, the first `limit` (at most
-    /// [`MAX_REPLAY_EVENTS`]) in claim order: what the list shows is what is replayed.
+    /// [`MAX_REPLAY_EVENTS`]) in claim order, oldest first: only what the list's filter
+    /// selects is replayed (the list shows the newest first; the preview names which).
     Matching { filter: EventFilter, limit: u32 },
 }
 

@@ -302,8 +302,8 @@ impl Ledger for PgLedger {
         Ok(unit.finish(rows).await?.len() as u64)
     }
 
-    /// Through the attempts' primary key (tenant, platform, event, start): on Citus the
-    /// tenant's one shard.
+    /// Through the rollup's primary key (tenant, hour); on Citus the rollup is an ordinary
+    /// table on the coordinator (ADR 28).
     async fn activity(
         &self,
         tenant: TenantId,

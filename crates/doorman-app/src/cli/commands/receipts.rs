@@ -285,7 +285,10 @@ async fn show(
         Some(PayloadView::Hidden(PayloadHidden::NotKept)) => output::line(
             "payload: none kept (the tenant keeps payloads neither for replay nor for redelivery, or the event was handled)",
         ),
-        Some(PayloadView::Hidden(PayloadHidden::NotAllowed)) => output::line("payload: not yours to read"),
+        // The command line reads every payload (the domain's rule); kept for the match.
+        Some(PayloadView::Hidden(PayloadHidden::NotAllowed | PayloadHidden::NotAllowedByTenant)) => {
+            output::line("payload: not yours to read")
+        }
         None if report.payload_kept => output::line("payload: kept; --payload prints it"),
         None => {}
     }

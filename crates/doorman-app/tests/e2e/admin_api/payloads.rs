@@ -248,10 +248,10 @@ async fn a_read_only_portal_key_reads_its_tenants_payloads_only_while_the_tenant
 
     // Made over the API, read-only and reading payloads: 201, and the key says both.
     let asked = json!({"name": "look", "tenant_id": acme, "read_only": true, "read_payloads": true});
-    let made = admin.post("/admin/v1/keys", &root, asked).await;
-    assert_eq!(made.status, 201, "{made:?}");
-    assert_eq!((&made.body["read_only"], &made.body["read_payloads"]), (&json!(true), &json!(true)));
-    let portal = made.body["key"].as_str().unwrap().to_owned();
+    let answer = admin.post("/admin/v1/keys", &root, asked).await;
+    assert_eq!(answer.status, 201, "{answer:?}");
+    assert_eq!((&answer.body["read_only"], &answer.body["read_payloads"]), (&json!(true), &json!(true)));
+    let portal = answer.body["key"].as_str().unwrap().to_owned();
     let plain = made(&admin, &root, json!({"name": "plain", "tenant_id": acme, "read_only": true})).await;
     let theirs = made(
         &admin,

@@ -98,8 +98,11 @@ impl<P: OperatorPorts> Operator<P> {
         Ok(Total::of_counted(counted))
     }
 
-    /// A replay of the first `limit` events the listing of `state` with `query` shows (failed
-    /// or stranded only): the same filter as the list, so what a person saw is what is sent.
+    /// A replay of the events the listing of `state` with `query` selects (failed or stranded
+    /// only), the first `limit` of them by claim time, oldest first: the same filter as the
+    /// list, so no event outside what a person filtered is sent. The list shows the newest
+    /// first, so with more than `limit` the ones sent are not those at its top; the preview
+    /// names them.
     pub fn replay_matching(
         &self,
         state: EventState,
