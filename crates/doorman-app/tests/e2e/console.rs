@@ -2153,3 +2153,90 @@ async fn support_lets_a_tenants_read_only_portals_read_payloads_and_its_portal_t
     support.close().await.unwrap();
     customer.close().await.unwrap();
 }
+
+/// Issue 42's lists and searches, clicked through in a browser: support picks a new key's
+/// tenant from a search by name and makes the key for it; reads a tenant's events in every
+/// state at once, with their total; and a customer's portal, asked for an id two tenants have,
+/// finds its own tenant's event alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_browser_support_picks_a_keys_tenant_and_lists_every_state_and_a_portal_finds_only_its_own_event()
+ {
+    let db = TestDatabase::create().await;
+    let admin = console_at_its_address(&db, &[]).await;
+    let root = key(&db, None, false).await;
+    let acme = admin.tenant(&root, "Acme Lists").await;
+    let globex = admin.tenant(&root, "Globex Lists").await;
+    // Acme: one event handled, one failed, one in flight; Globex: the same id as Acme's first.
+    for (tenant, id, outcome) in [
+        (&acme, "EvShared", "handled_at = now()"),
+        (&acme, "EvFailedOne", "failure_reason = 'agent answered HTTP 500', failed_at = now()"),
+        (&acme, "EvInFlight", "claimed_at = now()"),
+        (&globex, "EvShared", "handled_at = now()"),
+    ] {
+        let mut owner = db.owner().await;
+        diesel_async::RunQueryDsl::execute(
+            diesel::sql_query(format!(
+                "INSERT INTO messaging_event_receipts (tenant_id, platform, external_event_id, event_type, delivery_attempt, claimed_at) \
+                 VALUES ('{tenant}', 'slack', '{id}', 'app_mention', 0, now() - interval '1 minute')"
+            )),
+            &mut owner,
+        )
+        .await
+        .unwrap();
+        diesel_async::RunQueryDsl::execute(
+            diesel::sql_query(format!(
+                "UPDATE messaging_event_receipts SET {outcome} WHERE tenant_id = '{tenant}' AND external_event_id = '{id}'"
+            )),
+            &mut owner,
+        )
+        .await
+        .unwrap();
+    }
+
+    let driver = Chromedriver::start().await;
+    let support = driver.browser("lists-support").await;
+    sign_in(&support, &admin.base, &root).await;
+    arrive(&support, "/console/tenants").await;
+
+    // The keys page: "Globex" found by name, chosen in the picker, the key made for it.
+    support.find(Locator::LinkText("Keys")).await.unwrap().click().await.unwrap();
+    arrive(&support, "/console/keys").await;
+    find(&support, "#tenant-search").await.send_keys("globex").await.unwrap();
+    click(&support, "form[role=search] button").await;
+    arrive(&support, "/console/keys?tenant_search=globex").await;
+    assert_eq!(text(&support, "#picker-total").await, "1 tenant found for “globex”.");
+    let chosen = find(&support, "#key-tenant").await.prop("value").await.unwrap();
+    assert_eq!(chosen.as_deref(), Some(globex.as_str()), "the one found is chosen");
+    find(&support, "#key-name").await.send_keys("globex portal").await.unwrap();
+    click(&support, "form.stack button[type=submit]").await;
+    find(&support, "#new-key").await;
+    let keys = admin.get("/admin/v1/keys", &root).await.body;
+    let listed = keys["items"].as_array().unwrap_or_else(|| keys.as_array().unwrap());
+    let made = listed.iter().find(|k| k["name"] == "globex portal").expect("the key made");
+    assert_eq!(made["tenant_id"], json!(globex), "{made}");
+
+    // Acme's events in every state at once, with their total.
+    support.goto(&format!("{}/console/tenants/{acme}/events?state=failed", admin.base)).await.unwrap();
+    find(&support, "#state").await.select_by_value("all").await.unwrap();
+    click(&support, "form.filters button[type=submit]").await;
+    find(&support, "#total").await;
+    assert_eq!(text(&support, "h1").await, "Events: all states");
+    assert_eq!(text(&support, "#total").await, "3 events");
+    let listed = cells(&support, "main table tbody tr").await;
+    let mut ids: Vec<&str> = listed.iter().map(|row| row[0].as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["EvFailedOne", "EvInFlight", "EvShared"], "{listed:?}");
+    support.close().await.unwrap();
+
+    // Acme's customer asks for the id both tenants have: its own event, not Globex's.
+    let customer = driver.browser("lists-customer").await;
+    sign_in_by_link(&customer, &admin, &root, &key(&db, Some(&acme), true).await, &acme).await;
+    customer.find(Locator::LinkText("Find an event")).await.unwrap().click().await.unwrap();
+    find(&customer, "#event-id").await.send_keys("EvShared").await.unwrap();
+    click(&customer, "main form button[type=submit]").await;
+    arrive(&customer, "/console/events?event_id=EvShared").await;
+    let found = cells(&customer, "main table tbody tr").await;
+    assert_eq!(column(&found, 0), ["Acme Lists"], "{found:?}");
+    assert!(!customer.source().await.unwrap().contains(&globex), "nothing of Globex on the page");
+    customer.close().await.unwrap();
+}
