@@ -149,6 +149,15 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.doorman_hold_shards(p_shards bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'doorman_hold_shards: one PostgreSQL has no shards';
+END
+$$;
+
 CREATE FUNCTION public.doorman_install_link(p_token_hash text) RETURNS TABLE(tenant_id uuid, expired boolean)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1231,6 +1240,9 @@ GRANT ALL ON FUNCTION public.doorman_claim_requests(p_tenants uuid[], p_signatur
 
 REVOKE ALL ON FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone, p_seen_after timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_disable_failing_agents(p_failing_before timestamp with time zone, p_seen_after timestamp with time zone) TO doorman_app;
+
+REVOKE ALL ON FUNCTION public.doorman_hold_shards(p_shards bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.doorman_hold_shards(p_shards bigint[]) TO doorman_app;
 
 REVOKE ALL ON FUNCTION public.doorman_install_link(p_token_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.doorman_install_link(p_token_hash text) TO doorman_app;

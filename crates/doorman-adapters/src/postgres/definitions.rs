@@ -102,6 +102,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!(Function, "functions", "doorman_claim_receipts", citus),
     definition!(Function, "functions", "doorman_claim_requests", citus),
     definition!(Function, "functions", "doorman_disable_failing_agents"),
+    definition!(Function, "functions", "doorman_hold_shards", citus),
     definition!(Function, "functions", "doorman_install_link"),
     definition!(Function, "functions", "doorman_is_stranded"),
     definition!(Function, "functions", "doorman_link_named"),

@@ -18,18 +18,20 @@
 //! alone, with the plan the node keeps for it (`cycle::on_node`).
 //!
 //! Where a tenant's rows are is Citus's metadata, read on the coordinator (no worker is asked)
-//! and trusted for [`TRUSTED_FOR`]. A tenant whose node cannot be looked up in time goes to the
-//! shared writer, which writes through the coordinator, as on one PostgreSQL. A statement sent
-//! to a node that no longer holds the tenant's shard (moved by a rebalance in the meantime) is
-//! still right: it names the distributed tables, and the node forwards it to the shard's new
-//! node, as the coordinator would.
+//! and trusted for [`TRUSTED_FOR`]: the node, and the tenant's shard of each table it is
+//! written in there ([`Shards`]; a batch writes those tables directly, ADR 30). A tenant whose
+//! node cannot be looked up in time goes to the shared writer, which writes through the
+//! coordinator, as on one PostgreSQL. A batch sent to a node that no longer holds the tenant's
+//! shard (moved by a rebalance in the meantime) is still right: the node refuses to hold the
+//! shard, the batch is written through the distributed tables instead (the node forwards it to
+//! the shard's new node, as the coordinator would), and its tenants are looked up again.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use diesel::sql_types::{Bool, Integer, Text, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Bool, Integer, Text, Uuid as SqlUuid};
 use doorman_domain::{StorageError, TenantId};
 use tokio::time::Instant;
 
@@ -53,9 +55,36 @@ const UNKNOWN: u8 = 0;
 const ONE_SERVER: u8 = 1;
 const CITUS: u8 = 2;
 
-/// A kind's writer, given the pool of the node it writes on directly (`None`: through the
-/// coordinator, or on one PostgreSQL).
-pub(super) type WriterOn<R, A> = Arc<dyn Fn(Option<PgPool>) -> Writer<R, A> + Send + Sync>;
+/// A kind's writer, given the node it writes on directly (`None`: through the coordinator, or
+/// on one PostgreSQL).
+pub(super) type WriterOn<R, A> = Arc<dyn Fn(Option<NodeWrites>) -> Writer<R, A> + Send + Sync>;
+
+/// What a node's writer writes with: a pool of connections to the node, and where on it each
+/// tenant's rows are.
+#[derive(Debug, Clone)]
+pub(super) struct NodeWrites {
+    pub(super) pool: PgPool,
+    group: i32,
+    placements: Arc<Placements>,
+}
+
+impl NodeWrites {
+    /// `tenant`'s shards on this node, if it was placed here within [`TRUSTED_FOR`].
+    pub(super) fn shards_of(&self, tenant: uuid::Uuid) -> Option<Shards> {
+        let placed = self.placements.nodes.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (node, shards, looked_up) = placed.get(&TenantId::from_uuid(tenant))?;
+        (node.group == self.group && looked_up.elapsed() < TRUSTED_FOR).then_some(*shards)
+    }
+
+    /// Forgets where `tenants` are: the node said it no longer holds their shards, and the next
+    /// write for each looks it up again.
+    pub(super) fn forget(&self, tenants: impl IntoIterator<Item = uuid::Uuid>) {
+        let mut placed = self.placements.nodes.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for tenant in tenants {
+            placed.remove(&TenantId::from_uuid(tenant));
+        }
+    }
+}
 
 /// A kind of write (claims, or outcomes) with one writer per node on Citus.
 pub(super) struct PlacedWriters<R, A> {
@@ -112,7 +141,12 @@ impl<R: Send + 'static, A: Send + 'static> PlacedWriters<R, A> {
                     (COORDINATOR_GROUP, _) => self.pool.on_node(None),
                     (_, Ok(port)) => self.pool.on_node(Some((&node.host, port))),
                     (_, Err(_)) => None,
-                };
+                }
+                .map(|pool| NodeWrites {
+                    pool,
+                    group: node.group,
+                    placements: Arc::clone(&self.placements),
+                });
                 tracing::info!(
                     writer = self.name,
                     node.group = node.group,
@@ -127,22 +161,29 @@ impl<R: Send + 'static, A: Send + 'static> PlacedWriters<R, A> {
 }
 
 /// A Citus node: its group (what placements name) and where it is reached.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, diesel::QueryableByName)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct Node {
-    #[diesel(sql_type = Integer, column_name = node_group)]
     group: i32,
-    #[diesel(sql_type = Text)]
     host: String,
-    #[diesel(sql_type = Integer)]
     port: i32,
 }
 
-/// Which node holds each tenant's receipts, learnt from the database; shared by a store's
-/// writers.
+/// A tenant's shard of each table a node batch writes (co-located: they move together), by
+/// shard id; the shard's table on its node is the table's name, `_`, and the id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shards {
+    pub(super) receipts: i64,
+    pub(super) payloads: i64,
+    pub(super) requests: i64,
+    pub(super) attempts: i64,
+}
+
+/// Which node holds each tenant's receipts, and its shards there, learnt from the database;
+/// shared by a store's writers.
 #[derive(Debug, Default)]
 pub(super) struct Placements {
     layout: AtomicU8,
-    nodes: RwLock<HashMap<TenantId, (Node, Instant)>>,
+    nodes: RwLock<HashMap<TenantId, (Node, Shards, Instant)>>,
 }
 
 impl Placements {
@@ -173,18 +214,19 @@ impl Placements {
             return None;
         }
         let now = Instant::now();
-        if let Some((node, looked_up)) =
+        if let Some((node, _, looked_up)) =
             self.nodes.read().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&tenant)
             && now.duration_since(*looked_up) < TRUSTED_FOR
         {
             return Some(node.clone());
         }
         match tokio::time::timeout(LOOK_UP_WITHIN, look_up(pool, tenant)).await {
-            Ok(Ok(node)) => {
+            Ok(Ok(placed)) => {
+                let (node, shards) = placed.parts();
                 self.nodes
                     .write()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .insert(tenant, (node.clone(), now));
+                    .insert(tenant, (node.clone(), shards, now));
                 Some(node)
             }
             Ok(Err(error)) => {
@@ -212,17 +254,47 @@ async fn is_citus(pool: &PgPool) -> Result<bool, StorageError> {
     unit.finish(found).await.map(|found| found.citus)
 }
 
-/// The node holding `tenant`'s shard of the receipts (its payloads and request fingerprints
-/// are co-located with it): its group and its primary's address.
-async fn look_up(pool: &PgPool, tenant: TenantId) -> Result<Node, StorageError> {
+/// A tenant's placement as [`look_up`] reads it.
+#[derive(diesel::QueryableByName)]
+struct Placed {
+    #[diesel(sql_type = Integer)]
+    node_group: i32,
+    #[diesel(sql_type = Text)]
+    host: String,
+    #[diesel(sql_type = Integer)]
+    port: i32,
+    #[diesel(sql_type = BigInt)]
+    receipts: i64,
+    #[diesel(sql_type = BigInt)]
+    payloads: i64,
+    #[diesel(sql_type = BigInt)]
+    requests: i64,
+    #[diesel(sql_type = BigInt)]
+    attempts: i64,
+}
+
+impl Placed {
+    fn parts(self) -> (Node, Shards) {
+        let Self { node_group, host, port, receipts, payloads, requests, attempts } = self;
+        (Node { group: node_group, host, port }, Shards { receipts, payloads, requests, attempts })
+    }
+}
+
+/// The node holding `tenant`'s shard of the receipts (its payloads, request fingerprints and
+/// attempts are co-located with it): its group, its primary's address, and the tenant's shard
+/// of each of those tables.
+async fn look_up(pool: &PgPool, tenant: TenantId) -> Result<Placed, StorageError> {
     let mut unit = pool.unit().await?;
     let query = diesel::sql_query(
-        "SELECT p.groupid AS node_group, n.nodename AS host, n.nodeport AS port \
-           FROM pg_dist_placement AS p \
-           JOIN pg_dist_node AS n ON n.groupid = p.groupid AND n.noderole = 'primary' AND n.isactive \
-          WHERE p.shardid = get_shard_id_for_distribution_column('public.messaging_event_receipts', $1::uuid)",
+        "SELECT p.groupid AS node_group, n.nodename AS host, n.nodeport AS port, s.receipts, \
+                get_shard_id_for_distribution_column('public.messaging_event_payloads', $1::uuid) AS payloads, \
+                get_shard_id_for_distribution_column('public.messaging_request_replays', $1::uuid) AS requests, \
+                get_shard_id_for_distribution_column('public.messaging_event_attempts', $1::uuid) AS attempts \
+           FROM (SELECT get_shard_id_for_distribution_column('public.messaging_event_receipts', $1::uuid) AS receipts) AS s \
+           JOIN pg_dist_placement AS p ON p.shardid = s.receipts \
+           JOIN pg_dist_node AS n ON n.groupid = p.groupid AND n.noderole = 'primary' AND n.isactive",
     )
     .bind::<SqlUuid, _>(*tenant.as_uuid());
-    let found = diesel_async::RunQueryDsl::get_result::<Node>(query, &mut unit).await.map_err(from_diesel);
+    let found = diesel_async::RunQueryDsl::get_result::<Placed>(query, &mut unit).await.map_err(from_diesel);
     unit.finish(found).await
 }

@@ -32,7 +32,7 @@ use super::directory::PAYLOAD_COLUMN;
 use super::errors::from_diesel;
 use super::group_commit::{GroupSettings, Writer};
 use super::outcomes::{OutcomeRows, PRUNE_EVERY, PendingKind, PendingOutcome, PruneSchedule};
-use super::placements::{PlacedWriters, Placements, WriterOn};
+use super::placements::{NodeWrites, PlacedWriters, Placements, WriterOn};
 use super::pool::PgPool;
 
 /// The longest failure reason stored; the rest is cut (the reason is for an operator's eye).
@@ -136,7 +136,7 @@ impl PgReceiptStore {
         let placements = Arc::new(Placements::default());
         let writers_on = |name, pool: PgPool, prune: Option<Arc<PruneSchedule>>| {
             let on = pool.clone();
-            let write_on: WriterOn<Write, Written> = Arc::new(move |node: Option<PgPool>| {
+            let write_on: WriterOn<Write, Written> = Arc::new(move |node: Option<NodeWrites>| {
                 let cycle =
                     CycleSettings { confirm_within: timeouts.confirm_within, prune: prune.clone(), node };
                 let on = on.clone();

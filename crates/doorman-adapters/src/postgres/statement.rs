@@ -46,6 +46,9 @@ where
 /// A piece of a kept statement.
 pub(crate) enum Part<'a> {
     Sql(&'static str),
+    /// Text made at run time from Doorman's own values (a Citus shard's table name), never
+    /// from input: each distinct text is a statement of its own.
+    Text(String),
     Bind(Box<dyn Bind + 'a>),
 }
 
@@ -57,6 +60,7 @@ impl QueryFragment<Pg> for Kept<'_> {
         for part in &self.0 {
             match part {
                 Part::Sql(sql) => out.push_sql(sql),
+                Part::Text(sql) => out.push_sql(sql),
                 Part::Bind(value) => value.push(out.reborrow())?,
             }
         }

@@ -28,6 +28,16 @@ use crate::helpers::{
     post_command, quiesce, quiesce_within, serve_config, spawn_serve_on, wait_for_directory_notice_since,
 };
 
+/// A node batch's claims in a shard's own table (`messaging_event_receipts_<shard id>`), as
+/// pg_stat_statements keeps its text (a `LIKE` pattern: `\_` is an underscore).
+const SHARD_CLAIMS: &str = "INSERT INTO public.messaging\\_event\\_receipts\\_1% AS r%";
+/// Its kept payloads in their shard's table.
+const SHARD_PAYLOADS: &str = "INSERT INTO public.messaging\\_event\\_payloads\\_1% AS p%";
+/// Its completions in the receipts' shard's table.
+const SHARD_COMPLETIONS: &str = "UPDATE public.messaging\\_event\\_receipts\\_1% AS r SET handled\\_at%";
+/// A node batch's claims through the distributed table, which Citus routes.
+const DISTRIBUTED_CLAIMS: &str = "INSERT INTO public.messaging_event_receipts AS r%";
+
 /// One tenant of the cluster, and the worker its shard is on.
 #[derive(Debug, Clone)]
 struct Placed {
@@ -353,16 +363,20 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
     }
 
     // The claims and outcomes were written on the tenants' workers, by the statements each
-    // sends there (ADR 24), and none through the coordinator's batch functions.
+    // sends there in its shards' own tables (ADR 24, ADR 30), none through the distributed
+    // tables and none through the coordinator's batch functions.
     let cluster = &run.cluster;
     for w in 0..WORKERS {
-        let claims = cluster.calls_of(Some(w), "INSERT INTO public.messaging_event_receipts AS r%");
-        let outcomes =
-            cluster.calls_of(Some(w), "UPDATE public.messaging_event_receipts AS r SET handled_at%");
+        let claims = cluster.calls_of(Some(w), SHARD_CLAIMS);
+        let outcomes = cluster.calls_of(Some(w), SHARD_COMPLETIONS);
+        let held = cluster.calls_of(Some(w), "SELECT public.doorman_hold_shards(%");
         assert!(
-            claims > 0 && outcomes > 0,
-            "worker {w} ran {claims} claim and {outcomes} outcome statements"
+            claims > 0 && outcomes > 0 && held > 0,
+            "worker {w} ran {claims} claim and {outcomes} outcome statements in its shards, holding them {held} times"
         );
+        let routed = cluster.calls_of(Some(w), DISTRIBUTED_CLAIMS)
+            + cluster.calls_of(Some(w), "UPDATE public.messaging_event_receipts AS r SET handled_at%");
+        assert_eq!(routed, 0, "worker {w} wrote through the distributed tables");
     }
     for function in ["doorman_claim_receipts", "doorman_settle_receipts", "doorman_record_outcomes"] {
         let through = cluster.calls_of(None, &format!("SELECT %FROM {function}(%"));
@@ -701,30 +715,37 @@ async fn tenants_sharing_a_worker(writes: &str) {
     assert_eq!(unhandled.as_deref(), Some("0"), "every receipt is marked handled ({writes})");
 
     let cluster = &run.cluster;
-    let direct: u64 = (0..WORKERS)
-        .map(|w| cluster.calls_of(Some(w), "INSERT INTO public.messaging_event_receipts AS r%"))
-        .sum();
-    let through = cluster.calls_of(None, "SELECT %FROM doorman_claim_receipts(%");
+    let on_workers =
+        |pattern: &str| -> u64 { (0..WORKERS).map(|w| cluster.calls_of(Some(w), pattern)).sum() };
+    // What only Doorman's node writers send a worker (Citus forwards a statement from the
+    // coordinator in a shard's name, never as a distributed table's, and never holds a shard
+    // this way).
+    let held = on_workers("SELECT public.doorman_hold_shards(%");
+    let routed =
+        on_workers(DISTRIBUTED_CLAIMS) + on_workers("INSERT INTO public.messaging_event_payloads AS p%");
+    let claims_through = cluster.calls_of(None, "SELECT %FROM doorman_claim_receipts(%");
     let outcomes_through = cluster.calls_of(None, "SELECT %FROM doorman_record_outcomes(%");
-    // The payloads were written (and so their release above means something).
-    let payloads: u64 = (0..WORKERS)
-        .map(|w| cluster.calls_of(Some(w), "INSERT INTO public.messaging_event_payloads AS p%"))
-        .sum();
-    // Each kind of write on the workers directly (`node`) or through the coordinator's
-    // functions, never both.
-    let on_one_path = |what: &str, on_workers: u64, through_coordinator: u64| match writes {
-        "node" => assert!(
-            on_workers > 0 && through_coordinator == 0,
-            "{on_workers} {what} statements on workers, {through_coordinator} through the coordinator: {}",
-            run.logs()
-        ),
-        _ => assert!(
-            on_workers == 0 && through_coordinator > 0,
-            "{on_workers} {what} statements on workers, {through_coordinator} through the coordinator"
-        ),
-    };
-    on_one_path("payload (and outcome)", payloads, outcomes_through);
-    on_one_path("claim", direct, through);
+    match writes {
+        // On the workers directly, in the shards' tables, payloads included (so their release
+        // above means something), and nothing through the coordinator's functions.
+        "node" => {
+            let (claims, payloads) = (on_workers(SHARD_CLAIMS), on_workers(SHARD_PAYLOADS));
+            assert!(
+                held > 0 && claims > 0 && payloads > 0 && routed == 0,
+                "{held} holds, {claims} claim and {payloads} payload statements in shards, {routed} routed: {}",
+                run.logs()
+            );
+            assert_eq!((claims_through, outcomes_through), (0, 0), "through the coordinator: {}", run.logs());
+        }
+        // Through the coordinator's functions only.
+        _ => {
+            assert_eq!((held, routed), (0, 0), "statements sent to the workers directly");
+            assert!(
+                claims_through > 0 && outcomes_through > 0,
+                "{claims_through} claim and {outcomes_through} outcome calls"
+            );
+        }
+    }
 }
 
 /// Over the admin API on the coordinator: each tenant's failures listed (its own only),
@@ -1506,4 +1527,80 @@ async fn on_citus_two_servers_counts_add_up_in_the_coordinators_rollup_and_each_
     let (status, other) =
         portal.call(reqwest::Method::GET, format!("/admin/v1/tenants/{}/activity", a.tenant), None).await;
     assert_eq!(status, 404, "{other}");
+}
+
+/// A tenant's shards moved to the other worker while both servers still place it on the old one
+/// (a placement is trusted for 30 s): its batches go to the old worker's writer. The old
+/// placement's tables are still there until Citus's cleanup drops them, and nothing would stop
+/// a batch from writing them but the hold (ADR 30): the old worker refuses to hold a shard it
+/// no longer has, the batch goes through the distributed tables (Citus forwards it to the new
+/// worker), and the servers look the tenant up again. Every copy acknowledged, each event
+/// dispatched once and recorded once on the new worker; none in the old placement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_a_tenant_moved_to_another_worker_is_written_there_and_never_in_its_old_placement() {
+    let run = Run::start().await;
+    run.warm_up(&run.placed).await;
+    let moved = &run.placed[0];
+    let (from, to) = (moved.worker, 1 - moved.worker);
+    let cluster = &run.cluster;
+    let shard = cluster
+        .coordinator_sql(&format!(
+            "SELECT get_shard_id_for_distribution_column('messaging_event_receipts', '{}')",
+            moved.tenant
+        ))
+        .expect("the tenant's shard");
+    // The shard group, moved with writes blocked while it is copied (the test's nodes have no
+    // logical replication); Citus keeps the old placement until its cleanup runs.
+    let move_it = cluster.coordinator_sql(&format!(
+        "SELECT citus_move_shard_placement({shard}, '127.0.0.1', {}, '127.0.0.1', {}, shard_transfer_mode := 'block_writes')",
+        cluster.worker_port(from),
+        cluster.worker_port(to)
+    ));
+    assert!(move_it.is_some(), "the shard group moved");
+    assert_eq!(cluster.worker_of(moved.tenant), to);
+    run.reset_statement_counts();
+
+    let bases = run.bases();
+    let mut sends = Vec::new();
+    for e in 0..10 {
+        let id = format!("EvMoved{e}");
+        for copy in 0..2u32 {
+            let (http, base, team, id) =
+                (run.http.clone(), bases[(e + copy as usize) % 2].clone(), moved.team.clone(), id.clone());
+            sends.push(tokio::spawn(async move { post(&http, &base, &team, &id, copy).await }));
+        }
+    }
+    for send in sends {
+        assert_eq!(send.await.unwrap(), Some(200), "every copy is acknowledged: {}", run.logs());
+    }
+    run.quiesce().await;
+    for e in 0..10 {
+        let id = format!("EvMoved{e}");
+        assert_eq!(run.agent.count_for(&id), 1, "{id} dispatched once: {}", run.logs());
+        assert_eq!(run.receipts_of(&id), 1, "{id} has one receipt, where the coordinator finds it");
+    }
+    let moved_events = "external_event_id LIKE 'EvMoved%' AND handled_at IS NOT NULL";
+    assert_eq!(
+        run.rows_on_worker_where(to, "messaging_event_receipts", moved.tenant, moved_events),
+        10,
+        "recorded and completed on the worker that holds the shard now"
+    );
+    // The first batches went to the old worker's writer and were written from there through
+    // the distributed tables, not in the old placement's tables.
+    assert!(
+        cluster.calls_of(Some(from), DISTRIBUTED_CLAIMS) > 0,
+        "the old worker's writer wrote through the distributed tables: {}",
+        run.logs()
+    );
+    let old = cluster.worker_sql(
+        from,
+        &format!(
+            "SET citus.override_table_visibility = off; SELECT count(*) FROM messaging_event_receipts_{shard} \
+              WHERE external_event_id LIKE 'EvMoved%'"
+        ),
+    );
+    // (None: Citus's cleanup dropped the old placement already, and nothing could be in it.)
+    if let Some(old) = old {
+        assert_eq!(old.lines().last(), Some("0"), "the old placement took none of the moved tenant's events");
+    }
 }

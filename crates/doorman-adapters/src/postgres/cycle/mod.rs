@@ -37,6 +37,7 @@ use tokio::time::Instant;
 
 use super::claims::SealedClaim;
 use super::outcomes::{PendingOutcome, PruneSchedule};
+use super::placements::NodeWrites;
 use super::pool::PgPool;
 use deadline::Deadline;
 use fallbacks::write_or_fall_back;
@@ -97,7 +98,7 @@ pub(super) struct CycleSettings {
     /// On Citus, the node this writer's tenants' shards are on, written on directly
     /// ([`on_node`]); `None`: through the pool the batch is given (the coordinator, or one
     /// PostgreSQL), by the batch functions.
-    pub node: Option<PgPool>,
+    pub node: Option<NodeWrites>,
 }
 
 /// How long ago a claim may have been made and still be written on its node. A claim made more

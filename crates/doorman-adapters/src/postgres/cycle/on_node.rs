@@ -1,7 +1,17 @@
 //! On Citus, a batch written on the node that holds its tenants' shards (ADR 24), in one
-//! transaction of a few statements, each of which the node plans and runs on its own shards.
+//! transaction of a few statements, in the tenants' shards' own tables (ADR 30).
 //!
-//! Through the coordinator, the batch functions' Citus forms write row by row (a multi-row
+//! The transaction first holds the shards ([`HOLD`]: `doorman_hold_shards`, which takes the
+//! lock Citus's own writes take on a shard's metadata and checks that the node still holds the
+//! shard), then writes the shards' tables directly: plain PostgreSQL statements, prepared once
+//! per connection and planned as PostgreSQL plans them, without Citus's router, its deparsing
+//! of every statement with its values and its local planning at every call (measured: ~75% of
+//! a worker's CPU on the hot path, ADR 30). A node that no longer holds a tenant's shard (a
+//! move or split switched it since it was looked up) refuses the hold, and the batch is written
+//! again in the same way through the distributed tables, which Citus routes, and its tenants
+//! are looked up again. A tenant whose shards are not known is written that way too.
+//!
+//! Through the distributed tables: through the coordinator, the batch functions' Citus forms write row by row (a multi-row
 //! `INSERT … SELECT FROM unnest(…)` is not routed: Citus collects its rows and pushes them to
 //! the shards as intermediate results), and every row's statement is planned on the
 //! coordinator and again on the worker. Here the node gets, for the whole batch, statements
@@ -41,6 +51,7 @@ use uuid::Uuid;
 
 use super::super::claims::SealedClaim;
 use super::super::outcomes::{PendingKind, PendingOutcome, status_column};
+use super::super::placements::{NodeWrites, Shards};
 use super::super::statement::{Bind, Kept, Part, bind};
 use super::rows::{BatchRows, Row};
 
@@ -56,6 +67,8 @@ pub(super) struct NodeBatch<'a> {
 /// crosswise.
 struct TenantRows<'a> {
     tenant: Uuid,
+    /// Its shards on the node, when known (from [`NodeWrites::shards_of`]).
+    shards: Option<Shards>,
     claims: Vec<&'a SealedClaim>,
     attempts: Vec<i32>,
     /// The claims' platforms, event ids and claim ids, for a settle's read-back.
@@ -125,7 +138,7 @@ impl<'a> AttemptRows<'a> {
 }
 
 impl<'a> NodeBatch<'a> {
-    pub(super) fn of(rows: &BatchRows<'a>) -> Self {
+    pub(super) fn of(rows: &BatchRows<'a>, node: &NodeWrites) -> Self {
         let mut by_tenant: BTreeMap<Uuid, TenantRows<'a>> = BTreeMap::new();
         let mut claims: Vec<&SealedClaim> = rows.claims.clone();
         claims.sort_by_key(|claim| lock_order(&claim.receipt.key));
@@ -166,8 +179,31 @@ impl<'a> NodeBatch<'a> {
                 rows_of(&mut by_tenant, *id).prune = Some((expired_before, at_most));
             }
         }
+        for (id, tenant) in &mut by_tenant {
+            tenant.shards = node.shards_of(*id);
+        }
         let tenants = by_tenant.keys().map(Uuid::to_string).collect::<Vec<_>>().join(",");
         Self { tenants: format!("{{{tenants}}}"), by_tenant: by_tenant.into_values().collect() }
+    }
+
+    /// The route the batch is written by first: in its shards' tables when every tenant's
+    /// shards on the node are known, else through the distributed tables.
+    fn first_route(&self) -> Route {
+        if self.by_tenant.iter().all(|tenant| tenant.shards.is_some()) {
+            Route::Shards
+        } else {
+            Route::Distributed
+        }
+    }
+
+    /// The shards [`HOLD`] takes: each tenant's receipts shard (its group moves with it).
+    fn held_shards(&self) -> String {
+        let ids: Vec<String> = self
+            .by_tenant
+            .iter()
+            .filter_map(|tenant| tenant.shards.map(|shards| shards.receipts.to_string()))
+            .collect();
+        format!("{{{}}}", ids.join(","))
     }
 }
 
@@ -234,6 +270,7 @@ impl<'a> Outcomes<'a> {
 fn rows_of<'m, 'a>(by_tenant: &'m mut BTreeMap<Uuid, TenantRows<'a>>, id: Uuid) -> &'m mut TenantRows<'a> {
     by_tenant.entry(id).or_insert_with(|| TenantRows {
         tenant: id,
+        shards: None,
         claims: Vec::new(),
         attempts: Vec::new(),
         platforms: Vec::new(),
@@ -248,81 +285,137 @@ fn rows_of<'m, 'a>(by_tenant: &'m mut BTreeMap<Uuid, TenantRows<'a>>, id: Uuid) 
 }
 
 impl NodeBatch<'_> {
-    /// Every tenant's claims in one statement, one row each, in lock order (tenant, then
-    /// platform and event id): Citus splits it by shard and runs each part on this node.
-    fn claims_insert(&self) -> Option<Kept<'_>> {
-        let rows: Vec<_> = self
-            .by_tenant
-            .iter()
-            .flat_map(|tenant| {
-                tenant.claims.iter().zip(&tenant.attempts).map(move |(c, a)| (&tenant.tenant, c, a))
-            })
-            .collect();
-        if rows.is_empty() {
-            return None;
+    /// The tenants' rows as the multi-row statements take them, each with the shards it names
+    /// (`None`: the distributed tables): through the distributed tables, all tenants in one
+    /// statement (Citus splits it by shard and runs each part on this node); in the shards'
+    /// tables, a statement per tenant, in its own shard's table.
+    fn groups(&self, route: Route) -> Vec<(Vec<&TenantRows<'_>>, Option<Shards>)> {
+        match route {
+            Route::Distributed => vec![(self.by_tenant.iter().collect(), None)],
+            Route::Shards => self.by_tenant.iter().map(|tenant| (vec![tenant], tenant.shards)).collect(),
         }
-        let rows = padded(rows).into_iter().map(|(tenant, claim, attempt)| {
+    }
+}
+
+/// `tenants`' claims in one statement into the receipts (their shard's table, given `shards`), one row each, in lock order (tenant, then
+/// platform and event id).
+fn claims_insert<'b>(tenants: &[&'b TenantRows<'b>], shards: Option<Shards>) -> Option<Kept<'b>> {
+    let rows: Vec<_> = tenants
+        .iter()
+        .flat_map(|tenant| {
+            tenant.claims.iter().zip(&tenant.attempts).map(move |(c, a)| (&tenant.tenant, c, a))
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let rows = padded(rows).into_iter().map(|(tenant, claim, attempt)| {
+        let receipt = &claim.receipt;
+        vec![
+            bind::<SqlUuid, _>(tenant),
+            bind::<Text, _>(receipt.key.platform.as_str()),
+            bind::<Text, _>(receipt.key.external_id.as_str()),
+            bind::<SqlUuid, _>(receipt.claim.as_uuid()),
+            bind::<Text, _>(receipt.event_type.as_str()),
+            bind::<Integer, _>(attempt),
+            bind::<Timestamptz, _>(&receipt.claimed_at),
+        ]
+    });
+    Some(values(Table::Receipts.named(shards), CLAIMS_COLUMNS, rows, CLAIMS_RETURNING))
+}
+
+/// The payloads of `tenants`' claims in `inserted` that keep one, as the claims, in statements
+/// of a power of two rows each (their `ON CONFLICT DO UPDATE` may not meet a row twice, so they
+/// are not padded as the claims are): none when no claim keeps one.
+fn payloads_inserts<'b>(
+    tenants: &[&'b TenantRows<'b>],
+    shards: Option<Shards>,
+    inserted: &[Row],
+) -> Vec<Kept<'b>> {
+    let held: std::collections::HashSet<Uuid> = inserted.iter().map(Row::id).collect();
+    let kept: Vec<(&Uuid, &&SealedClaim)> = tenants
+        .iter()
+        .flat_map(|tenant| tenant.claims.iter().map(move |claim| (&tenant.tenant, claim)))
+        .filter(|(_, claim)| claim.payload.is_some() && held.contains(claim.receipt.claim.as_uuid()))
+        .collect();
+    let mut statements = Vec::new();
+    let mut rest = kept.as_slice();
+    while !rest.is_empty() {
+        let (chunk, after) = rest.split_at(1 << rest.len().ilog2());
+        rest = after;
+        let rows = chunk.iter().map(|(tenant, claim)| {
             let receipt = &claim.receipt;
             vec![
-                bind::<SqlUuid, _>(tenant),
+                bind::<SqlUuid, _>(*tenant),
                 bind::<Text, _>(receipt.key.platform.as_str()),
                 bind::<Text, _>(receipt.key.external_id.as_str()),
-                bind::<SqlUuid, _>(receipt.claim.as_uuid()),
-                bind::<Text, _>(receipt.event_type.as_str()),
-                bind::<Integer, _>(attempt),
                 bind::<Timestamptz, _>(&receipt.claimed_at),
+                bind::<Nullable<Text>, _>(&claim.payload),
             ]
         });
-        Some(values(CLAIMS_INSERT, rows, CLAIMS_RETURNING))
+        statements.push(values(Table::Payloads.named(shards), PAYLOADS_COLUMNS, rows, PAYLOADS_REPLACE));
+    }
+    statements
+}
+
+/// `tenants`' fingerprints in one statement, as the claims.
+fn requests_insert<'b>(tenants: &[&'b TenantRows<'b>], shards: Option<Shards>) -> Option<Kept<'b>> {
+    let rows: Vec<_> = tenants
+        .iter()
+        .flat_map(|tenant| {
+            tenant.signatures.iter().zip(&tenant.expires_at).map(move |(s, e)| (&tenant.tenant, s, e))
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let rows = padded(rows).into_iter().map(|(tenant, signature, expires_at)| {
+        vec![bind::<SqlUuid, _>(tenant), bind::<Text, _>(*signature), bind::<Timestamptz, _>(expires_at)]
+    });
+    Some(values(Table::Requests.named(shards), REQUESTS_COLUMNS, rows, REQUESTS_RETURNING))
+}
+
+/// How a batch's statements name its rows' tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// The tenants' shards' own tables on this node, held first ([`HOLD`]).
+    Shards,
+    /// The distributed tables, which Citus routes to the shards wherever they are.
+    Distributed,
+}
+
+/// A table a node batch writes.
+#[derive(Debug, Clone, Copy)]
+enum Table {
+    Receipts,
+    Payloads,
+    Requests,
+    Attempts,
+}
+
+impl Table {
+    fn distributed(self) -> &'static str {
+        match self {
+            Self::Receipts => "public.messaging_event_receipts",
+            Self::Payloads => "public.messaging_event_payloads",
+            Self::Requests => "public.messaging_request_replays",
+            Self::Attempts => "public.messaging_event_attempts",
+        }
     }
 
-    /// The payloads of the claims in `inserted` that keep one, in statements of a power of two
-    /// rows each (their `ON CONFLICT DO UPDATE` may not meet a row twice, so they are not
-    /// padded as the claims are): none when no claim keeps one.
-    fn payloads_inserts(&self, inserted: &[Row]) -> Vec<Kept<'_>> {
-        let held: std::collections::HashSet<Uuid> = inserted.iter().map(Row::id).collect();
-        let kept: Vec<(&Uuid, &&SealedClaim)> = self
-            .by_tenant
-            .iter()
-            .flat_map(|tenant| tenant.claims.iter().map(move |claim| (&tenant.tenant, claim)))
-            .filter(|(_, claim)| claim.payload.is_some() && held.contains(claim.receipt.claim.as_uuid()))
-            .collect();
-        let mut statements = Vec::new();
-        let mut rest = kept.as_slice();
-        while !rest.is_empty() {
-            let (chunk, after) = rest.split_at(1 << rest.len().ilog2());
-            rest = after;
-            let rows = chunk.iter().map(|(tenant, claim)| {
-                let receipt = &claim.receipt;
-                vec![
-                    bind::<SqlUuid, _>(*tenant),
-                    bind::<Text, _>(receipt.key.platform.as_str()),
-                    bind::<Text, _>(receipt.key.external_id.as_str()),
-                    bind::<Timestamptz, _>(&receipt.claimed_at),
-                    bind::<Nullable<Text>, _>(&claim.payload),
-                ]
-            });
-            statements.push(values(PAYLOADS_INSERT, rows, PAYLOADS_REPLACE));
-        }
-        statements
-    }
-
-    /// Every tenant's fingerprints in one statement, as the claims.
-    fn requests_insert(&self) -> Option<Kept<'_>> {
-        let rows: Vec<_> = self
-            .by_tenant
-            .iter()
-            .flat_map(|tenant| {
-                tenant.signatures.iter().zip(&tenant.expires_at).map(move |(s, e)| (&tenant.tenant, s, e))
-            })
-            .collect();
-        if rows.is_empty() {
-            return None;
-        }
-        let rows = padded(rows).into_iter().map(|(tenant, signature, expires_at)| {
-            vec![bind::<SqlUuid, _>(tenant), bind::<Text, _>(*signature), bind::<Timestamptz, _>(expires_at)]
-        });
-        Some(values(REQUESTS_INSERT, rows, REQUESTS_RETURNING))
+    /// The distributed table, or, given its tenant's shards, that tenant's shard of it (its
+    /// name is Doorman's own text: the table's and a number from Citus's metadata).
+    fn named(self, shards: Option<Shards>) -> Part<'static> {
+        let Some(shards) = shards else {
+            return Part::Sql(self.distributed());
+        };
+        let shard = match self {
+            Self::Receipts => shards.receipts,
+            Self::Payloads => shards.payloads,
+            Self::Requests => shards.requests,
+            Self::Attempts => shards.attempts,
+        };
+        Part::Text(format!("{}_{shard}", self.distributed()))
     }
 }
 
@@ -331,36 +424,90 @@ fn lock_order(key: &doorman_domain::ReceiptKey) -> (&'static str, &str) {
     (key.platform.as_str(), key.external_id.as_str())
 }
 
+/// What a node batch's transaction runs first, in shards' tables ([`Route::Shards`]), after
+/// naming its tenants: the hold of their shards.
+const HOLD: &str = "SELECT public.doorman_hold_shards";
+
+/// What `doorman_hold_shards` says when the node no longer holds a shard.
+const NOT_HELD: &str = "doorman_hold_shards:";
+
 /// Writes `batch` on `conn` (a connection to its node) in one transaction: its claims (as a
 /// settle if `settle`: what nothing holds is claimed, and which claims hold their events is
-/// read back), its fingerprints if `with_requests`, its outcomes; the rows of the answer. An
-/// error before the commit rolls the transaction back; one at the commit is the caller's to
-/// read (it may have committed).
+/// read back), its fingerprints if `with_requests`, its outcomes; the rows of the answer. In
+/// the tenants' shards' tables when they are known, else (or when the node no longer holds
+/// one of them, whose tenants `node` then forgets) through the distributed tables. An error
+/// before the commit rolls the transaction back; one at the commit is the caller's to read (it
+/// may have committed).
 pub(super) async fn write(
     conn: &mut AsyncPgConnection,
     batch: &NodeBatch<'_>,
     settle: bool,
     with_requests: bool,
+    node: &NodeWrites,
 ) -> QueryResult<Vec<Row>> {
-    // One round trip: the transaction, and the tenants it acts for. A `SET LOCAL`, as
-    // `doorman_set_local` makes on Citus (the value is UUIDs written here), which Citus also
-    // sends to any other node the transaction reaches. (The planner settings are the session's:
-    // `pool::Purpose::NodeWrites`.)
-    let begin = format!("BEGIN; SET LOCAL app.tenant_ids = '{}'", batch.tenants);
-    if let Err(error) = AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await {
+    let mut route = batch.first_route();
+    if route == Route::Shards {
+        match begin(conn, batch, Route::Shards).await {
+            Ok(()) => {
+                let written = write_rows(conn, batch, settle, with_requests, route).await;
+                return commit(conn, written).await;
+            }
+            Err(diesel::result::Error::DatabaseError(_, info)) => {
+                if info.message().starts_with(NOT_HELD) {
+                    tracing::info!(
+                        tenants = %batch.tenants,
+                        "a Citus node no longer holds a tenant's shards (moved or split): the batch goes through the distributed tables, and its tenants are looked up again"
+                    );
+                    node.forget(batch.by_tenant.iter().map(|tenant| tenant.tenant));
+                } else {
+                    // Not this node's answer about its shards (the function missing, a lock
+                    // not granted in time): the distributed tables are right wherever the
+                    // shards are, only slower.
+                    tracing::warn!(
+                        tenants = %batch.tenants,
+                        error = info.message(),
+                        "could not hold tenants' shards on a Citus node: the batch goes through the distributed tables"
+                    );
+                }
+                route = Route::Distributed;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    begin(conn, batch, route).await?;
+    let written = write_rows(conn, batch, settle, with_requests, route).await;
+    commit(conn, written).await
+}
+
+/// Opens the batch's transaction on `conn` in one round trip: the tenants it acts for and (in
+/// the shards' tables) their shards held. A `SET LOCAL`, as `doorman_set_local` makes on Citus
+/// (the value is UUIDs written here), which Citus also sends to any other node the transaction
+/// reaches; the shard ids are numbers from Citus's metadata. (The planner settings are the
+/// session's: `pool::Purpose::NodeWrites`.) Nothing is left open when it fails.
+async fn begin(conn: &mut AsyncPgConnection, batch: &NodeBatch<'_>, route: Route) -> QueryResult<()> {
+    let mut begin = format!("BEGIN; SET LOCAL app.tenant_ids = '{}'", batch.tenants);
+    if route == Route::Shards {
+        begin.push_str(&format!("; {HOLD}('{}')", batch.held_shards()));
+    }
+    let begun = AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await;
+    if begun.is_err() {
         // The `BEGIN` may have run and the rest failed: the session is then in an aborted
         // transaction that Diesel does not know is open, and the next unit on this connection
         // would fail. Ended here (or, if even that fails, the connection is broken and dropped).
         let _ = diesel_async::SimpleAsyncConnection::batch_execute(&mut *conn, "ROLLBACK").await;
-        return Err(error);
     }
-    match write_rows(conn, batch, settle, with_requests).await {
+    begun
+}
+
+/// Commits the transaction whose statements answered `written`, or rolls it back after an
+/// error (a rollback that fails leaves the connection broken, and the pool discards it).
+async fn commit(conn: &mut AsyncPgConnection, written: QueryResult<Vec<Row>>) -> QueryResult<Vec<Row>> {
+    match written {
         Ok(rows) => {
             AnsiTransactionManager::commit_transaction(&mut *conn).await?;
             Ok(rows)
         }
         Err(error) => {
-            // A rollback that fails leaves the connection broken, and the pool discards it.
             let _ = AnsiTransactionManager::rollback_transaction(&mut *conn).await;
             Err(error)
         }
@@ -372,41 +519,46 @@ async fn write_rows(
     batch: &NodeBatch<'_>,
     settle: bool,
     with_requests: bool,
+    route: Route,
 ) -> QueryResult<Vec<Row>> {
     let mut answer = Vec::new();
-    if let Some(claims) = batch.claims_insert() {
+    for (tenants, shards) in batch.groups(route) {
+        let Some(claims) = claims_insert(&tenants, shards) else { continue };
         let inserted = claims.load::<Row>(conn).await?;
         // Payloads only for the receipts this statement made: a settle's claims that were
         // already held keep theirs (and its lease) as they are.
-        for payloads in batch.payloads_inserts(&inserted) {
+        for payloads in payloads_inserts(&tenants, shards, &inserted) {
             payloads.execute(conn).await?;
         }
         if settle {
-            for tenant in batch.by_tenant.iter().filter(|tenant| !tenant.claims.is_empty()) {
-                answer.extend(tenant.claims_held().load::<Row>(conn).await?);
+            for tenant in tenants.iter().filter(|tenant| !tenant.claims.is_empty()) {
+                answer.extend(tenant.claims_held(route).load::<Row>(conn).await?);
             }
         } else {
             answer.extend(inserted);
         }
     }
-    if with_requests && let Some(requests) = batch.requests_insert() {
-        for tenant in batch.by_tenant.iter().filter(|tenant| !tenant.requests.is_empty()) {
-            tenant.expired_requests_delete().execute(conn).await?;
+    if with_requests {
+        for (tenants, shards) in batch.groups(route) {
+            let Some(insert) = requests_insert(&tenants, shards) else { continue };
+            for tenant in tenants.iter().filter(|tenant| !tenant.requests.is_empty()) {
+                tenant.expired_requests_delete(route).execute(conn).await?;
+            }
+            answer.extend(insert.load::<Row>(conn).await?);
         }
-        answer.extend(requests.load::<Row>(conn).await?);
     }
     for tenant in &batch.by_tenant {
         for outcomes in &tenant.outcomes {
             if !outcomes.failed.is_empty() {
-                tenant.failures_update(outcomes).execute(conn).await?;
-                tenant.payloads_unlease(outcomes).execute(conn).await?;
+                tenant.failures_update(outcomes, route).execute(conn).await?;
+                tenant.payloads_unlease(outcomes, route).execute(conn).await?;
             }
             if !outcomes.attempts.event_ids.is_empty() {
-                tenant.attempts_insert(outcomes).execute(conn).await?;
+                tenant.attempts_insert(outcomes, route).execute(conn).await?;
             }
             if !outcomes.handled.is_empty() {
-                tenant.completions_update(outcomes).execute(conn).await?;
-                tenant.payloads_release(outcomes).execute(conn).await?;
+                tenant.completions_update(outcomes, route).execute(conn).await?;
+                tenant.payloads_release(outcomes, route).execute(conn).await?;
             }
         }
         if tenant.prune.is_some() {
@@ -416,29 +568,36 @@ async fn write_rows(
     Ok(answer)
 }
 
-const CLAIMS_INSERT: &str = "INSERT INTO public.messaging_event_receipts AS r \
-    (tenant_id, platform, external_event_id, claim_id, event_type, delivery_attempt, claimed_at) VALUES ";
-const CLAIMS_RETURNING: &str = " ON CONFLICT ON CONSTRAINT messaging_event_receipts_pkey DO NOTHING \
+// Each `ON CONFLICT` names its primary key by its columns: a shard's constraints carry the
+// shard's id in their names.
+const CLAIMS_COLUMNS: &str = " AS r (tenant_id, platform, external_event_id, claim_id, event_type, delivery_attempt, claimed_at) VALUES ";
+const CLAIMS_RETURNING: &str = " ON CONFLICT (tenant_id, platform, external_event_id) DO NOTHING \
     RETURNING 'claim'::text AS kind, r.claim_id AS id, 0::bigint AS n, NULL::text AS signature";
 
-const PAYLOADS_INSERT: &str = "INSERT INTO public.messaging_event_payloads AS p \
-    (tenant_id, platform, external_event_id, claimed_at, payload) VALUES ";
+const PAYLOADS_COLUMNS: &str = " AS p (tenant_id, platform, external_event_id, claimed_at, payload) VALUES ";
 // A payload left by a receipt pruned away is replaced, as in the functions' forms.
-const PAYLOADS_REPLACE: &str = " ON CONFLICT ON CONSTRAINT messaging_event_payloads_pkey DO UPDATE \
+const PAYLOADS_REPLACE: &str = " ON CONFLICT (tenant_id, platform, external_event_id) DO UPDATE \
     SET claimed_at = EXCLUDED.claimed_at, payload = EXCLUDED.payload, leased_until = NULL";
 
-const REQUESTS_INSERT: &str =
-    "INSERT INTO public.messaging_request_replays AS r (tenant_id, signature, expires_at) VALUES ";
-const REQUESTS_RETURNING: &str = " ON CONFLICT ON CONSTRAINT messaging_request_replays_pkey DO NOTHING \
+const REQUESTS_COLUMNS: &str = " AS r (tenant_id, signature, expires_at) VALUES ";
+const REQUESTS_RETURNING: &str = " ON CONFLICT (tenant_id, signature) DO NOTHING \
     RETURNING 'request'::text AS kind, r.tenant_id AS id, 0::bigint AS n, r.signature AS signature";
 
 /// The outcomes, as `doorman_write_outcomes` writes them: a completion sets `handled_at`, a
 /// failure its reason and time, each only on a receipt not handled yet, by an `UPDATE … FROM
-/// unnest(…)` naming the tenant, which Citus routes to its shard (its router plans it at each
-/// run). The event ids are also given as `external_event_id = ANY(…)`, so the primary key's
-/// index finds exactly the batch's rows: joined on the arrays alone, the shard was planned as
-/// the outer side, and every batch read all of its tenant's receipts (20 ms a batch and more,
-/// growing with them). Not the single-table form with each row's value picked by
+/// unnest(…)`, with the completed events' kept payloads released and the failed ones' leases
+/// dropped.
+///
+/// In the shards' tables ([`Route::Shards`]), as the plain functions: the rows are found by
+/// joining the whole key with the arrays (the tenant and platform repeated in them), so the
+/// only plan that does not read a whole shard probes the primary key once per event, whatever
+/// the table's statistics say (a fresh tenant's shard has none; with the tenant and platform
+/// as constants, the planner read all of the tenant's receipts at every batch: ADR 30).
+///
+/// Through the distributed tables, naming the tenant, which Citus needs to route the statement
+/// to its shard (its router plans it at each run); the event ids are also given as
+/// `external_event_id = ANY(…)`, so the primary key's index finds the batch's rows when the
+/// statistics are right. Not the single-table form with each row's value picked by
 /// `array_position`, whose plan Citus could keep: its fast path crashed the worker's backend on
 /// it (Citus 13.2.2, signal 11, under load). ADR 24 has the forms measured.
 impl<'a> TenantRows<'a> {
@@ -446,28 +605,165 @@ impl<'a> TenantRows<'a> {
         bind::<SqlUuid, _>(&self.tenant)
     }
 
-    fn completions_update(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
-        self.update_unhandled(
+    fn table(&self, table: Table, route: Route) -> Part<'static> {
+        table.named(if route == Route::Shards { self.shards } else { None })
+    }
+
+    fn completions_update(&self, of: &'a Outcomes<'a>, route: Route) -> Kept<'_> {
+        let mut parts = vec![
+            Part::Sql("UPDATE "),
+            self.table(Table::Receipts, route),
+            Part::Sql(
+                " AS r SET handled_at = u.handled_at, dispatched_at = u.dispatched_at, answer_status = u.status FROM ",
+            ),
+        ];
+        parts.extend(self.keyed(
             of,
             &of.handled,
-            "UPDATE public.messaging_event_receipts AS r SET handled_at = u.handled_at, \
-             dispatched_at = u.dispatched_at, answer_status = u.status FROM unnest(",
             vec![
                 bind::<Array<Timestamptz>, _>(&of.handled_at),
                 bind::<Array<Nullable<Timestamptz>>, _>(&of.dispatched_at),
                 bind::<Array<Nullable<SmallInt>>, _>(&of.statuses),
             ],
-            ") AS u(event_id, handled_at, dispatched_at, status) WHERE r.tenant_id = ",
-        )
+            "handled_at, dispatched_at, status",
+            "r",
+            route,
+        ));
+        parts.push(Part::Sql(" AND r.handled_at IS NULL"));
+        Kept(parts)
+    }
+
+    fn failures_update(&self, of: &'a Outcomes<'a>, route: Route) -> Kept<'_> {
+        let mut parts = vec![
+            Part::Sql("UPDATE "),
+            self.table(Table::Receipts, route),
+            Part::Sql(" AS r SET failure_reason = u.reason, failed_at = u.failed_at FROM "),
+        ];
+        parts.extend(self.keyed(
+            of,
+            &of.failed,
+            vec![bind::<Array<Text>, _>(&of.reasons), bind::<Array<Timestamptz>, _>(&of.failed_at)],
+            "reason, failed_at",
+            "r",
+            route,
+        ));
+        parts.push(Part::Sql(" AND r.handled_at IS NULL"));
+        Kept(parts)
+    }
+
+    /// The completed events' kept payloads, released.
+    fn payloads_release(&self, of: &'a Outcomes<'a>, route: Route) -> Kept<'_> {
+        let mut parts = vec![Part::Sql("DELETE FROM "), self.table(Table::Payloads, route)];
+        parts.extend(self.payloads_of(of, &of.handled, " AS p USING ", " AS p WHERE ", route));
+        Kept(parts)
+    }
+
+    /// The failed events' payloads' leases, dropped.
+    fn payloads_unlease(&self, of: &'a Outcomes<'a>, route: Route) -> Kept<'_> {
+        let mut parts = vec![Part::Sql("UPDATE "), self.table(Table::Payloads, route)];
+        parts.extend(self.payloads_of(
+            of,
+            &of.failed,
+            " AS p SET leased_until = NULL FROM ",
+            " AS p SET leased_until = NULL WHERE ",
+            route,
+        ));
+        parts.push(Part::Sql(" AND p.leased_until IS NOT NULL"));
+        Kept(parts)
+    }
+
+    /// The kept payloads of this tenant's `event_ids` on `of`'s platform, after the statement's
+    /// head: in its shard's table joined by the whole key as the receipts are (`joined`, then
+    /// [`TenantRows::keyed`]); through the distributed table as a single-table condition
+    /// (`filtered`), whose plan Citus keeps.
+    fn payloads_of(
+        &self,
+        of: &'a Outcomes<'a>,
+        event_ids: &'a Vec<&'a str>,
+        joined: &'static str,
+        filtered: &'static str,
+        route: Route,
+    ) -> Vec<Part<'_>> {
+        if route == Route::Shards {
+            let mut parts = vec![Part::Sql(joined)];
+            parts.extend(self.keyed(of, event_ids, Vec::new(), "", "p", route));
+            return parts;
+        }
+        vec![
+            Part::Sql(filtered),
+            Part::Sql("p.tenant_id = "),
+            Part::Bind(self.tenant()),
+            Part::Sql(" AND p.platform = "),
+            Part::Bind(bind::<Text, _>(of.platform)),
+            Part::Sql(" AND p.external_event_id = ANY("),
+            Part::Bind(bind::<Array<Text>, _>(event_ids)),
+            Part::Sql(")"),
+        ]
+    }
+
+    /// `unnest(…) AS u(…) WHERE …`: the rows of `alias` (`r` or `p`) of this tenant on `of`'s
+    /// platform with `event_ids`, joined with them and with the arrays `values` (named
+    /// `columns`, in `u`), as the module's routes find them (above).
+    fn keyed(
+        &self,
+        of: &'a Outcomes<'a>,
+        event_ids: &'a Vec<&'a str>,
+        values: Vec<Box<dyn Bind + 'a>>,
+        columns: &'static str,
+        alias: &'static str,
+        route: Route,
+    ) -> Vec<Part<'_>> {
+        let mut parts = vec![Part::Sql("unnest(")];
+        if route == Route::Shards {
+            parts.extend([
+                Part::Sql("array_fill("),
+                Part::Bind(self.tenant()),
+                Part::Sql("::uuid, ARRAY[cardinality("),
+                Part::Bind(bind::<Array<Text>, _>(event_ids)),
+                Part::Sql("::text[])]), array_fill("),
+                Part::Bind(bind::<Text, _>(of.platform)),
+                Part::Sql("::text, ARRAY[cardinality("),
+                Part::Bind(bind::<Array<Text>, _>(event_ids)),
+                Part::Sql("::text[])]), "),
+            ]);
+        }
+        parts.push(Part::Bind(bind::<Array<Text>, _>(event_ids)));
+        for value in values {
+            parts.push(Part::Sql(", "));
+            parts.push(Part::Bind(value));
+        }
+        let (named, comma) = (
+            if route == Route::Shards { "tenant, platform, event_id" } else { "event_id" },
+            if columns.is_empty() { "" } else { ", " },
+        );
+        parts.push(Part::Text(format!(") AS u({named}{comma}{columns}) WHERE ")));
+        if route == Route::Shards {
+            parts.push(Part::Text(format!(
+                "{alias}.tenant_id = u.tenant AND {alias}.platform = u.platform AND {alias}.external_event_id = u.event_id"
+            )));
+        } else {
+            parts.extend([
+                Part::Text(format!("{alias}.tenant_id = ")),
+                Part::Bind(self.tenant()),
+                Part::Text(format!(" AND {alias}.platform = ")),
+                Part::Bind(bind::<Text, _>(of.platform)),
+                Part::Text(format!(" AND {alias}.external_event_id = ANY(")),
+                Part::Bind(bind::<Array<Text>, _>(event_ids)),
+                Part::Text(format!(") AND {alias}.external_event_id = u.event_id")),
+            ]);
+        }
+        parts
     }
 
     /// The attempts that are rows of their own (failures, replays), as
     /// `doorman_write_outcomes` writes them: the same attempt written again is one.
-    fn attempts_insert(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
+    fn attempts_insert(&self, of: &'a Outcomes<'a>, route: Route) -> Kept<'_> {
         let rows = &of.attempts;
         Kept(vec![
+            Part::Sql("INSERT INTO "),
+            self.table(Table::Attempts, route),
             Part::Sql(
-                "INSERT INTO public.messaging_event_attempts AS a (tenant_id, platform, external_event_id, \
+                " AS a (tenant_id, platform, external_event_id, \
                  started_at, ended_at, replay, status, failure, reason, answer) SELECT ",
             ),
             Part::Bind(self.tenant()),
@@ -491,85 +787,20 @@ impl<'a> TenantRows<'a> {
             Part::Bind(bind::<Array<Nullable<Text>>, _>(&rows.answers)),
             Part::Sql(
                 ") AS u(event_id, started_at, ended_at, replay, status, failure, reason, answer) \
-                 ON CONFLICT ON CONSTRAINT messaging_event_attempts_pkey DO NOTHING",
+                 ON CONFLICT (tenant_id, platform, external_event_id, started_at) DO NOTHING",
             ),
-        ])
-    }
-
-    fn failures_update(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
-        self.update_unhandled(
-            of,
-            &of.failed,
-            "UPDATE public.messaging_event_receipts AS r SET failure_reason = u.reason, failed_at = u.failed_at FROM unnest(",
-            vec![bind::<Array<Text>, _>(&of.reasons), bind::<Array<Timestamptz>, _>(&of.failed_at)],
-            ") AS u(event_id, reason, failed_at) WHERE r.tenant_id = ",
-        )
-    }
-
-    /// `{head}` event ids `, {values}` `{tail}` this tenant, then the rest both outcome
-    /// statements share: the receipts of those events on the platform that are not handled yet,
-    /// found by the primary key and joined with the arrays by event id.
-    fn update_unhandled(
-        &self,
-        of: &'a Outcomes<'a>,
-        event_ids: &'a Vec<&'a str>,
-        head: &'static str,
-        values: Vec<Box<dyn Bind + 'a>>,
-        tail: &'static str,
-    ) -> Kept<'_> {
-        let mut parts = vec![Part::Sql(head), Part::Bind(bind::<Array<Text>, _>(event_ids))];
-        for value in values {
-            parts.push(Part::Sql(", "));
-            parts.push(Part::Bind(value));
-        }
-        parts.extend([
-            Part::Sql(tail),
-            Part::Bind(self.tenant()),
-            Part::Sql(" AND r.platform = "),
-            Part::Bind(bind::<Text, _>(of.platform)),
-            Part::Sql(" AND r.external_event_id = ANY("),
-            Part::Bind(bind::<Array<Text>, _>(event_ids)),
-            Part::Sql(") AND r.external_event_id = u.event_id AND r.handled_at IS NULL"),
-        ]);
-        Kept(parts)
-    }
-
-    /// The completed events' kept payloads, released.
-    fn payloads_release(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
-        Kept(vec![
-            Part::Sql("DELETE FROM public.messaging_event_payloads AS p WHERE p.tenant_id = "),
-            Part::Bind(self.tenant()),
-            Part::Sql(" AND p.platform = "),
-            Part::Bind(bind::<Text, _>(of.platform)),
-            Part::Sql(" AND p.external_event_id = ANY("),
-            Part::Bind(bind::<Array<Text>, _>(&of.handled)),
-            Part::Sql(")"),
-        ])
-    }
-
-    /// The failed events' payloads' leases, dropped.
-    fn payloads_unlease(&self, of: &'a Outcomes<'a>) -> Kept<'_> {
-        Kept(vec![
-            Part::Sql(
-                "UPDATE public.messaging_event_payloads AS p SET leased_until = NULL WHERE p.tenant_id = ",
-            ),
-            Part::Bind(self.tenant()),
-            Part::Sql(" AND p.platform = "),
-            Part::Bind(bind::<Text, _>(of.platform)),
-            Part::Sql(" AND p.external_event_id = ANY("),
-            Part::Bind(bind::<Array<Text>, _>(&of.failed)),
-            Part::Sql(") AND p.leased_until IS NOT NULL"),
         ])
     }
 
     /// Which of the claims hold their events (a settle's answer): by claim id, which is one
     /// delivery's own.
-    fn claims_held(&self) -> Kept<'_> {
+    fn claims_held(&self, route: Route) -> Kept<'_> {
         Kept(vec![
             Part::Sql(
-                "SELECT 'claim'::text AS kind, r.claim_id AS id, 0::bigint AS n, NULL::text AS signature \
-                   FROM public.messaging_event_receipts AS r WHERE r.tenant_id = ",
+                "SELECT 'claim'::text AS kind, r.claim_id AS id, 0::bigint AS n, NULL::text AS signature FROM ",
             ),
+            self.table(Table::Receipts, route),
+            Part::Sql(" AS r WHERE r.tenant_id = "),
             Part::Bind(self.tenant()),
             Part::Sql(" AND r.platform = ANY("),
             Part::Bind(bind::<Array<Text>, _>(&self.platforms)),
@@ -582,9 +813,11 @@ impl<'a> TenantRows<'a> {
     }
 
     /// An expired fingerprint no longer refuses its request, as in the functions' forms.
-    fn expired_requests_delete(&self) -> Kept<'_> {
+    fn expired_requests_delete(&self, route: Route) -> Kept<'_> {
         Kept(vec![
-            Part::Sql("DELETE FROM public.messaging_request_replays AS r WHERE r.tenant_id = "),
+            Part::Sql("DELETE FROM "),
+            self.table(Table::Requests, route),
+            Part::Sql(" AS r WHERE r.tenant_id = "),
             Part::Bind(self.tenant()),
             Part::Sql(" AND r.signature = ANY("),
             Part::Bind(bind::<Array<Text>, _>(&self.signatures)),
@@ -592,7 +825,8 @@ impl<'a> TenantRows<'a> {
         ])
     }
 
-    /// The tenant's prune, its row `('outcome', tenant, pruned, NULL)` as the function's.
+    /// The tenant's prune, its row `('outcome', tenant, pruned, NULL)` as the function's: the
+    /// function's own statements, through the distributed tables (at most once a second).
     fn prune_call(&self) -> Kept<'_> {
         let (expired_before, at_most) = self.prune.as_ref().expect("called only for a tenant that prunes");
         Kept(vec![
@@ -609,14 +843,16 @@ impl<'a> TenantRows<'a> {
     }
 }
 
-/// `head`, then each row's binds as `(…, …)`, the rows joined by commas, then `tail`: a
-/// multi-row statement whose text depends only on the number of rows.
+/// `INSERT INTO {table}{columns}`, then each row's binds as `(…, …)`, the rows joined by
+/// commas, then `tail`: a multi-row statement whose text depends only on its table and its
+/// number of rows.
 fn values<'b>(
-    head: &'static str,
+    table: Part<'static>,
+    columns: &'static str,
     rows: impl Iterator<Item = Vec<Box<dyn Bind + 'b>>>,
     tail: &'static str,
 ) -> Kept<'b> {
-    let mut parts = vec![Part::Sql(head)];
+    let mut parts = vec![Part::Sql("INSERT INTO "), table, Part::Sql(columns)];
     for (i, row) in rows.enumerate() {
         parts.push(Part::Sql(if i == 0 { "(" } else { ", (" }));
         for (j, value) in row.into_iter().enumerate() {
@@ -709,5 +945,106 @@ mod tests {
         done_first.push(&done_a);
         done_first.push(&fail_a);
         assert_eq!((done_first.handled, done_first.failed), (vec!["a"], Vec::<&str>::new()));
+    }
+
+    fn text(statement: &Kept<'_>) -> String {
+        let query = diesel::debug_query::<diesel::pg::Pg, _>(statement).to_string();
+        query.split(" -- binds").next().unwrap_or_default().to_owned()
+    }
+
+    const SHARDS: Shards = Shards { receipts: 102008, payloads: 102016, requests: 102024, attempts: 102032 };
+
+    fn batch_of(tenants: Vec<Option<Shards>>) -> NodeBatch<'static> {
+        let mut by_tenant = BTreeMap::new();
+        for shards in tenants {
+            rows_of(&mut by_tenant, Uuid::new_v4()).shards = shards;
+        }
+        NodeBatch { tenants: String::new(), by_tenant: by_tenant.into_values().collect() }
+    }
+
+    #[test]
+    fn a_batch_is_written_in_its_shards_tables_only_when_every_tenants_shards_are_known() {
+        let known = batch_of(vec![Some(SHARDS), Some(Shards { receipts: 102009, ..SHARDS })]);
+        assert_eq!(known.first_route(), Route::Shards);
+        let mut held = known.held_shards();
+        held.retain(|c| c != '{' && c != '}');
+        let mut held: Vec<&str> = held.split(',').collect();
+        held.sort_unstable();
+        assert_eq!(held, vec!["102008", "102009"], "each tenant's receipts shard is held");
+        assert_eq!(batch_of(vec![Some(SHARDS), None]).first_route(), Route::Distributed);
+        assert_eq!(known.groups(Route::Shards).len(), 2, "a statement per tenant in its shard's table");
+        assert_eq!(
+            known.groups(Route::Distributed).len(),
+            1,
+            "one statement for all through the distributed table"
+        );
+    }
+
+    #[test]
+    fn in_a_shards_table_the_outcomes_find_their_rows_by_the_whole_key_joined_with_the_arrays() {
+        let done = outcome("a", true);
+        let failed = outcome("b", false);
+        let mut of = Outcomes::on("slack");
+        of.push(&done);
+        of.push(&failed);
+        let mut by_tenant = BTreeMap::new();
+        let tenant = rows_of(&mut by_tenant, *done.key.tenant.as_uuid());
+        tenant.shards = Some(SHARDS);
+
+        let completions = text(&tenant.completions_update(&of, Route::Shards));
+        assert!(
+            completions.starts_with("UPDATE public.messaging_event_receipts_102008 AS r SET handled_at"),
+            "{completions}"
+        );
+        assert!(
+            completions.contains(
+                "AS u(tenant, platform, event_id, handled_at, dispatched_at, status) WHERE r.tenant_id = u.tenant \
+                 AND r.platform = u.platform AND r.external_event_id = u.event_id AND r.handled_at IS NULL"
+            ),
+            "no constant a stale estimate could scan the tenant's receipts by: {completions}"
+        );
+        let release = text(&tenant.payloads_release(&of, Route::Shards));
+        assert!(
+            release.starts_with("DELETE FROM public.messaging_event_payloads_102016 AS p USING unnest("),
+            "{release}"
+        );
+        let failures = text(&tenant.failures_update(&of, Route::Shards));
+        assert!(failures.contains("r.external_event_id = u.event_id AND r.handled_at IS NULL"), "{failures}");
+        let unlease = text(&tenant.payloads_unlease(&of, Route::Shards));
+        assert!(
+            unlease.starts_with(
+                "UPDATE public.messaging_event_payloads_102016 AS p SET leased_until = NULL FROM"
+            ),
+            "{unlease}"
+        );
+        let attempts = text(&tenant.attempts_insert(&of, Route::Shards));
+        assert!(
+            attempts.starts_with("INSERT INTO public.messaging_event_attempts_102032 AS a"),
+            "{attempts}"
+        );
+
+        // Through the distributed tables, the tenant is named, as Citus needs to route.
+        let routed = text(&tenant.completions_update(&of, Route::Distributed));
+        assert!(routed.starts_with("UPDATE public.messaging_event_receipts AS r SET"), "{routed}");
+        assert!(routed.contains("WHERE r.tenant_id = $"), "{routed}");
+        let routed_release = text(&tenant.payloads_release(&of, Route::Distributed));
+        assert!(
+            routed_release
+                .starts_with("DELETE FROM public.messaging_event_payloads AS p WHERE p.tenant_id = $"),
+            "{routed_release}"
+        );
+    }
+
+    #[test]
+    fn a_claims_statement_names_its_shards_table_or_the_distributed_one() {
+        assert_eq!(
+            text(&Kept(vec![Table::Receipts.named(Some(SHARDS))])),
+            "public.messaging_event_receipts_102008"
+        );
+        assert_eq!(
+            text(&Kept(vec![Table::Requests.named(Some(SHARDS))])),
+            "public.messaging_request_replays_102024"
+        );
+        assert_eq!(text(&Kept(vec![Table::Receipts.named(None)])), "public.messaging_event_receipts");
     }
 }

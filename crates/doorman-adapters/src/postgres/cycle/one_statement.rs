@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use super::super::claims::{may_have_committed, unconfirmed};
 use super::super::errors::{from_diesel, is_refused_for_a_row};
+use super::super::placements::NodeWrites;
 use super::super::pool::PgPool;
 use super::super::statement::Kept;
 use super::deadline::Deadline;
@@ -53,7 +54,7 @@ pub(super) async fn write_in_one_statement(
     deadline: Deadline,
 ) -> Result<Vec<Written>, NotWritten> {
     let rows = BatchRows::of(batch, settings.prune.as_deref());
-    let on_node = settings.node.as_ref().map(|node| (node, NodeBatch::of(&rows)));
+    let on_node = settings.node.as_ref().map(|node| (node, NodeBatch::of(&rows, node)));
     let mut attempts = Attempts { may_have_committed: rows.settles(), requests_lost: None };
     loop {
         let (settle, with_requests) = (attempts.may_have_committed, attempts.requests_lost.is_none());
@@ -63,7 +64,8 @@ pub(super) async fn write_in_one_statement(
         }
         // On a node, its statements; else the functions' calls, built only for that route.
         let sent = if let Some((node, node_batch)) = &on_node {
-            send(node, Statement::OnNode { batch: node_batch, settle, with_requests }, deadline).await
+            send(&node.pool, Statement::OnNode { batch: node_batch, node, settle, with_requests }, deadline)
+                .await
         } else if let Some(statement) = rows.statement(settle, with_requests) {
             send(pool, Statement::Functions(statement), deadline).await
         } else {
@@ -165,7 +167,7 @@ enum Statement<'s> {
     /// The batch functions' calls in one statement (through the coordinator on Citus).
     Functions(Kept<'s>),
     /// The statements of its node's transaction ([`super::on_node`]).
-    OnNode { batch: &'s NodeBatch<'s>, settle: bool, with_requests: bool },
+    OnNode { batch: &'s NodeBatch<'s>, node: &'s NodeWrites, settle: bool, with_requests: bool },
 }
 
 /// Sends `statement` on a connection of `pool` if one comes by the deadline's `send_by` (if
@@ -187,8 +189,8 @@ async fn send(pool: &PgPool, statement: Statement<'_>, deadline: Deadline) -> Se
     tokio::time::timeout_at(deadline.answer_by, async move {
         let answered = match statement {
             Statement::Functions(statement) => statement.load::<Row>(&mut unit).await,
-            Statement::OnNode { batch, settle, with_requests } => {
-                on_node::write(&mut unit, batch, settle, with_requests).await
+            Statement::OnNode { batch, node, settle, with_requests } => {
+                on_node::write(&mut unit, batch, settle, with_requests, node).await
             }
         };
         match answered {

@@ -1,0 +1,1 @@
+DROP FUNCTION IF EXISTS doorman_hold_shards(bigint[]);
