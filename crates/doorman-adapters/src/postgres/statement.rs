@@ -43,6 +43,28 @@ where
     Box::new(Bound::<ST, V>(value, PhantomData))
 }
 
+struct Owned<ST, V>(V, PhantomData<fn() -> ST>);
+
+impl<ST, V> Bind for Owned<ST, V>
+where
+    Pg: HasSqlType<ST>,
+    V: ToSql<ST, Pg> + Send + Sync,
+{
+    fn push<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_bind_param::<ST, V>(&self.0)
+    }
+}
+
+/// `value`, owned by the statement, bound as SQL type `ST` (an array gathered for it alone).
+pub(crate) fn bind_owned<'a, ST, V>(value: V) -> Box<dyn Bind + 'a>
+where
+    Pg: HasSqlType<ST> + 'static,
+    ST: 'static,
+    V: ToSql<ST, Pg> + Send + Sync + 'a,
+{
+    Box::new(Owned::<ST, V>(value, PhantomData))
+}
+
 /// A piece of a kept statement.
 pub(crate) enum Part<'a> {
     Sql(&'static str),

@@ -377,6 +377,15 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
         let routed = cluster.calls_of(Some(w), DISTRIBUTED_CLAIMS)
             + cluster.calls_of(Some(w), "UPDATE public.messaging_event_receipts AS r SET handled_at%");
         assert_eq!(routed, 0, "worker {w} wrote through the distributed tables");
+        // Its one tenant's claims, batches of every size, are one statement text (an `INSERT …
+        // SELECT` from arrays), not one prepared statement per number of rows.
+        let texts = cluster.worker_sql(
+            w,
+            &format!(
+                "SELECT count(DISTINCT queryid) FROM pg_stat_statements WHERE query LIKE '{SHARD_CLAIMS}'"
+            ),
+        );
+        assert_eq!(texts.as_deref(), Some("1"), "worker {w}'s claim statements");
     }
     for function in ["doorman_claim_receipts", "doorman_settle_receipts", "doorman_record_outcomes"] {
         let through = cluster.calls_of(None, &format!("SELECT %FROM {function}(%"));

@@ -11,22 +11,23 @@
 //! again in the same way through the distributed tables, which Citus routes, and its tenants
 //! are looked up again. A tenant whose shards are not known is written that way too.
 //!
-//! Through the distributed tables: through the coordinator, the batch functions' Citus forms write row by row (a multi-row
-//! `INSERT … SELECT FROM unnest(…)` is not routed: Citus collects its rows and pushes them to
-//! the shards as intermediate results), and every row's statement is planned on the
-//! coordinator and again on the worker. Here the node gets, for the whole batch, statements
-//! that Citus runs on the node's own shards, in its own backend (local execution):
+//! Why a node at all: through the coordinator, the batch functions' Citus forms write row by
+//! row (a multi-row `INSERT … SELECT FROM unnest(…)` into a distributed table is not routed:
+//! Citus collects its rows and pushes them to the shards as intermediate results), and every
+//! row's statement is planned on the coordinator and again on the worker. Here the node gets,
+//! for the whole batch:
 //!
-//! - the claims of every tenant of the batch: one multi-row `INSERT … VALUES … ON CONFLICT DO
-//!   NOTHING RETURNING`, padded to a power of two rows so its text is one of a few, which each
-//!   connection prepares once and whose plan Citus keeps (the shard of each row chosen from its
-//!   bound tenant at each run); Citus splits it by shard. When settling, each tenant's claims
-//!   that hold their events read back by claim id;
-//! - the kept payloads of the claims that took their event (only tenants that keep them);
-//! - the fingerprints: each tenant's expired ones deleted, then one multi-row `INSERT`;
-//! - the outcomes, tenant by tenant (an `UPDATE` of rows found by key and joined with the
-//!   arrays must name its one tenant to stay on its shard), with the payloads' release, and a
-//!   tenant's prune (at most once a second per tenant) as a call.
+//! - the claims: in the shards' tables, each tenant's in one `INSERT … SELECT FROM unnest(…)
+//!   ON CONFLICT DO NOTHING RETURNING` (one text per shard, whatever the batch's size); through
+//!   the distributed tables, every tenant's in one multi-row `INSERT … VALUES`, padded to a
+//!   power of two rows so its text is one of a few, which Citus splits by shard. When settling,
+//!   each tenant's claims that hold their events read back by claim id;
+//! - the kept payloads of the claims that took their event (only tenants that keep them), the
+//!   same way;
+//! - the fingerprints: each tenant's expired ones deleted, then inserted the same way;
+//! - the outcomes, tenant by tenant, with the payloads' release ([`TenantRows::keyed`] says how
+//!   each route finds the rows), and a tenant's prune (at most once a second per tenant) as the
+//!   function's call, through the distributed tables.
 //!
 //! The transaction names its tenants first (`app.tenant_ids`, by a `SET LOCAL`, which also
 //! reaches another node should Citus forward a statement there), so
@@ -52,7 +53,7 @@ use uuid::Uuid;
 use super::super::claims::SealedClaim;
 use super::super::outcomes::{PendingKind, PendingOutcome, status_column};
 use super::super::placements::{NodeWrites, Shards};
-use super::super::statement::{Bind, Kept, Part, bind};
+use super::super::statement::{Bind, Kept, Part, bind, bind_owned};
 use super::rows::{BatchRows, Row};
 
 /// A batch as the node's statements: its tenants in order, each with its rows.
@@ -300,6 +301,9 @@ impl NodeBatch<'_> {
 /// `tenants`' claims in one statement into the receipts (their shard's table, given `shards`), one row each, in lock order (tenant, then
 /// platform and event id).
 fn claims_insert<'b>(tenants: &[&'b TenantRows<'b>], shards: Option<Shards>) -> Option<Kept<'b>> {
+    if let (Some(shards), [tenant]) = (shards, tenants) {
+        return (!tenant.claims.is_empty()).then(|| tenant.claims_into(shards));
+    }
     let rows: Vec<_> = tenants
         .iter()
         .flat_map(|tenant| {
@@ -338,6 +342,9 @@ fn payloads_inserts<'b>(
         .flat_map(|tenant| tenant.claims.iter().map(move |claim| (&tenant.tenant, claim)))
         .filter(|(_, claim)| claim.payload.is_some() && held.contains(claim.receipt.claim.as_uuid()))
         .collect();
+    if let (Some(shards), false) = (shards, kept.is_empty()) {
+        return vec![payloads_into(shards, &kept)];
+    }
     let mut statements = Vec::new();
     let mut rest = kept.as_slice();
     while !rest.is_empty() {
@@ -360,6 +367,9 @@ fn payloads_inserts<'b>(
 
 /// `tenants`' fingerprints in one statement, as the claims.
 fn requests_insert<'b>(tenants: &[&'b TenantRows<'b>], shards: Option<Shards>) -> Option<Kept<'b>> {
+    if let (Some(shards), [tenant]) = (shards, tenants) {
+        return (!tenant.signatures.is_empty()).then(|| tenant.requests_into(shards));
+    }
     let rows: Vec<_> = tenants
         .iter()
         .flat_map(|tenant| {
@@ -373,6 +383,82 @@ fn requests_insert<'b>(tenants: &[&'b TenantRows<'b>], shards: Option<Shards>) -
         vec![bind::<SqlUuid, _>(tenant), bind::<Text, _>(*signature), bind::<Timestamptz, _>(expires_at)]
     });
     Some(values(Table::Requests.named(shards), REQUESTS_COLUMNS, rows, REQUESTS_RETURNING))
+}
+
+/// In a shard's table (one tenant's, [`Route::Shards`]), each multi-row insert is one
+/// `INSERT … SELECT` from the arrays, whatever its number of rows: a single text per shard and
+/// kind, where the distributed tables' `VALUES` forms (which Citus needs to route each row) are
+/// one text per size, each kept prepared on every connection (a 256-row one holds ~1.2 MB of a
+/// node backend's memory), for every shard a connection writes.
+impl<'a> TenantRows<'a> {
+    fn claims_into(&self, shards: Shards) -> Kept<'_> {
+        let event_types: Vec<&str> =
+            self.claims.iter().map(|claim| claim.receipt.event_type.as_str()).collect();
+        let claimed_at: Vec<DateTime<Utc>> =
+            self.claims.iter().map(|claim| claim.receipt.claimed_at).collect();
+        Kept(vec![
+            Part::Sql("INSERT INTO "),
+            Table::Receipts.named(Some(shards)),
+            Part::Sql(
+                " AS r (tenant_id, platform, external_event_id, claim_id, event_type, delivery_attempt, claimed_at) SELECT ",
+            ),
+            Part::Bind(self.tenant()),
+            Part::Sql("::uuid, u.* FROM unnest("),
+            Part::Bind(bind::<Array<Text>, _>(&self.platforms)),
+            Part::Sql("::text[], "),
+            Part::Bind(bind::<Array<Text>, _>(&self.event_ids)),
+            Part::Sql("::text[], "),
+            Part::Bind(bind::<Array<SqlUuid>, _>(&self.claim_ids)),
+            Part::Sql("::uuid[], "),
+            Part::Bind(bind_owned::<Array<Text>, _>(event_types)),
+            Part::Sql("::text[], "),
+            Part::Bind(bind::<Array<Integer>, _>(&self.attempts)),
+            Part::Sql("::int4[], "),
+            Part::Bind(bind_owned::<Array<Timestamptz>, _>(claimed_at)),
+            Part::Sql("::timestamptz[]) AS u"),
+            Part::Sql(CLAIMS_RETURNING),
+        ])
+    }
+
+    fn requests_into(&self, shards: Shards) -> Kept<'_> {
+        Kept(vec![
+            Part::Sql("INSERT INTO "),
+            Table::Requests.named(Some(shards)),
+            Part::Sql(" AS r (tenant_id, signature, expires_at) SELECT "),
+            Part::Bind(self.tenant()),
+            Part::Sql("::uuid, u.* FROM unnest("),
+            Part::Bind(bind::<Array<Text>, _>(&self.signatures)),
+            Part::Sql("::text[], "),
+            Part::Bind(bind::<Array<Timestamptz>, _>(&self.expires_at)),
+            Part::Sql("::timestamptz[]) AS u"),
+            Part::Sql(REQUESTS_RETURNING),
+        ])
+    }
+}
+
+/// The kept payloads of one tenant's claims, in its shard's table, as the claims (above).
+fn payloads_into<'b>(shards: Shards, kept: &[(&'b Uuid, &&'b SealedClaim)]) -> Kept<'b> {
+    let tenant = kept.first().map(|(tenant, _)| **tenant).unwrap_or_default();
+    let platforms: Vec<&str> = kept.iter().map(|(_, claim)| claim.receipt.key.platform.as_str()).collect();
+    let event_ids: Vec<&str> = kept.iter().map(|(_, claim)| claim.receipt.key.external_id.as_str()).collect();
+    let claimed_at: Vec<DateTime<Utc>> = kept.iter().map(|(_, claim)| claim.receipt.claimed_at).collect();
+    let payloads: Vec<Option<&str>> = kept.iter().map(|(_, claim)| claim.payload.as_deref()).collect();
+    Kept(vec![
+        Part::Sql("INSERT INTO "),
+        Table::Payloads.named(Some(shards)),
+        Part::Sql(" AS p (tenant_id, platform, external_event_id, claimed_at, payload) SELECT "),
+        Part::Bind(bind_owned::<SqlUuid, _>(tenant)),
+        Part::Sql("::uuid, u.* FROM unnest("),
+        Part::Bind(bind_owned::<Array<Text>, _>(platforms)),
+        Part::Sql("::text[], "),
+        Part::Bind(bind_owned::<Array<Text>, _>(event_ids)),
+        Part::Sql("::text[], "),
+        Part::Bind(bind_owned::<Array<Timestamptz>, _>(claimed_at)),
+        Part::Sql("::timestamptz[], "),
+        Part::Bind(bind_owned::<Array<Nullable<Text>>, _>(payloads)),
+        Part::Sql("::text[]) AS u"),
+        Part::Sql(PAYLOADS_REPLACE),
+    ])
 }
 
 /// How a batch's statements name its rows' tables.
