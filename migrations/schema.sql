@@ -154,7 +154,7 @@ CREATE FUNCTION public.doorman_hold_shards(p_shards bigint[]) RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    RAISE EXCEPTION 'doorman_hold_shards: one PostgreSQL has no shards';
+    RAISE EXCEPTION 'doorman_hold_shards: there are no shards on one PostgreSQL';
 END
 $$;
 

@@ -39,9 +39,10 @@ use super::errors::from_diesel;
 use super::group_commit::{GroupCommit, GroupSettings, Writer};
 use super::pool::PgPool;
 
-/// How long a tenant's node is trusted. After a rebalance moves a tenant's shard, its batches
-/// may go to the old node's writer for this long: they then write on two nodes and commit in
-/// two phases, which is correct, only without the guarantee above.
+/// How long a tenant's node is trusted. After a rebalance moves a tenant's shard, its next
+/// batch still goes to the old node's writer: the old node refuses to hold the shard, the batch
+/// is written through the distributed tables (forwarded to the new node, in two phases:
+/// correct, only without the guarantee above), and the tenant is looked up again (ADR 30).
 const TRUSTED_FOR: Duration = Duration::from_secs(30);
 
 /// How long a request waits for its tenant's node to be looked up before it goes to the

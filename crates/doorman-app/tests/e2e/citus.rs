@@ -35,6 +35,9 @@ const SHARD_CLAIMS: &str = "INSERT INTO public.messaging\\_event\\_receipts\\_1%
 const SHARD_PAYLOADS: &str = "INSERT INTO public.messaging\\_event\\_payloads\\_1% AS p%";
 /// Its completions in the receipts' shard's table.
 const SHARD_COMPLETIONS: &str = "UPDATE public.messaging\\_event\\_receipts\\_1% AS r SET handled\\_at%";
+/// A node batch's hold of its shards (its first round trip: `SELECT set_config(…),
+/// public.doorman_hold_shards(…)`).
+const HOLDS: &str = "SELECT %public.doorman\\_hold\\_shards(%";
 /// A node batch's claims through the distributed table, which Citus routes.
 const DISTRIBUTED_CLAIMS: &str = "INSERT INTO public.messaging_event_receipts AS r%";
 
@@ -369,7 +372,7 @@ async fn on_citus_each_event_is_claimed_once_and_each_tenant_sees_only_its_rows_
     for w in 0..WORKERS {
         let claims = cluster.calls_of(Some(w), SHARD_CLAIMS);
         let outcomes = cluster.calls_of(Some(w), SHARD_COMPLETIONS);
-        let held = cluster.calls_of(Some(w), "SELECT public.doorman_hold_shards(%");
+        let held = cluster.calls_of(Some(w), HOLDS);
         assert!(
             claims > 0 && outcomes > 0 && held > 0,
             "worker {w} ran {claims} claim and {outcomes} outcome statements in its shards, holding them {held} times"
@@ -729,7 +732,7 @@ async fn tenants_sharing_a_worker(writes: &str) {
     // What only Doorman's node writers send a worker (Citus forwards a statement from the
     // coordinator in a shard's name, never as a distributed table's, and never holds a shard
     // this way).
-    let held = on_workers("SELECT public.doorman_hold_shards(%");
+    let held = on_workers(HOLDS);
     let routed =
         on_workers(DISTRIBUTED_CLAIMS) + on_workers("INSERT INTO public.messaging_event_payloads AS p%");
     let claims_through = cluster.calls_of(None, "SELECT %FROM doorman_claim_receipts(%");
@@ -1567,6 +1570,14 @@ async fn on_citus_a_tenant_moved_to_another_worker_is_written_there_and_never_in
     ));
     assert!(move_it.is_some(), "the shard group moved");
     assert_eq!(cluster.worker_of(moved.tenant), to);
+    let old_placement = format!(
+        "SET citus.override_table_visibility = off; SELECT count(*) FROM messaging_event_receipts_{shard} \
+          WHERE external_event_id LIKE 'EvMoved%'"
+    );
+    assert!(
+        cluster.worker_sql(from, &old_placement).is_some(),
+        "Citus keeps the old placement until its cleanup, which is what a batch must not write"
+    );
     run.reset_statement_counts();
 
     let bases = run.bases();
@@ -1588,28 +1599,89 @@ async fn on_citus_a_tenant_moved_to_another_worker_is_written_there_and_never_in
         assert_eq!(run.agent.count_for(&id), 1, "{id} dispatched once: {}", run.logs());
         assert_eq!(run.receipts_of(&id), 1, "{id} has one receipt, where the coordinator finds it");
     }
+    // The first batches went to the old worker's writer and were written from there through
+    // the distributed tables, not in the old placement's tables.
+    let routed = cluster.calls_of(Some(from), DISTRIBUTED_CLAIMS);
+    assert!(routed > 0, "the old worker's writer wrote through the distributed tables: {}", run.logs());
+    // Refused there, the servers looked the tenant up again: later events, one at a time, go
+    // to its new worker and its shards' tables there, none to the old one.
+    for e in 0..6 {
+        let id = format!("EvMovedLater{e}");
+        assert_eq!(post(&run.http, &bases[e % 2], &moved.team, &id, 0).await, Some(200));
+    }
+    run.quiesce().await;
+    assert_eq!(
+        cluster.calls_of(Some(from), DISTRIBUTED_CLAIMS),
+        routed,
+        "nothing more sent to the old worker"
+    );
+    assert!(
+        cluster.calls_of(Some(to), HOLDS) > 0 && cluster.calls_of(Some(to), SHARD_CLAIMS) > 0,
+        "the new worker holds the tenant's shards and takes its claims in them: {}",
+        run.logs()
+    );
     let moved_events = "external_event_id LIKE 'EvMoved%' AND handled_at IS NOT NULL";
     assert_eq!(
         run.rows_on_worker_where(to, "messaging_event_receipts", moved.tenant, moved_events),
-        10,
+        16,
         "recorded and completed on the worker that holds the shard now"
     );
-    // The first batches went to the old worker's writer and were written from there through
-    // the distributed tables, not in the old placement's tables.
-    assert!(
-        cluster.calls_of(Some(from), DISTRIBUTED_CLAIMS) > 0,
-        "the old worker's writer wrote through the distributed tables: {}",
-        run.logs()
-    );
-    let old = cluster.worker_sql(
-        from,
-        &format!(
-            "SET citus.override_table_visibility = off; SELECT count(*) FROM messaging_event_receipts_{shard} \
-              WHERE external_event_id LIKE 'EvMoved%'"
-        ),
-    );
-    // (None: Citus's cleanup dropped the old placement already, and nothing could be in it.)
-    if let Some(old) = old {
-        assert_eq!(old.lines().last(), Some("0"), "the old placement took none of the moved tenant's events");
+    match cluster.worker_sql(from, &old_placement) {
+        Some(old) => {
+            assert_eq!(
+                old.lines().last(),
+                Some("0"),
+                "the old placement took none of the moved tenant's events"
+            )
+        }
+        // Citus's cleanup (every 15 s) dropped it meanwhile: nothing can be in it.
+        None => eprintln!("citus: the old placement was dropped before it could be read"),
     }
+}
+
+/// The hold (ADR 30) takes the lock a shard move takes for its final switch, for as long as the
+/// batch's transaction lasts: a move's `ExclusiveLock` on the shard's metadata waits for it
+/// (here, given up after 200 ms), and is granted once it commits. And it refuses to hold a shard
+/// the node does not have, or to hold one under a snapshot older than its lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_citus_a_held_shard_keeps_a_moves_final_switch_waiting_until_the_batch_commits() {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+    let run = Run::start_with_servers(0).await;
+    let placed = &run.placed[0];
+    let cluster = &run.cluster;
+    let shard = cluster
+        .coordinator_sql(&format!(
+            "SELECT get_shard_id_for_distribution_column('messaging_event_receipts', '{}')",
+            placed.tenant
+        ))
+        .expect("the tenant's shard");
+    let hold = |isolation: &str| {
+        format!("BEGIN ISOLATION LEVEL {isolation}; SELECT public.doorman_hold_shards('{{{shard}}}')")
+    };
+    let mut batch = AsyncPgConnection::establish(&cluster.worker_url(placed.worker, SERVER_ROLE))
+        .await
+        .expect("the server's login on the tenant's worker");
+    batch.batch_execute(&hold("READ COMMITTED")).await.expect("the worker holds the tenant's shard");
+    // What a move's final switch runs on every node (BlockWritesToShardList): ExclusiveLock, 7.
+    let switch =
+        format!("SET lock_timeout = '200ms'; SELECT lock_shard_metadata(7, ARRAY[{shard}]::bigint[])");
+    assert_eq!(
+        cluster.worker_sql(placed.worker, &switch),
+        None,
+        "the switch waits while the batch holds the shard"
+    );
+    batch.batch_execute("COMMIT").await.expect("the batch commits");
+    assert!(cluster.worker_sql(placed.worker, &switch).is_some(), "and goes on once it has committed");
+
+    let mut elsewhere = AsyncPgConnection::establish(&cluster.worker_url(1 - placed.worker, SERVER_ROLE))
+        .await
+        .expect("the server's login on the other worker");
+    let refused =
+        elsewhere.batch_execute(&hold("READ COMMITTED")).await.expect_err("not this worker's shard");
+    assert!(refused.to_string().contains("a shard is no longer on this node"), "{refused}");
+    let _ = elsewhere.batch_execute("ROLLBACK").await;
+    let repeatable =
+        batch.batch_execute(&hold("REPEATABLE READ")).await.expect_err("a snapshot older than the lock");
+    assert!(repeatable.to_string().contains("read committed"), "{repeatable}");
+    let _ = batch.batch_execute("ROLLBACK").await;
 }

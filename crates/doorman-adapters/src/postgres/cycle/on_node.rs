@@ -197,12 +197,14 @@ impl<'a> NodeBatch<'a> {
         }
     }
 
-    /// The shards [`HOLD`] takes: each tenant's receipts shard (its group moves with it).
+    /// The shards [`HOLD`] takes: each tenant's shard of each table the batch may write.
     fn held_shards(&self) -> String {
         let ids: Vec<String> = self
             .by_tenant
             .iter()
-            .filter_map(|tenant| tenant.shards.map(|shards| shards.receipts.to_string()))
+            .filter_map(|tenant| tenant.shards)
+            .flat_map(|shards| [shards.receipts, shards.payloads, shards.requests, shards.attempts])
+            .map(|id| id.to_string())
             .collect();
         format!("{{{}}}", ids.join(","))
     }
@@ -285,21 +287,31 @@ fn rows_of<'m, 'a>(by_tenant: &'m mut BTreeMap<Uuid, TenantRows<'a>>, id: Uuid) 
     })
 }
 
-impl NodeBatch<'_> {
-    /// The tenants' rows as the multi-row statements take them, each with the shards it names
-    /// (`None`: the distributed tables): through the distributed tables, all tenants in one
-    /// statement (Citus splits it by shard and runs each part on this node); in the shards'
-    /// tables, a statement per tenant, in its own shard's table.
-    fn groups(&self, route: Route) -> Vec<(Vec<&TenantRows<'_>>, Option<Shards>)> {
+/// Tenants whose claims (or fingerprints, or kept payloads) share one statement, and the
+/// shards it writes (`None`: the distributed tables).
+struct Group<'b> {
+    tenants: Vec<&'b TenantRows<'b>>,
+    shards: Option<Shards>,
+}
+
+impl<'b> NodeBatch<'b> {
+    /// The tenants' rows as the multi-row statements take them: through the distributed
+    /// tables, all tenants in one statement (Citus splits it by shard and runs each part on
+    /// this node); in the shards' tables, a statement per tenant, in its own shard's table.
+    fn groups(&'b self, route: Route) -> Vec<Group<'b>> {
         match route {
-            Route::Distributed => vec![(self.by_tenant.iter().collect(), None)],
-            Route::Shards => self.by_tenant.iter().map(|tenant| (vec![tenant], tenant.shards)).collect(),
+            Route::Distributed => vec![Group { tenants: self.by_tenant.iter().collect(), shards: None }],
+            Route::Shards => self
+                .by_tenant
+                .iter()
+                .map(|tenant| Group { tenants: vec![tenant], shards: tenant.shards })
+                .collect(),
         }
     }
 }
 
-/// `tenants`' claims in one statement into the receipts (their shard's table, given `shards`), one row each, in lock order (tenant, then
-/// platform and event id).
+/// `tenants`' claims in one statement into the receipts (their shard's table, given `shards`),
+/// one row each, in lock order (tenant, then platform and event id).
 fn claims_insert<'b>(tenants: &[&'b TenantRows<'b>], shards: Option<Shards>) -> Option<Kept<'b>> {
     if let (Some(shards), [tenant]) = (shards, tenants) {
         return (!tenant.claims.is_empty()).then(|| tenant.claims_into(shards));
@@ -512,10 +524,11 @@ fn lock_order(key: &doorman_domain::ReceiptKey) -> (&'static str, &str) {
 
 /// What a node batch's transaction runs first, in shards' tables ([`Route::Shards`]), after
 /// naming its tenants: the hold of their shards.
-const HOLD: &str = "SELECT public.doorman_hold_shards";
+const HOLD: &str = "public.doorman_hold_shards";
 
-/// What `doorman_hold_shards` says when the node no longer holds a shard.
-const NOT_HELD: &str = "doorman_hold_shards:";
+/// What `doorman_hold_shards` says when the node no longer holds a shard (its own words, never
+/// translated).
+const NOT_HELD: &str = "doorman_hold_shards: a shard is no longer on this node";
 
 /// Writes `batch` on `conn` (a connection to its node) in one transaction: its claims (as a
 /// settle if `settle`: what nothing holds is claimed, and which claims hold their events is
@@ -538,23 +551,16 @@ pub(super) async fn write(
                 let written = write_rows(conn, batch, settle, with_requests, route).await;
                 return commit(conn, written).await;
             }
-            Err(diesel::result::Error::DatabaseError(_, info)) => {
-                if info.message().starts_with(NOT_HELD) {
-                    tracing::info!(
-                        tenants = %batch.tenants,
-                        "a Citus node no longer holds a tenant's shards (moved or split): the batch goes through the distributed tables, and its tenants are looked up again"
-                    );
-                    node.forget(batch.by_tenant.iter().map(|tenant| tenant.tenant));
-                } else {
-                    // Not this node's answer about its shards (the function missing, a lock
-                    // not granted in time): the distributed tables are right wherever the
-                    // shards are, only slower.
-                    tracing::warn!(
-                        tenants = %batch.tenants,
-                        error = info.message(),
-                        "could not hold tenants' shards on a Citus node: the batch goes through the distributed tables"
-                    );
-                }
+            // Only this node's own answer that it no longer holds a shard sends the batch the
+            // other way: any other error (a lock not granted in time while a move switches,
+            // say) would meet the same in the distributed tables, whose writes take the same
+            // lock, after the batch's time; it is the batch's answer, as for any statement.
+            Err(diesel::result::Error::DatabaseError(_, info)) if info.message().starts_with(NOT_HELD) => {
+                tracing::info!(
+                    tenants = %batch.tenants,
+                    "a Citus node no longer holds a tenant's shards (moved or split): the batch goes through the distributed tables, and its tenants are looked up again"
+                );
+                node.forget(batch.by_tenant.iter().map(|tenant| tenant.tenant));
                 route = Route::Distributed;
             }
             Err(error) => return Err(error),
@@ -565,16 +571,26 @@ pub(super) async fn write(
     commit(conn, written).await
 }
 
-/// Opens the batch's transaction on `conn` in one round trip: the tenants it acts for and (in
-/// the shards' tables) their shards held. A `SET LOCAL`, as `doorman_set_local` makes on Citus
-/// (the value is UUIDs written here), which Citus also sends to any other node the transaction
-/// reaches; the shard ids are numbers from Citus's metadata. (The planner settings are the
-/// session's: `pool::Purpose::NodeWrites`.) Nothing is left open when it fails.
+/// Opens the batch's transaction on `conn` in one round trip, naming the tenants it acts for
+/// (the shards' row-level security reads them; the value is UUIDs written here). Nothing is left
+/// open when it fails. (The planner settings are the session's: `pool::Purpose::NodeWrites`.)
+///
+/// - In the shards' tables, read committed whatever the login's default (the hold's placement
+///   check must see a move that committed while it waited for the lock, which a repeatable-read
+///   snapshot taken before the wait would not), and the tenants named by `set_config`, which
+///   stays in this backend: nothing in this route leaves the node, and Citus would send a `SET
+///   LOCAL` on with the whole query string it came in, the hold included.
+/// - Through the distributed tables, by a `SET LOCAL`, as `doorman_set_local` makes on Citus,
+///   which Citus also sends to any other node the transaction reaches.
 async fn begin(conn: &mut AsyncPgConnection, batch: &NodeBatch<'_>, route: Route) -> QueryResult<()> {
-    let mut begin = format!("BEGIN; SET LOCAL app.tenant_ids = '{}'", batch.tenants);
-    if route == Route::Shards {
-        begin.push_str(&format!("; {HOLD}('{}')", batch.held_shards()));
-    }
+    let begin = match route {
+        Route::Shards => format!(
+            "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT set_config('app.tenant_ids', '{}', true), {HOLD}('{}')",
+            batch.tenants,
+            batch.held_shards()
+        ),
+        Route::Distributed => format!("BEGIN; SET LOCAL app.tenant_ids = '{}'", batch.tenants),
+    };
     let begun = AnsiTransactionManager::begin_transaction_sql(&mut *conn, &begin).await;
     if begun.is_err() {
         // The `BEGIN` may have run and the rest failed: the session is then in an aborted
@@ -608,7 +624,7 @@ async fn write_rows(
     route: Route,
 ) -> QueryResult<Vec<Row>> {
     let mut answer = Vec::new();
-    for (tenants, shards) in batch.groups(route) {
+    for Group { tenants, shards } in batch.groups(route) {
         let Some(claims) = claims_insert(&tenants, shards) else { continue };
         let inserted = claims.load::<Row>(conn).await?;
         // Payloads only for the receipts this statement made: a settle's claims that were
@@ -625,7 +641,7 @@ async fn write_rows(
         }
     }
     if with_requests {
-        for (tenants, shards) in batch.groups(route) {
+        for Group { tenants, shards } in batch.groups(route) {
             let Some(insert) = requests_insert(&tenants, shards) else { continue };
             for tenant in tenants.iter().filter(|tenant| !tenant.requests.is_empty()) {
                 tenant.expired_requests_delete(route).execute(conn).await?;
@@ -1056,7 +1072,11 @@ mod tests {
         held.retain(|c| c != '{' && c != '}');
         let mut held: Vec<&str> = held.split(',').collect();
         held.sort_unstable();
-        assert_eq!(held, vec!["102008", "102009"], "each tenant's receipts shard is held");
+        assert_eq!(
+            held,
+            vec!["102008", "102009", "102016", "102016", "102024", "102024", "102032", "102032"],
+            "each tenant's shard of each table is held"
+        );
         assert_eq!(batch_of(vec![Some(SHARDS), None]).first_route(), Route::Distributed);
         assert_eq!(known.groups(Route::Shards).len(), 2, "a statement per tenant in its shard's table");
         assert_eq!(

@@ -5,6 +5,6 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RAISE EXCEPTION 'doorman_hold_shards: one PostgreSQL has no shards';
+    RAISE EXCEPTION 'doorman_hold_shards: there are no shards on one PostgreSQL';
 END
 $$;
