@@ -135,6 +135,49 @@ fn stored(schedule: Option<&RedeliverySchedule>) -> Option<Vec<Option<i32>>> {
     })
 }
 
+/// One of a tenant's settings, as [`PgTenants::set`] writes it.
+enum Setting<'a> {
+    RetainPayloads(bool),
+    ReadOnlyPortalsReadPayloads(bool),
+    Redelivery(Option<&'a RedeliverySchedule>),
+    Name(&'a TenantName),
+}
+
+impl PgTenants {
+    /// Writes one of `tenant`'s settings and its audit entry, in one transaction acting for the
+    /// tenant (row-level security holds it to that tenant's row).
+    async fn set(
+        &self,
+        tenant: TenantId,
+        setting: Setting<'_>,
+        audit: &AuditEntry,
+    ) -> Result<(), StorageError> {
+        let mut unit = self.pool.unit().await?;
+        let done = unit
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                act_for(conn, tenant).await?;
+                let row = tenants::table.filter(tenants::id.eq(tenant.as_uuid()));
+                let update = diesel::update(row);
+                match setting {
+                    Setting::RetainPayloads(on) => {
+                        update.set(tenants::retain_payloads.eq(on)).execute(conn).await?
+                    }
+                    Setting::ReadOnlyPortalsReadPayloads(on) => {
+                        update.set(tenants::read_only_portals_read_payloads.eq(on)).execute(conn).await?
+                    }
+                    Setting::Redelivery(schedule) => {
+                        update.set(tenants::redelivery_schedule.eq(stored(schedule))).execute(conn).await?
+                    }
+                    Setting::Name(name) => update.set(tenants::name.eq(name.as_str())).execute(conn).await?,
+                };
+                audit::write(conn, audit).await
+            })
+            .await
+            .map_err(from_diesel);
+        unit.finish(done).await
+    }
+}
+
 impl Tenants for PgTenants {
     /// The idempotency row goes in with the tenant, under a transaction-scoped advisory lock
     /// of the scope and key taken first without waiting: a second creation with the key while
@@ -292,19 +335,7 @@ impl Tenants for PgTenants {
         on: bool,
         audit: &AuditEntry,
     ) -> Result<(), StorageError> {
-        let mut unit = self.pool.unit().await?;
-        let done = unit
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
-                act_for(conn, tenant).await?;
-                diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
-                    .set(tenants::retain_payloads.eq(on))
-                    .execute(conn)
-                    .await?;
-                audit::write(conn, audit).await
-            })
-            .await
-            .map_err(from_diesel);
-        unit.finish(done).await
+        self.set(tenant, Setting::RetainPayloads(on), audit).await
     }
 
     async fn set_read_only_portals_read_payloads(
@@ -313,19 +344,7 @@ impl Tenants for PgTenants {
         on: bool,
         audit: &AuditEntry,
     ) -> Result<(), StorageError> {
-        let mut unit = self.pool.unit().await?;
-        let done = unit
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
-                act_for(conn, tenant).await?;
-                diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
-                    .set(tenants::read_only_portals_read_payloads.eq(on))
-                    .execute(conn)
-                    .await?;
-                audit::write(conn, audit).await
-            })
-            .await
-            .map_err(from_diesel);
-        unit.finish(done).await
+        self.set(tenant, Setting::ReadOnlyPortalsReadPayloads(on), audit).await
     }
 
     async fn set_redelivery(
@@ -334,19 +353,7 @@ impl Tenants for PgTenants {
         schedule: Option<RedeliverySchedule>,
         audit: &AuditEntry,
     ) -> Result<(), StorageError> {
-        let mut unit = self.pool.unit().await?;
-        let done = unit
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
-                act_for(conn, tenant).await?;
-                diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
-                    .set(tenants::redelivery_schedule.eq(stored(schedule.as_ref())))
-                    .execute(conn)
-                    .await?;
-                audit::write(conn, audit).await
-            })
-            .await
-            .map_err(from_diesel);
-        unit.finish(done).await
+        self.set(tenant, Setting::Redelivery(schedule.as_ref()), audit).await
     }
 
     async fn rename(
@@ -355,19 +362,7 @@ impl Tenants for PgTenants {
         name: &TenantName,
         audit: &AuditEntry,
     ) -> Result<(), StorageError> {
-        let mut unit = self.pool.unit().await?;
-        let done = unit
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
-                act_for(conn, tenant).await?;
-                diesel::update(tenants::table.filter(tenants::id.eq(tenant.as_uuid())))
-                    .set(tenants::name.eq(name.as_str()))
-                    .execute(conn)
-                    .await?;
-                audit::write(conn, audit).await
-            })
-            .await
-            .map_err(from_diesel);
-        unit.finish(done).await
+        self.set(tenant, Setting::Name(name), audit).await
     }
 
     /// One transaction acting for the tenant: it is remembered as deleted, its kept payloads

@@ -405,11 +405,7 @@ pub async fn retain_payloads(
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
     let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
-    let on = match form.required("enabled")? {
-        "on" => true,
-        "off" => false,
-        _ => return Err(ConsoleError::bad_request("enabled: must be on or off")),
-    };
+    let on = enabled(&form)?;
     state.operator.set_retain_payloads(&session.caller, tenant, on).await?;
     Ok(back(tenant, if on { "payloads-on" } else { "payloads-off" }))
 }
@@ -422,13 +418,18 @@ pub async fn read_only_portals_read_payloads(
     state: web::Data<AdminState>,
 ) -> Result<HttpResponse, ConsoleError> {
     let (session, tenant, form) = tenant_form(&request, &state, &path, &body).await?;
-    let on = match form.required("enabled")? {
-        "on" => true,
-        "off" => false,
-        _ => return Err(ConsoleError::bad_request("enabled: must be on or off")),
-    };
+    let on = enabled(&form)?;
     state.operator.set_read_only_portals_read_payloads(&session.caller, tenant, on).await?;
     Ok(back(tenant, if on { "portals-payloads-on" } else { "portals-payloads-off" }))
+}
+
+/// A form's `enabled`: `on` or `off`.
+fn enabled(form: &super::form::Form) -> Result<bool, ConsoleError> {
+    match form.required("enabled")? {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(ConsoleError::bad_request("enabled: must be on or off")),
+    }
 }
 
 /// `enabled=on` with `schedule` (`standard` when left empty), or `enabled=off` alone.
