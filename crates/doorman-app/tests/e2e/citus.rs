@@ -1642,7 +1642,8 @@ async fn on_citus_a_tenant_moved_to_another_worker_is_written_there_and_never_in
 /// The hold (ADR 30) takes the lock a shard move takes for its final switch, for as long as the
 /// batch's transaction lasts: a move's `ExclusiveLock` on the shard's metadata waits for it
 /// (here, given up after 200 ms), and is granted once it commits. And it refuses to hold a shard
-/// the node does not have, or to hold one under a snapshot older than its lock.
+/// the node does not have, or to hold one under a snapshot older than its lock, and refuses
+/// every role but the serving processes'.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_citus_a_held_shard_keeps_a_moves_final_switch_waiting_until_the_batch_commits() {
     use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
@@ -1684,4 +1685,13 @@ async fn on_citus_a_held_shard_keeps_a_moves_final_switch_waiting_until_the_batc
         batch.batch_execute(&hold("REPEATABLE READ")).await.expect_err("a snapshot older than the lock");
     assert!(repeatable.to_string().contains("read committed"), "{repeatable}");
     let _ = batch.batch_execute("ROLLBACK").await;
+
+    // It runs as the tables' owner, so only the serving processes' role may call it: the admin
+    // processes' login may not hold (and so keep a move waiting on) any shard.
+    let mut admin = AsyncPgConnection::establish(&cluster.worker_url(placed.worker, ADMIN_ROLE))
+        .await
+        .expect("the admin processes' login on the worker");
+    let denied =
+        admin.batch_execute(&hold("READ COMMITTED")).await.expect_err("not the admin processes' to call");
+    assert!(denied.to_string().contains("permission denied"), "{denied}");
 }
